@@ -1,0 +1,133 @@
+"""Argument checks shared by every constructor and public function.
+
+Each check returns the value as a float (so callers can write ``x = positive("x", x)``)
+or raises `InvalidParameter` naming the argument, the value and the rule. The ``*_attr``
+variants are attrs validators built from the same checks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from expost.errors import InvalidParameter
+
+__all__ = [
+    "finite",
+    "finite_array",
+    "as_float",
+    "nonnegative",
+    "open_probability",
+    "positive",
+    "positive_int",
+    "probability",
+    "strictly_decreasing",
+    "strictly_increasing",
+    "validator",
+]
+
+
+def _real(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise InvalidParameter(name, value, "must be a real number")
+    return float(value)
+
+
+def finite(name: str, value: object) -> float:
+    """A finite real number (no NaN, no infinity)."""
+    x = _real(name, value)
+    if not math.isfinite(x):
+        raise InvalidParameter(name, value, "must be finite (not NaN or infinite)")
+    return x
+
+
+def positive(name: str, value: object) -> float:
+    """A finite real number > 0."""
+    x = finite(name, value)
+    if x <= 0.0:
+        raise InvalidParameter(name, value, "must be > 0")
+    return x
+
+
+def nonnegative(name: str, value: object) -> float:
+    """A finite real number >= 0."""
+    x = finite(name, value)
+    if x < 0.0:
+        raise InvalidParameter(name, value, "must be >= 0")
+    return x
+
+
+def probability(name: str, value: object) -> float:
+    """A failure probability delta in [0, 1)."""
+    x = finite(name, value)
+    if not 0.0 <= x < 1.0:
+        raise InvalidParameter(name, value, "must lie in [0, 1)")
+    return x
+
+
+def open_probability(name: str, value: object) -> float:
+    """A failure probability in (0, 1), as needed wherever log(1/delta) appears."""
+    x = finite(name, value)
+    if not 0.0 < x < 1.0:
+        raise InvalidParameter(name, value, "must lie in (0, 1)")
+    return x
+
+
+def positive_int(name: str, value: object) -> int:
+    """An integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InvalidParameter(name, value, "must be an integer")
+    if value < 1:
+        raise InvalidParameter(name, value, "must be >= 1")
+    return int(value)
+
+
+def finite_array(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """A float array with no NaN or infinity."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameter(name, value, "must be an array of real numbers") from exc
+    if not np.all(np.isfinite(arr)):
+        raise InvalidParameter(name, value, "must contain only finite numbers (no NaN or inf)")
+    return arr
+
+
+def strictly_decreasing(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """A non-empty 1-d finite array, strictly decreasing."""
+    arr = finite_array(name, value)
+    if arr.ndim != 1 or arr.size == 0:
+        raise InvalidParameter(name, value, "must be a non-empty 1-d sequence")
+    if np.any(np.diff(arr) >= 0):
+        raise InvalidParameter(name, value, "must be strictly decreasing")
+    return arr
+
+
+def strictly_increasing(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """A non-empty 1-d finite array, strictly increasing."""
+    arr = finite_array(name, value)
+    if arr.ndim != 1 or arr.size == 0:
+        raise InvalidParameter(name, value, "must be a non-empty 1-d sequence")
+    if np.any(np.diff(arr) <= 0):
+        raise InvalidParameter(name, value, "must be strictly increasing")
+    return arr
+
+
+def as_float(value: float) -> float:
+    """attrs converter: real numbers become floats; anything else is left for the validator."""
+    if isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def validator(check: Callable[[str, Any], object]) -> Callable[[Any, Any, Any], None]:
+    """An attrs validator running ``check(attribute.name, value)``."""
+
+    def run(_instance: Any, attribute: Any, value: Any) -> None:
+        check(attribute.name, value)
+
+    return run

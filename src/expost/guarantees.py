@@ -1,0 +1,265 @@
+"""Privacy guarantees as immutable values, and the conversions between them.
+
+Each conversion names the result it implements (THEORY.md §1). The papers' conversions
+are the defaults; the tighter Canonne–Kamath–Steinke conversion is a separate, named
+function and never replaces them silently.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from attrs import field, frozen
+from scipy.optimize import brentq
+
+from expost._validation import (
+    as_float,
+    nonnegative,
+    open_probability,
+    positive,
+    probability,
+    validator,
+)
+from expost.errors import InvalidParameter
+
+__all__ = [
+    "ApproxDP",
+    "ExPost",
+    "Guarantee",
+    "ProbabilisticDP",
+    "PureDP",
+    "ZCDP",
+    "cks_delta",
+    "cks_rho_for_dp",
+    "cks_zcdp_to_dp",
+    "compose_ex_post",
+    "compose_zcdp",
+    "dp_to_pdp",
+    "dp_to_zcdp",
+    "pdp_to_dp",
+    "rho_for_dp",
+    "zcdp_to_dp",
+]
+
+_EPS = field(converter=as_float, validator=validator(positive))
+_DELTA = field(default=0.0, converter=as_float, validator=validator(probability))
+
+
+@frozen
+class PureDP:
+    """Pure eps-differential privacy (APC Def 2.1 with delta = 0)."""
+
+    eps: float = _EPS
+
+
+@frozen
+class ApproxDP:
+    """(eps, delta)-differential privacy (APC Def 2.1)."""
+
+    eps: float = _EPS
+    delta: float = _DELTA
+
+
+@frozen
+class ZCDP:
+    """delta-approximate rho-zCDP, in the mixture form (APC Def 2.3, FAC Def 3); delta = 0 is zCDP."""
+
+    rho: float = field(converter=as_float, validator=validator(positive))
+    delta: float = _DELTA
+
+
+@frozen
+class ProbabilisticDP:
+    """(eps, delta)-probabilistic DP: P(|L| > eps) <= delta (FAC Sec. 2)."""
+
+    eps: float = _EPS
+    delta: float = _DELTA
+
+
+@frozen
+class ExPost:
+    """An ex-post guarantee for the values actually released: P(L > bound) <= delta.
+
+    ``bound`` is the realised value E(A(x)) of the ex-post function (APC Def 4.1, BNR Def 2.2).
+    Ex-post privacy is not closed under post-processing (APC Remark 1).
+    """
+
+    bound: float = field(converter=as_float, validator=validator(nonnegative))
+    delta: float = _DELTA
+
+
+Guarantee = PureDP | ApproxDP | ZCDP | ProbabilisticDP | ExPost
+
+
+def dp_to_zcdp(guarantee: PureDP | ApproxDP) -> ZCDP:
+    """(eps, delta)-DP implies delta-approximate (eps²/2)-zCDP (APC Lemma 2.1, FAC Lemma 1)."""
+    if not isinstance(guarantee, PureDP | ApproxDP):
+        raise InvalidParameter("guarantee", guarantee, "must be PureDP or ApproxDP")
+    delta = guarantee.delta if isinstance(guarantee, ApproxDP) else 0.0
+    return ZCDP(guarantee.eps**2 / 2.0, delta)
+
+
+def _check_zcdp(guarantee: ZCDP) -> ZCDP:
+    if not isinstance(guarantee, ZCDP):
+        raise InvalidParameter("guarantee", guarantee, "must be a ZCDP guarantee")
+    return guarantee
+
+
+def _combined_delta(delta: float, delta_second: float, form: str) -> float:
+    if form == "fac":
+        return delta + (1.0 - delta) * delta_second
+    if form == "apc":
+        return delta + delta_second
+    raise InvalidParameter("form", form, "must be 'fac' or 'apc'")
+
+
+def zcdp_to_dp(
+    guarantee: ZCDP, delta_second: float, *, form: Literal["fac", "apc"] = "fac"
+) -> ApproxDP:
+    """delta-approx rho-zCDP implies (rho + 2·sqrt(rho·log(1/delta'')), delta_total)-DP.
+
+    Bun–Steinke, as APC Lemma 2.1 and FAC Lemma 1. ``form="fac"`` gives
+    delta_total = delta + (1 − delta)·delta'' (FAC Lemma 1); ``form="apc"`` the looser
+    delta + delta'' printed in APC Lemma 2.1.
+    """
+    g = _check_zcdp(guarantee)
+    d2 = open_probability("delta_second", delta_second)
+    eps = g.rho + 2.0 * math.sqrt(g.rho * math.log(1.0 / d2))
+    return ApproxDP(eps, _combined_delta(g.delta, d2, form))
+
+
+def rho_for_dp(eps: float, delta_second: float) -> float:
+    """The largest rho whose Bun–Steinke conversion (APC Lemma 2.1) gives at most ``eps``.
+
+    Closed form: solving rho + 2·sqrt(rho·ℓ) = eps with ℓ = log(1/delta'') gives
+    rho* = (sqrt(ℓ + eps) − sqrt(ℓ))²; (10, 1e-6) gives rho* ≈ 1.35301 (APC Sec. 7).
+    """
+    e = positive("eps", eps)
+    ell = math.log(1.0 / open_probability("delta_second", delta_second))
+    # eps / (sqrt(ℓ+eps) + sqrt(ℓ)) equals sqrt(ℓ+eps) − sqrt(ℓ) without cancellation.
+    return (e / (math.sqrt(ell + e) + math.sqrt(ell))) ** 2
+
+
+def _cks_log_delta(rho: float, eps: float) -> float:
+    """log of inf_{a>1} exp((a−1)(a·rho − eps))·(1/a)·(1 − 1/a)^(a−1) (Canonne–Kamath–Steinke 2020).
+
+    The exponent is convex in a with derivative (2a − 1)·rho − eps + log(1 − 1/a), which
+    increases from −∞ to +∞, so the infimum is at its unique root.
+    """
+
+    def slope(a: float) -> float:
+        return (2.0 * a - 1.0) * rho - eps + math.log1p(-1.0 / a)
+
+    hi = 2.0
+    while slope(hi) <= 0.0:
+        hi *= 2.0
+    lo = 1.0 + 1e-15
+    if slope(lo) >= 0.0:
+        a = lo
+    else:
+        a = float(brentq(slope, lo, hi, xtol=1e-14, rtol=1e-15))
+    return (a - 1.0) * (a * rho - eps) - math.log(a) + (a - 1.0) * math.log1p(-1.0 / a)
+
+
+def cks_delta(rho: float, eps: float) -> float:
+    """The delta at which rho-zCDP gives (eps, delta)-DP by Canonne–Kamath–Steinke (2020, Prop. 12)."""
+    r = positive("rho", rho)
+    e = nonnegative("eps", eps)
+    return min(1.0, math.exp(_cks_log_delta(r, e)))
+
+
+def _cks_eps(rho: float, delta_second: float) -> float:
+    target = math.log(delta_second)
+    hi = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_second))  # Bun–Steinke: never tighter
+    while _cks_log_delta(rho, hi) > target:
+        hi *= 2.0
+    if _cks_log_delta(rho, 0.0) <= target:
+        return 0.0
+    return float(brentq(lambda e: _cks_log_delta(rho, e) - target, 0.0, hi, xtol=1e-14, rtol=1e-13))
+
+
+def cks_zcdp_to_dp(
+    guarantee: ZCDP, delta_second: float, *, form: Literal["fac", "apc"] = "fac"
+) -> ApproxDP:
+    """rho-zCDP implies (eps, delta'')-DP with the smallest eps allowed by Canonne–Kamath–Steinke.
+
+    ``delta'' = inf_{a>1} exp((a−1)(a·rho − eps))·(1/a)·(1 − 1/a)^(a−1)`` (CKS 2020, Prop. 12),
+    inverted in eps numerically. Never looser than `zcdp_to_dp`. For delta-approximate zCDP
+    the deltas combine as in `zcdp_to_dp`.
+    """
+    g = _check_zcdp(guarantee)
+    d2 = open_probability("delta_second", delta_second)
+    eps = _cks_eps(g.rho, d2)
+    if eps <= 0.0:
+        raise InvalidParameter(
+            "delta_second", delta_second, "is so large that CKS gives eps = 0; use a smaller delta"
+        )
+    return ApproxDP(eps, _combined_delta(g.delta, d2, form))
+
+
+def cks_rho_for_dp(eps: float, delta_second: float) -> float:
+    """The largest rho whose Canonne–Kamath–Steinke conversion gives at most ``eps``.
+
+    Never smaller than `rho_for_dp` for the same arguments.
+    """
+    e = positive("eps", eps)
+    d2 = open_probability("delta_second", delta_second)
+    lo = rho_for_dp(e, d2)
+    hi = 2.0 * lo
+    while _cks_eps(hi, d2) <= e:
+        lo, hi = hi, 2.0 * hi
+    return float(brentq(lambda r: _cks_eps(r, d2) - e, lo, hi, xtol=1e-15, rtol=1e-13))
+
+
+def pdp_to_dp(guarantee: ProbabilisticDP) -> ApproxDP:
+    """(eps, delta)-pDP implies (eps, delta)-DP (Kasiviswanathan–Smith; FAC Lemma 2)."""
+    if not isinstance(guarantee, ProbabilisticDP):
+        raise InvalidParameter("guarantee", guarantee, "must be ProbabilisticDP")
+    return ApproxDP(guarantee.eps, guarantee.delta)
+
+
+def dp_to_pdp(guarantee: ApproxDP | PureDP) -> ProbabilisticDP:
+    """(eps, delta)-DP implies (2eps, 2delta/(eps·e^eps))-pDP (Kasiviswanathan–Smith; FAC Lemma 2).
+
+    Pure eps-DP is (eps, 0)-pDP, since then |L| <= eps surely.
+    """
+    if isinstance(guarantee, PureDP):
+        return ProbabilisticDP(guarantee.eps, 0.0)
+    if not isinstance(guarantee, ApproxDP):
+        raise InvalidParameter("guarantee", guarantee, "must be PureDP or ApproxDP")
+    delta = 2.0 * guarantee.delta / (guarantee.eps * math.exp(guarantee.eps))
+    if delta >= 1.0:
+        raise InvalidParameter(
+            "guarantee",
+            guarantee,
+            f"gives a vacuous pDP delta 2·delta/(eps·e^eps) = {delta!r} >= 1",
+        )
+    return ProbabilisticDP(2.0 * guarantee.eps, delta)
+
+
+def _total_delta(deltas: list[float]) -> float:
+    total = math.fsum(deltas)
+    if total >= 1.0:
+        raise InvalidParameter("guarantees", deltas, "the deltas must sum to less than 1")
+    return total
+
+
+def compose_zcdp(*guarantees: ZCDP) -> ZCDP:
+    """Composition of approximate zCDP adds rho and delta (APC Lemma 2.2)."""
+    if not guarantees:
+        raise InvalidParameter("guarantees", guarantees, "must name at least one guarantee")
+    gs = [_check_zcdp(g) for g in guarantees]
+    return ZCDP(math.fsum(g.rho for g in gs), _total_delta([g.delta for g in gs]))
+
+
+def compose_ex_post(*guarantees: ExPost) -> ExPost:
+    """Basic composition of ex-post guarantees adds bounds and deltas (APC Lemma B.1).
+
+    This cannot be improved in general (APC Sec. 5).
+    """
+    if not guarantees or not all(isinstance(g, ExPost) for g in guarantees):
+        raise InvalidParameter("guarantees", guarantees, "must be one or more ExPost guarantees")
+    return ExPost(
+        math.fsum(g.bound for g in guarantees), _total_delta([g.delta for g in guarantees])
+    )

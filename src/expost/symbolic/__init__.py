@@ -1,0 +1,1 @@
+"""Symbolic (sympy) checks of the library's closed forms; see `expost.symbolic.proof`."""
