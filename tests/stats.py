@@ -1,0 +1,61 @@
+"""Statistical assertions shared by the tests.
+
+Every check has a stated false-alarm level ``alpha`` (default 1e-6): when the claim is
+true, the check fails with probability at most ``alpha`` (up to the normal approximation
+of a mean of many independent draws, where that is used). Tolerances come from the sample
+size and ``alpha``, never from tuning.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+ALPHA = 1e-6
+
+
+def z_two_sided(alpha: float = ALPHA) -> float:
+    """The normal quantile z with P(|Z| > z) = alpha."""
+    return float(stats.norm.isf(alpha / 2.0))
+
+
+def mean_is_consistent(
+    samples: npt.ArrayLike, mean: float, sd: float, alpha: float = ALPHA
+) -> bool:
+    """Is the sample mean within z·sd/sqrt(n) of ``mean`` (sd: the true standard deviation)?"""
+    x = np.asarray(samples, dtype=float).ravel()
+    return abs(float(x.mean()) - mean) <= z_two_sided(alpha) * sd / math.sqrt(x.size)
+
+
+def variance_is_consistent(
+    samples: npt.ArrayLike, variance: float, fourth_central: float, alpha: float = ALPHA
+) -> bool:
+    """Is the sample variance within z·sqrt((mu4 − var²)/n) of ``variance``?"""
+    x = np.asarray(samples, dtype=float).ravel()
+    se = math.sqrt(max(fourth_central - variance**2, 0.0) / x.size)
+    return abs(float(x.var(ddof=1)) - variance) <= z_two_sided(alpha) * se
+
+
+def proportion_is_consistent(hits: int, n: int, p: float, alpha: float = ALPHA) -> bool:
+    """Two-sided exact binomial test of ``hits ~ Binomial(n, p)`` at level alpha."""
+    return bool(stats.binomtest(hits, n, p).pvalue > alpha)
+
+
+def clopper_pearson_upper(hits: int, n: int, alpha: float = ALPHA) -> float:
+    """One-sided upper confidence bound for a binomial proportion at level alpha."""
+    if hits >= n:
+        return 1.0
+    return float(stats.beta.ppf(1.0 - alpha, hits + 1, n - hits))
+
+
+def same_law(a: npt.ArrayLike, b: npt.ArrayLike, alpha: float = ALPHA) -> bool:
+    """Two-sample Kolmogorov–Smirnov test: True unless the laws differ at level alpha."""
+    return bool(stats.ks_2samp(np.ravel(a), np.ravel(b)).pvalue > alpha)
+
+
+def follows(samples: npt.ArrayLike, cdf: object, alpha: float = ALPHA) -> bool:
+    """One-sample Kolmogorov–Smirnov test against a continuous ``cdf`` at level alpha."""
+    return bool(stats.kstest(np.ravel(samples), cdf).pvalue > alpha)
