@@ -17,9 +17,9 @@ import numpy.typing as npt
 from expost.errors import InvalidParameter
 
 __all__ = [
+    "as_float",
     "finite",
     "finite_array",
-    "as_float",
     "nonnegative",
     "open_probability",
     "positive",

@@ -28,9 +28,7 @@ class InvalidParameter(ExpostError, ValueError):
 class BudgetExceeded(ExpostError):
     """A round was refused because it could exceed the privacy budget; nothing was spent."""
 
-    def __init__(
-        self, spent: float, requested: float, remaining: float, unit: str = "rho"
-    ) -> None:
+    def __init__(self, spent: float, requested: float, remaining: float, unit: str = "rho") -> None:
         self.spent = spent
         self.requested = requested
         self.remaining = remaining

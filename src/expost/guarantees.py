@@ -24,12 +24,12 @@ from expost._validation import (
 from expost.errors import InvalidParameter
 
 __all__ = [
+    "ZCDP",
     "ApproxDP",
     "ExPost",
     "Guarantee",
     "ProbabilisticDP",
     "PureDP",
-    "ZCDP",
     "cks_delta",
     "cks_rho_for_dp",
     "cks_zcdp_to_dp",
@@ -55,9 +55,9 @@ class PureDP:
 
 @frozen
 class ApproxDP:
-    """(eps, delta)-differential privacy (APC Def 2.1)."""
+    """(eps, delta)-differential privacy (APC Def 2.1); eps = 0 means total variation <= delta."""
 
-    eps: float = _EPS
+    eps: float = field(converter=as_float, validator=validator(nonnegative))
     delta: float = _DELTA
 
 
@@ -155,10 +155,7 @@ def _cks_log_delta(rho: float, eps: float) -> float:
     while slope(hi) <= 0.0:
         hi *= 2.0
     lo = 1.0 + 1e-15
-    if slope(lo) >= 0.0:
-        a = lo
-    else:
-        a = float(brentq(slope, lo, hi, xtol=1e-14, rtol=1e-15))
+    a = lo if slope(lo) >= 0.0 else float(brentq(slope, lo, hi, xtol=1e-14, rtol=1e-15))
     return (a - 1.0) * (a * rho - eps) - math.log(a) + (a - 1.0) * math.log1p(-1.0 / a)
 
 
@@ -190,12 +187,7 @@ def cks_zcdp_to_dp(
     """
     g = _check_zcdp(guarantee)
     d2 = open_probability("delta_second", delta_second)
-    eps = _cks_eps(g.rho, d2)
-    if eps <= 0.0:
-        raise InvalidParameter(
-            "delta_second", delta_second, "is so large that CKS gives eps = 0; use a smaller delta"
-        )
-    return ApproxDP(eps, _combined_delta(g.delta, d2, form))
+    return ApproxDP(_cks_eps(g.rho, d2), _combined_delta(g.delta, d2, form))
 
 
 def cks_rho_for_dp(eps: float, delta_second: float) -> float:
