@@ -1,0 +1,388 @@
+"""Time-uniform martingale boundaries and the privacy boundaries built on them.
+
+Martingale boundaries g(v) on intrinsic time v >= 0 bound a standard Brownian motion (or a
+sub-Gaussian martingale with variance process v) at all times at once:
+``P(∃v: S_v >= g(v)) <= delta`` (THEORY §3, BNR App. A; THEORY §5, Howard et al. 2020/2021).
+Privacy boundaries ψ(t) on Brownian time t > 0 bound the privacy loss of a stopped Brownian
+mechanism (BNR Def 3.5, Thm 3.6). Every boundary is vectorised: a float in gives a float
+out, an array in gives an array out.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, Self, overload
+
+import numpy as np
+import numpy.typing as npt
+from attrs import field, frozen
+from scipy.optimize import brentq, minimize_scalar
+from scipy.special import log_ndtr, zeta
+
+from expost._validation import (
+    as_float,
+    finite_array,
+    open_probability,
+    positive,
+    validator,
+)
+from expost.errors import InvalidParameter
+
+__all__ = [
+    "Boundary",
+    "FACStitched",
+    "LineCrossing",
+    "LinearPrivacyBoundary",
+    "MixturePrivacyBoundary",
+    "NormalMixture",
+    "PolynomialStitching",
+    "PrivacyBoundary",
+    "apc_psi",
+]
+
+FloatArray = npt.NDArray[np.float64]
+Points = npt.NDArray[np.floating[Any]] | npt.NDArray[np.integer[Any]] | Sequence[float]
+
+_RTOL = 1e-13  # root finders: relative tolerance, below the promised 1e-12
+_NEWTON_STEPS = 60
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _points(name: str, value: npt.ArrayLike, *, strict: bool) -> FloatArray:
+    if isinstance(value, str | bytes):
+        raise InvalidParameter(name, value, "must be a real number or an array of them")
+    arr = finite_array(name, value)
+    if np.any(arr <= 0.0) if strict else np.any(arr < 0.0):
+        raise InvalidParameter(name, value, "must be > 0" if strict else "must be >= 0")
+    return arr
+
+
+def _shaped(value: object, out: FloatArray) -> float | FloatArray:
+    if isinstance(value, int | float | np.number):
+        return float(out)
+    return out
+
+
+class Boundary(Protocol):
+    """A time-uniform martingale boundary g(v) on intrinsic time v >= 0."""
+
+    @overload
+    def __call__(self, v: float) -> float: ...
+    @overload
+    def __call__(self, v: Points) -> FloatArray: ...
+
+
+class PrivacyBoundary(Protocol):
+    """A privacy boundary ψ(t) on Brownian time t > 0 (BNR Def 3.5), decreasing in t."""
+
+    @overload
+    def __call__(self, t: float) -> float: ...
+    @overload
+    def __call__(self, t: Points) -> FloatArray: ...
+    def time_for(self, eps: float) -> float: ...
+    def times_for(self, levels: npt.ArrayLike) -> FloatArray: ...
+
+
+class _MartingaleBoundary(ABC):
+    """Shared vectorised evaluation on v >= 0; subclasses define ``_g``."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def _g(self, v: FloatArray) -> FloatArray: ...
+
+    @overload
+    def __call__(self, v: float) -> float: ...
+    @overload
+    def __call__(self, v: Points) -> FloatArray: ...
+    def __call__(self, v: float | Points) -> float | FloatArray:
+        return _shaped(v, self._g(_points("v", v, strict=False)))
+
+
+_POSITIVE = field(converter=as_float, validator=validator(positive))
+_DELTA = field(converter=as_float, validator=validator(open_probability))
+
+
+@frozen
+class LineCrossing(_MartingaleBoundary):
+    """g(v) = a·v + b: ``P(∃v: S_v >= a·v + b) <= exp(−2ab)`` (BNR App. A; equality for BM)."""
+
+    a: float = _POSITIVE
+    b: float = _POSITIVE
+
+    @classmethod
+    def for_delta(cls, a: float, delta: float) -> Self:
+        """The line of slope ``a`` crossed with probability ``delta``: b = log(1/delta)/(2a)."""
+        a = positive("a", a)
+        return cls(a, math.log(1.0 / open_probability("delta", delta)) / (2.0 * a))
+
+    @property
+    def delta(self) -> float:
+        """The crossing probability exp(−2ab)."""
+        return math.exp(-2.0 * self.a * self.b)
+
+    def _g(self, v: FloatArray) -> FloatArray:
+        return self.a * v + self.b
+
+
+def _two_sided_mixture(v: FloatArray, r: float, delta: float) -> FloatArray:
+    """sqrt(2(v + r)·log((1/delta)·sqrt((v + r)/r))), written with log1p for accuracy."""
+    return np.sqrt((v + r) * (2.0 * math.log(1.0 / delta) + np.log1p(v / r)))
+
+
+def _half_normal_root(c: FloatArray) -> FloatArray:
+    """The u >= 0 with h(u) = u²/2 + log(2Φ(u)) = c, for c > 0.
+
+    h is increasing and convex (h'' = 1 + d/du(φ/Φ) ∈ (0, 1)), so Newton's method started
+    at the right end of the bracket [sqrt(2·max(c − log 2, 0)), sqrt(2c)] decreases
+    monotonically to the root and never leaves the bracket. The ends are the two-sided
+    mixture at 2·delta and at delta, in units of sqrt(v + r).
+    """
+    lower = np.sqrt(2.0 * np.maximum(c - math.log(2.0), 0.0))
+    u = np.sqrt(2.0 * c)
+    for _ in range(_NEWTON_STEPS):
+        log_cdf = log_ndtr(u)
+        h = 0.5 * u * u + math.log(2.0) + log_cdf - c
+        slope = u + np.exp(-0.5 * u * u - _LOG_SQRT_2PI - log_cdf)
+        step = h / slope
+        u = np.maximum(u - step, lower)
+        if np.all(np.abs(step) <= 1e-15 * u):
+            break
+    return np.asarray(u, dtype=np.float64)
+
+
+def _sides(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value not in (1, 2):
+        raise InvalidParameter(name, value, "must be the integer 1 or 2")
+
+
+@frozen
+class NormalMixture(_MartingaleBoundary):
+    """Normal-mixture boundary with mixing precision r (Howard et al. 2021; BNR App. A).
+
+    ``sides=2``: g(v) = sqrt(2(v + r)·log((1/delta)·sqrt((v + r)/r))) and
+    ``P(∃v: |S_v| >= g(v)) <= delta`` (Gaussian mixing distribution; the bound BNR prints
+    with "=" is this two-sided one, THEORY §3).
+    ``sides=1``: the one-sided mixture with a half-normal mixing distribution, g solves
+    ``sqrt(r/(v + r))·exp(g²/(2(v + r)))·2Φ(g/sqrt(v + r)) = 1/delta`` and
+    ``P(∃v: S_v >= g(v)) <= delta``; it lies between the two-sided boundaries at 2·delta
+    and at delta, and is found by Newton's method inside that bracket (relative error
+    below 1e-12).
+    """
+
+    r: float = _POSITIVE
+    delta: float = _DELTA
+    sides: Literal[1, 2] = field(default=2, validator=validator(_sides))
+
+    def _g(self, v: FloatArray) -> FloatArray:
+        if self.sides == 2:
+            return _two_sided_mixture(v, self.r, self.delta)
+        c = math.log(1.0 / self.delta) + 0.5 * np.log1p(v / self.r)
+        return _half_normal_root(c) * np.sqrt(v + self.r)
+
+
+def _greater_than_one(name: str, value: object) -> None:
+    if positive(name, value) <= 1.0:
+        raise InvalidParameter(name, value, "must be > 1")
+
+
+@frozen
+class PolynomialStitching(_MartingaleBoundary):
+    """Polynomial stitching for sub-Gaussian martingales, c = 0 (Howard et al. 2021, Thm 1).
+
+    g(v) = k1·sqrt(m·ℓ(m)) with m = max(v, v0), k1 = (η^(1/4) + η^(−1/4))/√2 and
+    ℓ(m) = s·log log(η·m/v0) + log(ζ(s)/(delta·(log η)^s)); ``P(∃v: S_v >= g(v)) <= delta``.
+    """
+
+    v0: float = _POSITIVE
+    delta: float = _DELTA
+    eta: float = field(default=2.0, converter=as_float, validator=validator(_greater_than_one))
+    s: float = field(default=1.4, converter=as_float, validator=validator(_greater_than_one))
+
+    def _g(self, v: FloatArray) -> FloatArray:
+        m = np.maximum(v, self.v0)
+        k1 = (self.eta**0.25 + self.eta**-0.25) / math.sqrt(2.0)
+        constant = math.log(float(zeta(self.s)) / (self.delta * math.log(self.eta) ** self.s))
+        ell = self.s * np.log(np.log(self.eta * m / self.v0)) + constant
+        return np.asarray(k1 * np.sqrt(m * ell), dtype=np.float64)
+
+
+@frozen
+class FACStitched(_MartingaleBoundary):
+    """The closed-form stitched boundary of FAC Thm 3 (from Howard et al. 2021, eta = 2, s = 1.4).
+
+    g(V) = 1.7·sqrt(V·(log log(2V/v0) + 0.72·log(5.2/delta))) for V >= v0, ∞ while V < v0.
+    It is never below `PolynomialStitching` (v0, delta, eta=2, s=1.4), so it is valid.
+    """
+
+    v0: float = _POSITIVE
+    delta: float = _DELTA
+
+    def _g(self, v: FloatArray) -> FloatArray:
+        m = np.maximum(v, self.v0)
+        inner = np.log(np.log(2.0 * m / self.v0)) + 0.72 * math.log(5.2 / self.delta)
+        return np.where(v < self.v0, np.inf, 1.7 * np.sqrt(m * inner))
+
+
+@overload
+def apc_psi(v: float, gamma: float, delta: float) -> float: ...
+@overload
+def apc_psi(v: Points, gamma: float, delta: float) -> FloatArray: ...
+def apc_psi(v: float | Points, gamma: float, delta: float) -> float | FloatArray:
+    """ψ(v; γ, delta) = sqrt((v + γ)·log((v + γ)/(delta²·γ))) (APC Lemma 6.1, eq. 1, Thm 4).
+
+    It equals the two-sided `NormalMixture` with r = γ, and that is how it is computed.
+    """
+    return NormalMixture(positive("gamma", gamma), delta, sides=2)(v)
+
+
+class _PrivacyBoundaryBase(ABC):
+    """ψ(t) = Δ²/(2t) + (Δ/t)·g(t) for a martingale boundary g of W (BNR Thm 3.4, 3.6)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def _martingale(self) -> _MartingaleBoundary: ...
+
+    @abstractmethod
+    def _sensitivity(self) -> float: ...
+
+    def _psi(self, t: FloatArray) -> FloatArray:
+        d = self._sensitivity()
+        return d * d / (2.0 * t) + (d / t) * self._martingale()._g(t)
+
+    @overload
+    def __call__(self, t: float) -> float: ...
+    @overload
+    def __call__(self, t: Points) -> FloatArray: ...
+    def __call__(self, t: float | Points) -> float | FloatArray:
+        return _shaped(t, self._psi(_points("t", t, strict=True)))
+
+    @abstractmethod
+    def time_for(self, eps: float) -> float: ...
+
+    def times_for(self, levels: npt.ArrayLike) -> FloatArray:
+        """`time_for` at each level of an array (same shape)."""
+        arr = _points("levels", levels, strict=True)
+        return np.array([self.time_for(float(e)) for e in arr.ravel()]).reshape(arr.shape)
+
+
+@frozen
+class MixturePrivacyBoundary(_PrivacyBoundaryBase):
+    """ψ(t) = Δ²/(2t) + (Δ/t)·sqrt(2(t + r)·log((1/delta)·sqrt((t + r)/r))) (BNR Thm 3.6).
+
+    A delta-privacy boundary for the Brownian mechanism with sensitivity Δ: the loss exceeds
+    ψ at the stopping time with probability at most delta, whatever the stopping function.
+    """
+
+    r: float = _POSITIVE
+    delta: float = _DELTA
+    sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
+
+    def _martingale(self) -> _MartingaleBoundary:
+        return NormalMixture(self.r, self.delta, sides=2)
+
+    def _sensitivity(self) -> float:
+        return self.sensitivity
+
+    def time_for(self, eps: float) -> float:
+        """The smallest t with ψ(t) <= eps (BNR Cor 3.7, corrected; THEORY §3).
+
+        ψ decreases from ∞ to 0, so this is the root of ψ(t) = eps, found by Brent's method.
+        The result is never below the exact root and within 1e-12 relative of it. (BNR
+        Cor 3.7 prints inf{t: ψ(t) >= eps}, which would be 0.)
+        """
+        e = positive("eps", eps)
+        lo = self.sensitivity**2 / (2.0 * e)  # ψ(t) > Δ²/(2t) >= eps for all t <= lo
+        hi = 2.0 * lo
+        while self._psi(np.array(hi)) > e:
+            lo, hi = hi, 2.0 * hi
+            if not math.isfinite(hi):
+                raise InvalidParameter("eps", eps, "is too small: ψ(t) <= eps has no finite t")
+        root = brentq(lambda t: float(self._psi(np.array(t))) - e, lo, hi, xtol=1e-300, rtol=_RTOL)
+        return min(float(root) * (1.0 + _RTOL), hi)
+
+    @classmethod
+    def tuned_for(cls, eps: float, delta: float, sensitivity: float = 1.0) -> Self:
+        """The r minimising ``time_for(eps)`` (BNR appendix: r* = argmin_r (ψ_r)^(−1)(eps)).
+
+        The tuned boundary lets a run stop at the least noise (smallest t, i.e. largest
+        privacy time 1/t) while its ex-post loss bound is still at most eps. Numerical:
+        bounded Brent search on log r around the linear boundary's tuned time.
+        """
+        e = positive("eps", eps)
+        d = open_probability("delta", delta)
+        sens = positive("sensitivity", sensitivity)
+        ell = math.log(1.0 / d)
+        scale = LinearPrivacyBoundary.tuned_for(e, d, sens).time_for(e)
+        centre = math.log(scale / (2.0 * ell + math.log1p(2.0 * ell)))
+
+        def log_time(log_r: float) -> float:
+            return math.log(cls(math.exp(log_r), d, sens).time_for(e))
+
+        best = minimize_scalar(
+            log_time, bounds=(centre - 8.0, centre + 8.0), method="bounded", options={"xatol": 1e-9}
+        )
+        return cls(math.exp(float(best.x)), d, sens)
+
+
+@frozen
+class LinearPrivacyBoundary(_PrivacyBoundaryBase):
+    """ψ(t) = (Δ/t)(Δ/2 + b) + Δ·a, a delta-privacy boundary with delta = exp(−2ab) (BNR Thm 3.6)."""
+
+    a: float = _POSITIVE
+    b: float = _POSITIVE
+    sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
+
+    @classmethod
+    def from_delta(cls, a: float, delta: float, sensitivity: float = 1.0) -> Self:
+        """The boundary with slope ``a`` and b = log(1/delta)/(2a)."""
+        line = LineCrossing.for_delta(a, delta)
+        return cls(line.a, line.b, sensitivity)
+
+    @property
+    def delta(self) -> float:
+        """The failure probability exp(−2ab)."""
+        return math.exp(-2.0 * self.a * self.b)
+
+    def _martingale(self) -> _MartingaleBoundary:
+        return LineCrossing(self.a, self.b)
+
+    def _sensitivity(self) -> float:
+        return self.sensitivity
+
+    def _times(self, name: str, levels: object, e: FloatArray) -> FloatArray:
+        d = self.sensitivity
+        if np.any(e <= d * self.a):
+            raise InvalidParameter(
+                name, levels, f"must exceed the boundary's asymptote Δ·a = {d * self.a!r}"
+            )
+        return d * (d / 2.0 + self.b) / (e - d * self.a)
+
+    def time_for(self, eps: float) -> float:
+        """The smallest t with ψ(t) <= eps: t = Δ(Δ/2 + b)/(eps − Δa) (BNR Cor 3.7, corrected).
+
+        (BNR Cor 3.7 prints inf{t: ψ(t) >= eps}, which would be 0; ψ decreases in t.)
+        """
+        return float(self._times("eps", eps, np.array(positive("eps", eps))))
+
+    def times_for(self, levels: npt.ArrayLike) -> FloatArray:
+        """`time_for` at each level of an array (same shape), in closed form."""
+        return self._times("levels", levels, _points("levels", levels, strict=True))
+
+    @classmethod
+    def tuned_for(cls, eps: float, delta: float, sensitivity: float = 1.0) -> Self:
+        """The slope a minimising ``time_for(eps)``, b = log(1/delta)/(2a) (BNR appendix).
+
+        With x = Δa and ℓ = log(1/delta), time_for(eps) = Δ²(x + ℓ)/(2x(eps − x)), minimised
+        on (0, eps) at the root of x² + 2ℓx − ℓ·eps = 0: x* = sqrt(ℓ² + ℓ·eps) − ℓ. The tuned
+        boundary stops at the least noise while its ex-post bound is at most eps.
+        """
+        e = positive("eps", eps)
+        d = open_probability("delta", delta)
+        sens = positive("sensitivity", sensitivity)
+        ell = math.log(1.0 / d)
+        x = ell * e / (math.sqrt(ell * ell + ell * e) + ell)  # = sqrt(ℓ² + ℓe) − ℓ, no cancellation
+        return cls.from_delta(x / sens, d, sens)
