@@ -59,3 +59,19 @@ def same_law(a: npt.ArrayLike, b: npt.ArrayLike, alpha: float = ALPHA) -> bool:
 def follows(samples: npt.ArrayLike, cdf: object, alpha: float = ALPHA) -> bool:
     """One-sample Kolmogorov–Smirnov test against a continuous ``cdf`` at level alpha."""
     return bool(stats.kstest(np.ravel(samples), cdf).pvalue > alpha)
+
+
+def clopper_pearson_lower(hits: int, n: int, alpha: float = ALPHA) -> float:
+    """One-sided lower confidence bound for a binomial proportion at level alpha."""
+    if hits <= 0:
+        return 0.0
+    return float(stats.beta.ppf(alpha, hits, n - hits + 1))
+
+
+def rate_is_at_most(hits: int, n: int, p: float, alpha: float = ALPHA) -> bool:
+    """Is ``hits`` out of ``n`` consistent with a rate <= p? (exact one-sided test at level alpha)
+
+    False only when the Clopper–Pearson lower bound exceeds p, which happens with
+    probability at most alpha when the true rate is <= p.
+    """
+    return clopper_pearson_lower(hits, n, alpha) <= p

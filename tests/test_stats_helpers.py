@@ -30,3 +30,11 @@ def test_binomial_checks() -> None:
     assert st.proportion_is_consistent(5_000, 10_000, 0.5)
     assert not st.proportion_is_consistent(5_400, 10_000, 0.5)
     assert 0.05 < st.clopper_pearson_upper(500, 10_000) < 0.062
+
+
+def test_rate_at_most_accepts_truth_and_rejects_excess() -> None:
+    assert st.rate_is_at_most(100, 10_000, 0.01)
+    assert st.rate_is_at_most(0, 10_000, 0.0)
+    assert not st.rate_is_at_most(200, 10_000, 0.01)
+    lower, upper = st.clopper_pearson_lower(500, 10_000), st.clopper_pearson_upper(500, 10_000)
+    assert 0.04 < lower < 0.05 < upper
