@@ -1,0 +1,437 @@
+"""Noise-reduction grids: the noise levels a noise-reduction run walks, noisiest first.
+
+`TimeGrid` holds Brownian times t1 > t2 > … > 0 (t = noise variance; APC Def 4.4, BNR Def 3.1).
+`EpsilonGrid` holds privacy levels eps1 < eps2 < … with t = Δ²/eps² (APC Sec. 7); it stores eps²
+exactly, so the paper's shapes (linear or doubling in eps²) end exactly where they are told to.
+Stopping a Brownian mechanism at t costs rho = Δ²/(2t) = eps²/2 (APC Thm 3, BNR Thm 3.4), so the
+worst case of a grid is its last point, which a filter must afford before the run (APC Lemma 6.2
+condition (2), Thm 5 condition (3)). `OpenEpsilonGrid` records a shape whose end the budget sets
+later, through `clip`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+from attrs import field, frozen
+
+from expost._validation import (
+    as_float,
+    finite,
+    positive,
+    positive_int,
+    validator,
+)
+from expost.errors import InvalidParameter
+
+__all__ = ["EpsilonGrid", "GridSpec", "HasTimeFor", "OpenEpsilonGrid", "TimeGrid"]
+
+FloatArray = npt.NDArray[np.float64]
+
+_MAX_POINTS = 10_000_000
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+@runtime_checkable
+class HasTimeFor(Protocol):
+    """A privacy boundary ψ that maps a level E to the smallest t with ψ(t) <= E (BNR Cor 3.7)."""
+
+    def time_for(self, eps: float) -> float: ...
+
+
+def _read_only(values: npt.ArrayLike) -> FloatArray:
+    arr = np.array(values, dtype=np.float64)
+    arr.flags.writeable = False
+    return arr
+
+
+def _summary(values: tuple[float, ...]) -> str:
+    if len(values) <= 8:
+        return repr(values)
+    return f"<{len(values)} points from {values[0]!r} to {values[-1]!r}>"
+
+
+def _real_sequence(name: str, value: object) -> FloatArray:
+    """A non-empty 1-d sequence of finite positive reals (no booleans, strings or objects)."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameter(name, value, "must be a 1-d sequence of real numbers") from exc
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iuf":
+        raise InvalidParameter(name, value, "must be a non-empty 1-d sequence of real numbers")
+    out = arr.astype(np.float64)
+    if not np.all(np.isfinite(out)):
+        raise InvalidParameter(name, value, "must contain only finite numbers (no NaN or inf)")
+    if np.any(out <= 0.0):
+        raise InvalidParameter(name, value, "must contain only numbers > 0")
+    return out
+
+
+def _monotone(name: str, value: object, *, increasing: bool) -> FloatArray:
+    arr = _real_sequence(name, value)
+    steps = np.diff(arr)
+    if np.any(steps <= 0.0) if increasing else np.any(steps >= 0.0):
+        direction = "increasing" if increasing else "decreasing"
+        raise InvalidParameter(name, value, f"must be strictly {direction}")
+    return arr
+
+
+def _positive_decreasing(name: str, value: object) -> FloatArray:
+    return _monotone(name, value, increasing=False)
+
+
+def _positive_increasing(name: str, value: object) -> FloatArray:
+    return _monotone(name, value, increasing=True)
+
+
+def _as_float_tuple(value: Any) -> Any:
+    """attrs converter: a 1-d sequence of reals becomes a tuple of floats; else left for the validator."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        return value
+    if arr.ndim == 1 and arr.dtype.kind in "iuf":
+        return tuple(arr.astype(np.float64).tolist())
+    return value
+
+
+@frozen(repr=False)
+class TimeGrid:
+    """Brownian times t1 > t2 > … > 0, walked noisiest first (APC Def 4.4, BNR Def 3.1).
+
+    Stopping at t costs rho = Δ²/(2t) (APC Thm 3); the worst case is the `smallest` time.
+    """
+
+    times: tuple[float, ...] = field(
+        converter=_as_float_tuple, validator=validator(_positive_decreasing)
+    )
+
+    def __repr__(self) -> str:
+        return f"TimeGrid({_summary(self.times)})"
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self.times)
+
+    @property
+    def array(self) -> FloatArray:
+        """The times as a read-only float64 array."""
+        return _read_only(self.times)
+
+    @property
+    def smallest(self) -> float:
+        """The last (least noisy) time: the one that fixes the grid's worst-case cost."""
+        return self.times[-1]
+
+    def rho(self, sensitivity: float = 1.0) -> FloatArray:
+        """The cost Δ²/(2t) of stopping at each time (APC Thm 3, BNR Thm 3.4)."""
+        s = positive("sensitivity", sensitivity)
+        return _read_only(s**2 / (2.0 * self.array))
+
+    def max_rho(self, sensitivity: float = 1.0) -> float:
+        """The worst-case cost Δ²/(2·t_min) a filter must afford (APC Lemma 6.2, Thm 5 cond. (3))."""
+        s = positive("sensitivity", sensitivity)
+        return s**2 / (2.0 * self.smallest)
+
+    def eps(self, sensitivity: float = 1.0) -> FloatArray:
+        """The privacy level Δ/sqrt(t) of each time."""
+        s = positive("sensitivity", sensitivity)
+        return _read_only(s / np.sqrt(self.array))
+
+    @classmethod
+    def from_boundary(cls, boundary: HasTimeFor, levels: npt.ArrayLike) -> TimeGrid:
+        """The times at which a privacy boundary ψ reaches the ex-post levels E1 < E2 < … .
+
+        t_k = boundary.time_for(E_k), the smallest t with ψ(t) <= E_k, so stopping at t_k carries
+        the ex-post bound E_k (BNR Cor 3.7, as corrected in THEORY §3).
+        """
+        if not isinstance(boundary, HasTimeFor):
+            raise InvalidParameter("boundary", boundary, "must have a time_for(eps) method")
+        e = _positive_increasing("levels", levels)
+        times = [boundary.time_for(float(x)) for x in e]
+        try:
+            return cls(times)
+        except InvalidParameter as exc:
+            raise InvalidParameter(
+                "levels",
+                levels,
+                f"boundary.time_for maps them to {times!r}, which are not positive, finite "
+                "and strictly decreasing",
+            ) from exc
+
+
+def _times_of(eps2: FloatArray, sensitivity: float) -> FloatArray:
+    with np.errstate(over="ignore"):
+        result: FloatArray = np.square(np.float64(sensitivity)) / eps2
+    return result
+
+
+def _keep_distinct(eps2: FloatArray, sensitivity: float) -> FloatArray:
+    """Drop points of a non-decreasing eps² sequence that tie with their predecessor once rounded.
+
+    eps², eps = sqrt(eps²) and t = Δ²/eps² are monotone in eps², so ties are runs of neighbours
+    and dropping each tied point leaves all three strictly monotone.
+    """
+    eps, times = np.sqrt(eps2), _times_of(eps2, sensitivity)
+    keep = np.ones(eps2.size, dtype=bool)
+    keep[1:] = (np.diff(eps2) > 0.0) & (np.diff(eps) > 0.0) & (np.diff(times) < 0.0)
+    return eps2[keep]
+
+
+def _check_eps2(name: str, value: object, eps2: FloatArray, sensitivity: float) -> None:
+    if eps2.size == 0:
+        raise InvalidParameter(name, value, "leaves no grid point")
+    if not (np.all(np.isfinite(eps2)) and np.all(eps2 >= _TINY)):
+        raise InvalidParameter(
+            name,
+            value,
+            "gives eps² that is not a finite normal float (need 1.5e-154 < eps < 1.3e154)",
+        )
+    times = _times_of(eps2, sensitivity)
+    if not (np.all(np.isfinite(times)) and np.all(times > 0.0)):
+        raise InvalidParameter(name, value, "gives times Δ²/eps² that are not finite and > 0")
+    if np.any(np.diff(times) >= 0.0) or np.any(np.diff(np.sqrt(eps2)) <= 0.0):
+        raise InvalidParameter(
+            name, value, "has points so close that eps or Δ²/eps² coincide in floating point"
+        )
+
+
+def _sensitivity(value: float) -> float:
+    return positive("sensitivity", value)
+
+
+@frozen(init=False, repr=False)
+class EpsilonGrid:
+    """Privacy levels eps1 < eps2 < … (noisiest first) with Brownian times t = Δ²/eps² (APC Sec. 7).
+
+    Stopping at eps costs rho = eps²/2 whatever Δ (APC Thm 3 with t = Δ²/eps²). eps² is stored
+    exactly: ``EpsilonGrid(eps)`` squares eps (and sqrt gives eps back exactly), the eps²
+    constructors keep the values they compute.
+    """
+
+    _eps2: tuple[float, ...]
+    sensitivity: float
+
+    def __init__(self, eps: npt.ArrayLike, sensitivity: float = 1.0) -> None:
+        e = _positive_increasing("eps", eps)
+        s = _sensitivity(sensitivity)
+        with np.errstate(over="ignore"):
+            eps2 = e * e
+        _check_eps2("eps", eps, eps2, s)
+        self.__attrs_init__(tuple(eps2.tolist()), s)
+
+    @classmethod
+    def from_eps2(cls, eps2: npt.ArrayLike, sensitivity: float = 1.0) -> EpsilonGrid:
+        """The grid with the given squared levels eps1² < eps2² < …, kept exactly."""
+        e2 = _positive_increasing("eps2", eps2)
+        s = _sensitivity(sensitivity)
+        _check_eps2("eps2", eps2, e2, s)
+        grid = cls.__new__(cls)
+        grid.__attrs_init__(tuple(e2.tolist()), s)
+        return grid
+
+    @classmethod
+    def linear_in_eps2(
+        cls, start: float, stop: float | None, num: int, sensitivity: float = 1.0
+    ) -> EpsilonGrid | OpenEpsilonGrid:
+        """``num`` equally spaced eps² from ``start`` to ``stop`` inclusive (APC Sec. 7).
+
+        The last point is exactly ``stop``. ``stop=None`` gives an `OpenEpsilonGrid` that runs to
+        whatever the budget allows (``clip``); APC uses ``(1e-4, None, 1000)``.
+        """
+        a = positive("start", start)
+        n = _num(num)
+        s = _sensitivity(sensitivity)
+        if stop is None:
+            return OpenEpsilonGrid("linear", a, num=n, sensitivity=s)
+        b = _stop(stop, a)
+        if n == 1 and b != a:
+            raise InvalidParameter("num", num, "must be >= 2 when stop > start")
+        if n > 1 and b == a:
+            raise InvalidParameter("stop", stop, "must be > start when num > 1")
+        return cls._build(_linear(a, b, n), s, "start", start)
+
+    @classmethod
+    def geometric_in_eps2(
+        cls, start: float, stop: float | None, ratio: float = 2.0, sensitivity: float = 1.0
+    ) -> EpsilonGrid | OpenEpsilonGrid:
+        """eps² = start·ratio^k for k = 0, 1, … while <= ``stop`` (doubling: APC Sec. 7.1).
+
+        ``stop=None`` gives an `OpenEpsilonGrid` that runs to whatever the budget allows.
+        """
+        a = positive("start", start)
+        r = _ratio(ratio)
+        s = _sensitivity(sensitivity)
+        if stop is None:
+            return OpenEpsilonGrid("geometric", a, ratio=r, sensitivity=s)
+        return cls._build(_geometric(a, _stop(stop, a), r), s, "start", start)
+
+    @classmethod
+    def _build(cls, eps2: FloatArray, sensitivity: float, name: str, value: object) -> EpsilonGrid:
+        e2 = _keep_distinct(eps2, sensitivity)
+        _check_eps2(name, value, e2, sensitivity)
+        grid = cls.__new__(cls)
+        grid.__attrs_init__(tuple(e2.tolist()), sensitivity)
+        return grid
+
+    def __repr__(self) -> str:
+        return f"EpsilonGrid.from_eps2({_summary(self._eps2)}, sensitivity={self.sensitivity!r})"
+
+    def __len__(self) -> int:
+        return len(self._eps2)
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self.eps.tolist())
+
+    @property
+    def eps2(self) -> FloatArray:
+        """The squared levels eps², increasing (read-only)."""
+        return _read_only(self._eps2)
+
+    @property
+    def eps(self) -> FloatArray:
+        """The levels eps, increasing (read-only)."""
+        return _read_only(np.sqrt(self.eps2))
+
+    @property
+    def times(self) -> TimeGrid:
+        """The Brownian times t = Δ²/eps², decreasing."""
+        return TimeGrid(_times_of(self.eps2, self.sensitivity))
+
+    @property
+    def first_eps(self) -> float:
+        """The cheapest (noisiest) level."""
+        return math.sqrt(self._eps2[0])
+
+    @property
+    def last_eps(self) -> float:
+        """The largest level, which fixes the worst-case cost."""
+        return math.sqrt(self._eps2[-1])
+
+    @property
+    def rho(self) -> FloatArray:
+        """The cost eps²/2 of stopping at each point (APC Thm 3)."""
+        return _read_only(self.eps2 / 2.0)
+
+    @property
+    def max_rho(self) -> float:
+        """The worst-case cost eps_last²/2 a filter must afford (APC Thm 5 condition (3))."""
+        return self._eps2[-1] / 2.0
+
+    def clip(self, max_eps: float) -> EpsilonGrid:
+        """The points with eps <= ``max_eps``: what a budget admitting ``max_eps`` allows."""
+        m = positive("max_eps", max_eps)
+        keep = self.eps <= m
+        if not keep[0]:
+            raise InvalidParameter(
+                "max_eps",
+                max_eps,
+                f"is below the grid's first point eps = {self.first_eps!r}: "
+                "the budget does not allow even the cheapest point",
+            )
+        return self._build(self.eps2[keep], self.sensitivity, "max_eps", max_eps)
+
+
+def _num(value: object) -> int:
+    n = positive_int("num", value)
+    if n > _MAX_POINTS:
+        raise InvalidParameter("num", value, f"must be at most {_MAX_POINTS}")
+    return n
+
+
+def _ratio(value: object) -> float:
+    r = finite("ratio", value)
+    if r <= 1.0:
+        raise InvalidParameter("ratio", value, "must be > 1")
+    return r
+
+
+def _stop(value: object, start: float) -> float:
+    b = positive("stop", value)
+    if b < start:
+        raise InvalidParameter("stop", value, f"must be >= start = {start!r}")
+    return b
+
+
+def _linear(start: float, stop: float, num: int) -> FloatArray:
+    if num == 1:
+        return np.array([start])
+    # linspace ends exactly at stop; the minimum guards interior points against rounding past it.
+    return np.minimum(np.linspace(start, stop, num), stop)
+
+
+def _geometric(start: float, stop: float, ratio: float) -> FloatArray:
+    count = math.floor((math.log(stop) - math.log(start)) / math.log(ratio)) + 2
+    if count > _MAX_POINTS:
+        raise InvalidParameter("ratio", ratio, f"gives more than {_MAX_POINTS} points")
+    points: FloatArray = start * ratio ** np.arange(count, dtype=np.float64)
+    return points[points <= stop]
+
+
+@frozen
+class OpenEpsilonGrid:
+    """A grid shape whose end is set later by the budget: linear or geometric in eps² (APC Sec. 7).
+
+    ``clip(max_eps)`` closes it: linear → ``num`` equally spaced eps² from ``start`` to max_eps²;
+    geometric → start·ratio^k <= max_eps².
+    """
+
+    shape: Literal["linear", "geometric"] = field()
+    start: float = field(converter=as_float, validator=validator(positive))
+    num: int | None = field(default=None, kw_only=True)
+    ratio: float | None = field(default=None, kw_only=True)
+    sensitivity: float = field(
+        default=1.0, kw_only=True, converter=as_float, validator=validator(positive)
+    )
+
+    @shape.validator
+    def _check_shape(self, _attribute: object, value: object) -> None:
+        if value not in ("linear", "geometric"):
+            raise InvalidParameter("shape", value, "must be 'linear' or 'geometric'")
+
+    def __attrs_post_init__(self) -> None:
+        if self.shape == "linear":
+            if self.ratio is not None:
+                raise InvalidParameter("ratio", self.ratio, "must be None for a linear grid")
+            _num(self.num)
+        else:
+            if self.num is not None:
+                raise InvalidParameter("num", self.num, "must be None for a geometric grid")
+            _ratio(self.ratio)
+
+    @property
+    def first_eps(self) -> float:
+        """The cheapest (noisiest) level sqrt(start)."""
+        return math.sqrt(self.start)
+
+    def clip(self, max_eps: float) -> EpsilonGrid:
+        """Close the grid at the largest level ``max_eps`` the budget allows."""
+        m = positive("max_eps", max_eps)
+        top = m * m
+        if not math.isfinite(top):
+            raise InvalidParameter("max_eps", max_eps, "is too large: max_eps² overflows")
+        if top < self.start:
+            raise InvalidParameter(
+                "max_eps",
+                max_eps,
+                f"gives max_eps² = {top!r} < start = {self.start!r}: "
+                "the budget does not allow even the first point",
+            )
+        if self.shape == "linear":
+            assert self.num is not None  # checked at construction
+            eps2 = _linear(self.start, top, 1 if top == self.start else self.num)
+        else:
+            assert self.ratio is not None  # checked at construction
+            eps2 = _geometric(self.start, top, self.ratio)
+        eps2 = eps2[np.sqrt(eps2) <= m]
+        return EpsilonGrid._build(eps2, self.sensitivity, "max_eps", max_eps)
+
+
+GridSpec = EpsilonGrid | OpenEpsilonGrid
+"""A grid a session can clip to its budget: check ``first_eps`` is affordable, then ``clip``."""
