@@ -16,12 +16,14 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
 from expost.boundaries import (
+    Boundary,
     FACStitched,
     LinearPrivacyBoundary,
     LineCrossing,
     MixturePrivacyBoundary,
     NormalMixture,
     PolynomialStitching,
+    PrivacyBoundary,
     apc_psi,
 )
 from expost.errors import InvalidParameter
@@ -134,6 +136,18 @@ def test_one_sided_mixture_solves_its_equation_inside_the_bracket() -> None:
                 assert np.all(got >= lower * (1 - ROUNDING))
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.floats(1e-6, 1e6), st.floats(1e-15, 0.999), st.floats(0.0, 1e9))
+def test_one_sided_mixture_equation_at_random_points(r: float, delta: float, v: float) -> None:
+    g = NormalMixture(r, delta, sides=1)(v)
+    with mp.workdps(DIGITS):
+        lhs = mp_one_sided_log_lhs(mp.mpf(g), v, r)
+        assert abs(mp.exp(lhs - mp.log(1 / mp.mpf(delta))) - 1) <= REL
+    assert g <= NormalMixture(r, delta, sides=2)(v) * (1 + ROUNDING)
+    if 2 * delta < 1:
+        assert g >= NormalMixture(r, 2 * delta, sides=2)(v) * (1 - ROUNDING)
+
+
 def test_polynomial_stitching_matches_mpmath() -> None:
     with mp.workdps(DIGITS):
         for v0, delta, (eta, s) in itertools.product(
@@ -181,13 +195,13 @@ def test_linear_privacy_boundary_matches_mpmath() -> None:
 
 
 def test_scalars_give_floats_and_arrays_keep_their_shape() -> None:
-    nm = NormalMixture(r=1.0, delta=1e-6, sides=2)
+    nm: Boundary = NormalMixture(r=1.0, delta=1e-6, sides=2)
     assert isinstance(nm(3.0), float)
     assert isinstance(nm(3), float)
     grid = np.arange(6.0).reshape(2, 3)
     assert nm(grid).shape == (2, 3)
     assert nm([1.0, 2.0])[1] == nm(2.0)
-    psi = MixturePrivacyBoundary(1.0, 1e-6)
+    psi: PrivacyBoundary = MixturePrivacyBoundary(1.0, 1e-6)
     assert isinstance(psi(2.0), float)
     assert psi.times_for(np.array([[0.3, 1.0]])).shape == (1, 2)
 

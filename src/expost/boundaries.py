@@ -24,6 +24,7 @@ from scipy.special import log_ndtr, zeta
 from expost._validation import (
     as_float,
     finite_array,
+    nonnegative,
     open_probability,
     positive,
     validator,
@@ -51,6 +52,8 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def _points(name: str, value: npt.ArrayLike, *, strict: bool) -> FloatArray:
+    if isinstance(value, int | float | np.number):  # fast path for one scalar
+        return np.asarray((positive if strict else nonnegative)(name, value))
     if isinstance(value, str | bytes):
         raise InvalidParameter(name, value, "must be a real number or an array of them")
     arr = finite_array(name, value)

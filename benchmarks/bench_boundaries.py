@@ -1,0 +1,81 @@
+"""Vectorised boundary evaluation against per-value scalar calls, in the same run.
+
+Each boundary is evaluated on 10^6 values of v (one array call, median of several repeats)
+and, as the baseline, one Python call per value on a 2,000-value subsample, extrapolated
+to 10^6. Run: ``python benchmarks/bench_boundaries.py [--repeats N]``. The smallest speed-up
+over all boundaries is printed last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from expost.boundaries import (
+    FACStitched,
+    LinearPrivacyBoundary,
+    LineCrossing,
+    MixturePrivacyBoundary,
+    NormalMixture,
+    PolynomialStitching,
+)
+
+__all__ = ["main"]
+
+VALUES = 1_000_000
+SUBSAMPLE = 2_000
+
+
+def median_seconds(run: Callable[[], object], repeats: int) -> float:
+    """Median wall time of ``run()`` over ``repeats`` calls, after one warm-up call."""
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def per_value(boundary: Any, values: list[float]) -> list[float]:
+    """The scalar baseline: one Python call per value."""
+    return [boundary(x) for x in values]
+
+
+def main(repeats: int = 5) -> float:
+    """Print the timings and return the smallest vectorised/scalar speed-up (printed last)."""
+    v = np.random.default_rng(2024).uniform(1e-3, 1e4, VALUES)
+    scalars = [float(x) for x in v[:SUBSAMPLE]]
+    boundaries: dict[str, Any] = {
+        "LineCrossing": LineCrossing.for_delta(1.0, 1e-6),
+        "NormalMixture sides=2": NormalMixture(r=1.0, delta=1e-6, sides=2),
+        "NormalMixture sides=1": NormalMixture(r=1.0, delta=1e-6, sides=1),
+        "PolynomialStitching": PolynomialStitching(1.0, 1e-6),
+        "FACStitched": FACStitched(1e-3, 1e-6),
+        "MixturePrivacyBoundary": MixturePrivacyBoundary(10.0, 1e-6),
+        "LinearPrivacyBoundary": LinearPrivacyBoundary.tuned_for(0.3, 1e-6),
+    }
+    print(f"{VALUES:,} values of v; scalar baseline on {SUBSAMPLE:,}, extrapolated")
+    print(f"{'boundary':<24} {'vectorised':>12} {'scalar':>12} {'speed-up':>10}")
+    ratios = []
+    for name, boundary in boundaries.items():
+        vectorised = median_seconds(partial(boundary, v), repeats)
+        baseline = partial(per_value, boundary, scalars)
+        scalar = median_seconds(baseline, max(1, repeats // 2)) * (VALUES / SUBSAMPLE)
+        ratios.append(scalar / vectorised)
+        print(f"{name:<24} {vectorised * 1e3:9.1f} ms {scalar:10.2f} s {ratios[-1]:9.0f}x")
+    worst = min(ratios)
+    print(f"smallest speed-up, vectorised vs per-value scalar: {worst:.0f}x")
+    return worst
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=5)
+    main(parser.parse_args().repeats)
