@@ -1,0 +1,1 @@
+"""Mechanisms: each a frozen description with ``guarantee()``, ``loss(distance)`` and ``run``."""
