@@ -245,15 +245,13 @@ class _PrivacyBoundaryBase(ABC):
     """ψ(t) = Δ²/(2t) + (Δ/t)·g(t) for a martingale boundary g of W (BNR Thm 3.4, 3.6)."""
 
     __slots__ = ()
+    sensitivity: float
 
     @abstractmethod
     def _martingale(self) -> _MartingaleBoundary: ...
 
-    @abstractmethod
-    def _sensitivity(self) -> float: ...
-
     def _psi(self, t: FloatArray) -> FloatArray:
-        d = self._sensitivity()
+        d = self.sensitivity
         return d * d / (2.0 * t) + (d / t) * self._martingale()._g(t)
 
     @overload
@@ -286,9 +284,6 @@ class MixturePrivacyBoundary(_PrivacyBoundaryBase):
 
     def _martingale(self) -> _MartingaleBoundary:
         return NormalMixture(self.r, self.delta, sides=2)
-
-    def _sensitivity(self) -> float:
-        return self.sensitivity
 
     def time_for(self, eps: float) -> float:
         """The smallest t with ψ(t) <= eps (BNR Cor 3.7, corrected; THEORY §3).
@@ -352,9 +347,6 @@ class LinearPrivacyBoundary(_PrivacyBoundaryBase):
 
     def _martingale(self) -> _MartingaleBoundary:
         return LineCrossing(self.a, self.b)
-
-    def _sensitivity(self) -> float:
-        return self.sensitivity
 
     def _times(self, name: str, levels: object, e: FloatArray) -> FloatArray:
         d = self.sensitivity
