@@ -42,15 +42,12 @@ __all__ = [
     "zcdp_to_dp",
 ]
 
-_EPS = field(converter=as_float, validator=validator(positive))
-_DELTA = field(default=0.0, converter=as_float, validator=validator(probability))
-
 
 @frozen
 class PureDP:
     """Pure eps-differential privacy (APC Def 2.1 with delta = 0)."""
 
-    eps: float = _EPS
+    eps: float = field(converter=as_float, validator=validator(positive))
 
 
 @frozen
@@ -58,7 +55,7 @@ class ApproxDP:
     """(eps, delta)-differential privacy (APC Def 2.1); eps = 0 means total variation <= delta."""
 
     eps: float = field(converter=as_float, validator=validator(nonnegative))
-    delta: float = _DELTA
+    delta: float = field(default=0.0, converter=as_float, validator=validator(probability))
 
 
 @frozen
@@ -66,15 +63,15 @@ class ZCDP:
     """delta-approximate rho-zCDP, in the mixture form (APC Def 2.3, FAC Def 3); delta = 0 is zCDP."""
 
     rho: float = field(converter=as_float, validator=validator(positive))
-    delta: float = _DELTA
+    delta: float = field(default=0.0, converter=as_float, validator=validator(probability))
 
 
 @frozen
 class ProbabilisticDP:
     """(eps, delta)-probabilistic DP: P(|L| > eps) <= delta (FAC Sec. 2)."""
 
-    eps: float = _EPS
-    delta: float = _DELTA
+    eps: float = field(converter=as_float, validator=validator(positive))
+    delta: float = field(default=0.0, converter=as_float, validator=validator(probability))
 
 
 @frozen
@@ -86,7 +83,7 @@ class ExPost:
     """
 
     bound: float = field(converter=as_float, validator=validator(nonnegative))
-    delta: float = _DELTA
+    delta: float = field(default=0.0, converter=as_float, validator=validator(probability))
 
 
 Guarantee = PureDP | ApproxDP | ZCDP | ProbabilisticDP | ExPost
