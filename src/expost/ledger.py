@@ -1,0 +1,438 @@
+"""A crash-safe, append-only budget ledger in one SQLite file (standard library only).
+
+Every admitted round is committed durably before `Ledger.append` returns, so a crash
+(even SIGKILL or power loss) never loses a round whose result was handed out. The admit
+decision and the write happen under one cross-process write lock (``BEGIN IMMEDIATE``),
+so processes sharing a file cannot jointly overspend. The ledger knows nothing about
+privacy: the caller's ``decide`` turns the entries read under the lock into the next
+record, or raises (e.g. `BudgetExceeded`) to write nothing.
+
+Durability: rollback journal (``journal_mode=DELETE``) with ``synchronous=EXTRA``. At rest
+the ledger is one self-contained file (WAL would keep committed rounds in ``-wal``/``-shm``
+side files that can be separated from it on copy, and needs shared memory, which network
+filesystems lack). In DELETE mode the commit point is the unlink of the journal, and only
+EXTRA also fsyncs the directory after that unlink: with FULL, a power cut right after a
+commit could resurrect the journal and roll the admitted round back.
+
+A file that is not a valid ledger raises `LedgerCorrupted` and is never reset or
+overwritten. A `Ledger` owns one connection and is not thread-safe: use one per thread
+(the file lock serialises them as it does processes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Any, Final, Self
+
+from attrs import field, frozen
+
+from expost._validation import positive
+from expost.errors import ExpostError, InvalidParameter
+
+__all__ = ["Ledger", "LedgerCorrupted", "LedgerEntry", "LedgerError", "LedgerMismatch"]
+
+SCHEMA_VERSION: Final = 1
+_FORMAT: Final = "expost-ledger"
+_SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+_COLUMNS: Final = {
+    "meta": ("key", "value"),
+    "rounds": ("id", "kind", "record", "created"),
+}
+_SCHEMA: Final = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    (
+        "CREATE TABLE rounds (id INTEGER PRIMARY KEY, kind TEXT NOT NULL,"
+        " record TEXT NOT NULL, created REAL NOT NULL)"
+    ),
+    *(
+        f"CREATE TRIGGER rounds_no_{op.lower()} BEFORE {op} ON rounds"
+        " BEGIN SELECT RAISE(ABORT, 'expost ledger rounds are append-only'); END"
+        for op in ("UPDATE", "DELETE")
+    ),
+)
+# Failures of access or locking, not of content: they never make a file "corrupted".
+_ACCESS_CODES: Final = frozenset(
+    {
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_NOMEM,
+        sqlite3.SQLITE_AUTH,
+    }
+)
+_LOCK_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+class LedgerError(ExpostError):
+    """The ledger could not be used: locked too long, not accessible, or closed."""
+
+
+class LedgerMismatch(LedgerError):
+    """The file holds a ledger for a different configuration than the one given."""
+
+    def __init__(self, path: Path, stored: str, given: str) -> None:
+        self.path = path
+        self.stored = stored
+        self.given = given
+        super().__init__(
+            f"ledger {str(path)!r} was created for config {stored} but was opened with "
+            f"config {given}; refusing to mix budgets (use another file)"
+        )
+
+
+class LedgerCorrupted(LedgerError):
+    """The file is not a valid expost ledger; it was left exactly as it was."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(
+            f"{str(path)!r} is not a valid expost ledger: {problem}; the file was left "
+            "unchanged (a ledger is never reset or overwritten)"
+        )
+
+
+@frozen
+class LedgerEntry:
+    """One committed round: its position ``index`` (0, 1, …), ``kind``, JSON ``record``, time.
+
+    The record is deeply immutable (JSON objects as read-only mappings, arrays as tuples),
+    so entries can be shared and handed to ``decide`` without copying.
+    """
+
+    index: int
+    kind: str
+    record: Mapping[str, Any] = field(hash=False)
+    created: float
+
+
+Decide = Callable[[tuple[LedgerEntry, ...]], Mapping[str, object]]
+
+
+def _plain(name: str, value: object) -> object:
+    """``value`` as plain JSON data (dicts, lists), or InvalidParameter if it is not JSON."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidParameter(name, value, "must not contain NaN or infinity")
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(name, item) for item in value]
+    if isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            raise InvalidParameter(name, value, "mapping keys must be strings")
+        return {key: _plain(name, item) for key, item in value.items()}
+    raise InvalidParameter(name, value, "must be JSON: None, bool, int, float, str, list, dict")
+
+
+def _canonical(name: str, value: object) -> str:
+    """Canonical JSON of a str-keyed mapping: sorted keys, no spaces, floats by repr."""
+    if not isinstance(value, Mapping):
+        raise InvalidParameter(name, value, "must be a mapping with string keys")
+    return json.dumps(
+        _plain(name, value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def _frozen(value: Any) -> Any:
+    """Parsed JSON made immutable: objects become read-only mappings, arrays tuples."""
+    if isinstance(value, dict):
+        return MappingProxyType({key: _frozen(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return tuple(_frozen(item) for item in value)
+    return value
+
+
+def _reject_constant(token: str) -> None:
+    raise ValueError(f"non-finite number {token}")
+
+
+def _parse_object(path: Path, what: str, text: object) -> dict[str, Any]:
+    if not isinstance(text, str):
+        raise LedgerCorrupted(path, f"{what} is missing or not text ({text!r})")
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise LedgerCorrupted(path, f"{what} is not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise LedgerCorrupted(path, f"{what} is not a JSON object")
+    return value
+
+
+def _entry(path: Path, row: tuple[object, ...]) -> LedgerEntry:
+    index, kind, text, created = row
+    if not isinstance(index, int) or not isinstance(kind, str):
+        raise LedgerCorrupted(path, f"round {index!r} has a malformed id or kind")
+    if not isinstance(created, float):
+        raise LedgerCorrupted(path, f"round {index} has a malformed timestamp {created!r}")
+    record = _frozen(_parse_object(path, f"the record of round {index}", text))
+    return LedgerEntry(index, kind, record, created)
+
+
+def _ledger_path(path: object) -> Path:
+    if not isinstance(path, str | os.PathLike) or os.fspath(path) in ("", b""):
+        raise InvalidParameter("path", path, "must be a non-empty file path")
+    p = Path(os.fsdecode(os.fspath(path))).absolute()
+    if p.is_dir():
+        raise InvalidParameter("path", path, "is a directory, not a ledger file")
+    if p.exists() and not p.is_file():
+        raise InvalidParameter("path", path, "must be a regular file")
+    if not p.parent.is_dir():
+        raise InvalidParameter("path", path, "its directory does not exist")
+    return p
+
+
+def _sqlite_error(path: Path, exc: sqlite3.Error, *, corrupt: bool) -> LedgerError:
+    """Map an sqlite3 error: lock and access failures are `LedgerError`, content ones corrupt."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in _LOCK_CODES:
+        return LedgerError(
+            f"could not obtain the lock on ledger {str(path)!r} before the timeout: another "
+            f"process holds it ({exc})"
+        )
+    if corrupt and code not in _ACCESS_CODES:
+        return LedgerCorrupted(path, f"SQLite reports: {exc}")
+    return LedgerError(f"ledger {str(path)!r} could not be used: {exc}")
+
+
+def _configure(conn: sqlite3.Connection) -> None:
+    """Durable commits (see the module docstring); set only once the file is known sound."""
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.execute("PRAGMA synchronous=EXTRA")
+
+
+def _fsync_directory(directory: Path) -> None:
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _create(path: Path, config_text: str, timeout: float) -> None:
+    """Build the ledger beside ``path`` and hard-link it into place, never replacing a file.
+
+    The link is atomic, so any file found at ``path`` is a complete ledger or not a ledger
+    at all; if another process links first, its file is kept and verified by the caller.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.new")
+    try:
+        conn = sqlite3.connect(tmp, timeout=timeout, isolation_level=None)
+        try:
+            _configure(conn)
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [
+                    ("format", _FORMAT),
+                    ("schema_version", str(SCHEMA_VERSION)),
+                    ("config", config_text),
+                ],
+            )
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return
+        _fsync_directory(path.parent)
+    except (sqlite3.Error, OSError) as exc:
+        raise LedgerError(f"could not create ledger {str(path)!r}: {exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _check_header(path: Path) -> None:
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise LedgerError(f"ledger {str(path)!r} could not be read: {exc}") from exc
+    if not head:
+        raise LedgerCorrupted(path, "the file is empty (0 bytes)")
+    if head != _SQLITE_MAGIC:
+        raise LedgerCorrupted(path, "not an SQLite database (wrong file header)")
+
+
+def _verify(conn: sqlite3.Connection, path: Path) -> str:
+    """Check the open file is a sound ledger (inside a read transaction); return its config."""
+    problems = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
+    if problems != ["ok"]:
+        raise LedgerCorrupted(path, "integrity check failed: " + "; ".join(problems[:5]))
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    size = path.stat().st_size
+    if size != pages * page_size:
+        raise LedgerCorrupted(
+            path, f"file has {size} bytes but {pages} pages of {page_size} bytes (truncated?)"
+        )
+    for table, columns in _COLUMNS.items():
+        found = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
+        if found != columns:
+            raise LedgerCorrupted(path, f"table {table!r} has columns {found}, expected {columns}")
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    if meta.get("format") != _FORMAT:
+        raise LedgerCorrupted(path, f"meta format is {meta.get('format')!r}, not {_FORMAT!r}")
+    if meta.get("schema_version") != str(SCHEMA_VERSION):
+        raise LedgerCorrupted(
+            path,
+            f"schema version {meta.get('schema_version')!r}, this library reads {SCHEMA_VERSION}",
+        )
+    return _canonical("stored config", _parse_object(path, "the stored config", meta.get("config")))
+
+
+class Ledger:
+    """An open ledger file; create it with `Ledger.open`, use as a context manager."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, config: Mapping[str, Any]) -> None:
+        """Internal: wrap an already verified connection. Use `Ledger.open`."""
+        self._path = path
+        self._conn: sqlite3.Connection | None = conn
+        self._config = config
+        self._entries: tuple[LedgerEntry, ...] = ()
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str], config: Mapping[str, object], *, timeout: float = 30.0
+    ) -> Ledger:
+        """Open the ledger at ``path`` for ``config``, creating it if there is no file.
+
+        An existing file must hold exactly this config (canonical JSON; note 1 and 1.0
+        differ), else `LedgerMismatch`; a file that is not a sound ledger raises
+        `LedgerCorrupted` and is left untouched. ``timeout`` (seconds) bounds every wait
+        for another process's lock.
+        """
+        p = _ledger_path(path)
+        config_text = _canonical("config", config)
+        wait = positive("timeout", timeout)
+        if not p.exists():
+            _create(p, config_text, wait)
+        _check_header(p)
+        try:
+            conn = sqlite3.connect(
+                p.as_uri() + "?mode=rw", timeout=wait, isolation_level=None, uri=True
+            )
+        except sqlite3.Error as exc:
+            raise _sqlite_error(p, exc, corrupt=True) from exc
+        try:
+            conn.execute("BEGIN")
+            stored = _verify(conn, p)
+            conn.execute("COMMIT")
+            if stored != config_text:
+                raise LedgerMismatch(p, stored, config_text)
+            _configure(conn)
+            ledger = cls(p, conn, _frozen(json.loads(config_text)))
+            ledger._refresh()
+        except sqlite3.Error as exc:
+            conn.close()
+            raise _sqlite_error(p, exc, corrupt=True) from exc
+        except BaseException:
+            conn.close()
+            raise
+        return ledger
+
+    @property
+    def path(self) -> Path:
+        """The absolute path of the ledger file."""
+        return self._path
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        """The configuration this ledger was created for (read-only)."""
+        return self._config
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise LedgerError(f"ledger {str(self._path)!r} is closed")
+        return self._conn
+
+    def _refresh(self) -> tuple[LedgerEntry, ...]:
+        """Read the rounds committed since the last read (the table is append-only)."""
+        start = len(self._entries)
+        rows = (
+            self._connection()
+            .execute(
+                "SELECT id, kind, record, created FROM rounds WHERE id >= ? ORDER BY id", (start,)
+            )
+            .fetchall()
+        )
+        new = tuple(_entry(self._path, row) for row in rows)
+        for expected, entry in enumerate(new, start):
+            if entry.index != expected:
+                raise LedgerCorrupted(self._path, f"round {expected} is missing")
+        self._entries += new
+        return self._entries
+
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        """All committed rounds, in order, including those appended by other processes."""
+        try:
+            return self._refresh()
+        except sqlite3.Error as exc:
+            raise _sqlite_error(self._path, exc, corrupt=True) from exc
+
+    def append(self, kind: str, decide: Decide) -> LedgerEntry:
+        """Under the cross-process write lock: re-read, ``record = decide(entries)``, commit.
+
+        The round is durably committed before this returns. If ``decide`` raises, nothing
+        is written and its exception propagates; no other writer can interleave between
+        the read and the write, so a budget check inside ``decide`` cannot be overspent.
+        """
+        if not isinstance(kind, str) or not kind:
+            raise InvalidParameter("kind", kind, "must be a non-empty string")
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                entries = self._refresh()
+                text = _canonical("record", decide(entries))
+                row = (len(entries), kind, text, time.time())
+                conn.execute(
+                    "INSERT INTO rounds (id, kind, record, created) VALUES (?, ?, ?, ?)", row
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise _sqlite_error(self._path, exc, corrupt=False) from exc
+        entry = _entry(self._path, row)
+        self._entries += (entry,)
+        return entry
+
+    def close(self) -> None:
+        """Close the connection (idempotent); committed rounds are already on disk."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._conn is None else f"{len(self._entries)} rounds read"
+        return f"Ledger({str(self._path)!r}, {state})"
