@@ -89,9 +89,12 @@ def positive_int(name: str, value: object) -> int:
 def finite_array(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """A float array with no NaN or infinity."""
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        raw = np.asarray(value)
     except (TypeError, ValueError) as exc:
         raise InvalidParameter(name, value, "must be an array of real numbers") from exc
+    if raw.dtype.kind not in "iuf":
+        raise InvalidParameter(name, value, "must be an array of real numbers")
+    arr = raw.astype(np.float64)
     if not np.all(np.isfinite(arr)):
         raise InvalidParameter(name, value, "must contain only finite numbers (no NaN or inf)")
     return arr
