@@ -14,6 +14,7 @@ Modes (each prints one line per event, flushed, and only AFTER the event happene
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Mapping
 
 from expost.errors import BudgetExceeded
@@ -57,6 +58,8 @@ def _spend(ledger: Ledger, budget: str, cost: str, name: str) -> None:
         except BudgetExceeded:
             _say("done")
             return
+        # SQLite's lock is not fair: without a pause one worker would win every round.
+        time.sleep(0.005)
 
 
 def _loop(ledger: Ledger) -> None:

@@ -467,6 +467,7 @@ def test_processes_cannot_jointly_overspend(tmp_path: Path, workers: Workers) ->
     assert spent(entries) <= budget
     assert len(entries) == math.floor(budget / cost) == len(admitted)
     assert {e.index: e.record["worker"] for e in entries} == admitted
+    assert len(set(admitted.values())) >= 2, "the workers did not interleave"
 
 
 def test_write_lock_is_held_across_processes_during_decide(

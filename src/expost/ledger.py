@@ -16,7 +16,8 @@ commit could resurrect the journal and roll the admitted round back.
 
 A file that is not a valid ledger raises `LedgerCorrupted` and is never reset or
 overwritten. A `Ledger` owns one connection and is not thread-safe: use one per thread
-(the file lock serialises them as it does processes).
+(the file lock serialises them as it does processes). The lock is not fair: a writer that
+appends in a tight loop can keep others waiting, up to their ``timeout``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from attrs import field, frozen
 from expost._validation import positive
 from expost.errors import ExpostError, InvalidParameter
 
-__all__ = ["Ledger", "LedgerCorrupted", "LedgerEntry", "LedgerError", "LedgerMismatch"]
+__all__ = ["Decide", "Ledger", "LedgerCorrupted", "LedgerEntry", "LedgerError", "LedgerMismatch"]
 
 SCHEMA_VERSION: Final = 1
 _FORMAT: Final = "expost-ledger"
@@ -117,6 +118,7 @@ class LedgerEntry:
 
 
 Decide = Callable[[tuple[LedgerEntry, ...]], Mapping[str, object]]
+"""``decide(entries) -> record``: the next record given every committed round, or raise."""
 
 
 def _plain(name: str, value: object) -> object:
@@ -354,7 +356,7 @@ class Ledger:
 
     @property
     def config(self) -> Mapping[str, Any]:
-        """The configuration this ledger was created for (read-only)."""
+        """The configuration this ledger was created for (deeply read-only)."""
         return self._config
 
     def _connection(self) -> sqlite3.Connection:
