@@ -23,15 +23,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from expost.errors import BudgetExceeded, ExpostError, InvalidParameter
-from expost.ledger import (
-    Ledger,
+from expost.errors import (
+    BudgetExceeded,
+    ExpostError,
+    InvalidParameter,
     LedgerCorrupted,
-    LedgerEntry,
     LedgerError,
     LedgerMismatch,
-    _create,
 )
+from expost.ledger import Ledger, LedgerEntry, _create
 from tests.ledger_worker import CONFIG, budget_decide, spent
 
 WORKER = Path(__file__).with_name("ledger_worker.py")

@@ -2,10 +2,38 @@
 
 Noise-reduction mechanisms with ex-post guarantees, fully adaptive privacy filters and
 odometers, symbolic proofs of every closed form and statistical audits of every claim.
-The math and its sources are in THEORY.md; ``expost prove`` checks the closed forms.
+The math and its sources are in THEORY.md and the docs' theory map; ``expost prove``
+checks the closed forms.
 """
 
-from expost.errors import BudgetExceeded, ExpostError, InvalidParameter, NotAStoppingTime
+from expost import grids, stopping
+from expost.boundaries import (
+    Boundary,
+    FACStitched,
+    LinearPrivacyBoundary,
+    LineCrossing,
+    MixturePrivacyBoundary,
+    NormalMixture,
+    PolynomialStitching,
+    PrivacyBoundary,
+    apc_psi,
+)
+from expost.errors import (
+    BudgetExceeded,
+    ExpostError,
+    InvalidParameter,
+    LedgerCorrupted,
+    LedgerError,
+    LedgerMismatch,
+    NotAStoppingTime,
+)
+from expost.grids import (
+    EpsilonGrid,
+    GridSpec,
+    HasTimeFor,
+    OpenEpsilonGrid,
+    TimeGrid,
+)
 from expost.guarantees import (
     ZCDP,
     ApproxDP,
@@ -24,21 +52,93 @@ from expost.guarantees import (
     rho_for_dp,
     zcdp_to_dp,
 )
+from expost.ledger import (
+    Decide,
+    Ledger,
+    LedgerEntry,
+)
+from expost.loss import (
+    BrownianLoss,
+    GaussianLoss,
+    LaplaceLoss,
+    LaplaceNoiseReductionLoss,
+    PrivacyLoss,
+    SkellamLoss,
+)
+from expost.processes import (
+    BrownianPath,
+    LaplaceProcess,
+    SkellamPath,
+    sample_brownian_grid,
+    sample_brownian_grid_privacy_time,
+    sample_koufogiannis_grid,
+    sample_laplace_grid,
+    sample_skellam_grid,
+)
+from expost.stopping import (
+    AtIndex,
+    BatchStoppingRule,
+    Never,
+    RelativeError,
+    Released,
+    StoppingRule,
+    WhenPublicUtility,
+    as_stopping_rule,
+    first_stops,
+    run_rule_on_path,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ZCDP",
     "ApproxDP",
+    "AtIndex",
+    "BatchStoppingRule",
+    "Boundary",
+    "BrownianLoss",
+    "BrownianPath",
     "BudgetExceeded",
+    "Decide",
+    "EpsilonGrid",
     "ExPost",
     "ExpostError",
+    "FACStitched",
+    "GaussianLoss",
+    "GridSpec",
     "Guarantee",
+    "HasTimeFor",
     "InvalidParameter",
+    "LaplaceLoss",
+    "LaplaceNoiseReductionLoss",
+    "LaplaceProcess",
+    "Ledger",
+    "LedgerCorrupted",
+    "LedgerEntry",
+    "LedgerError",
+    "LedgerMismatch",
+    "LineCrossing",
+    "LinearPrivacyBoundary",
+    "MixturePrivacyBoundary",
+    "Never",
+    "NormalMixture",
     "NotAStoppingTime",
+    "OpenEpsilonGrid",
+    "PolynomialStitching",
+    "PrivacyBoundary",
+    "PrivacyLoss",
     "ProbabilisticDP",
     "PureDP",
+    "RelativeError",
+    "Released",
+    "SkellamLoss",
+    "SkellamPath",
+    "StoppingRule",
+    "TimeGrid",
+    "WhenPublicUtility",
     "__version__",
+    "apc_psi",
+    "as_stopping_rule",
     "cks_delta",
     "cks_rho_for_dp",
     "cks_zcdp_to_dp",
@@ -46,7 +146,16 @@ __all__ = [
     "compose_zcdp",
     "dp_to_pdp",
     "dp_to_zcdp",
+    "first_stops",
+    "grids",
     "pdp_to_dp",
     "rho_for_dp",
+    "run_rule_on_path",
+    "sample_brownian_grid",
+    "sample_brownian_grid_privacy_time",
+    "sample_koufogiannis_grid",
+    "sample_laplace_grid",
+    "sample_skellam_grid",
+    "stopping",
     "zcdp_to_dp",
 ]

@@ -8,7 +8,17 @@ what was asked and what remains.
 
 from __future__ import annotations
 
-__all__ = ["BudgetExceeded", "ExpostError", "InvalidParameter", "NotAStoppingTime"]
+from pathlib import Path
+
+__all__ = [
+    "BudgetExceeded",
+    "ExpostError",
+    "InvalidParameter",
+    "LedgerCorrupted",
+    "LedgerError",
+    "LedgerMismatch",
+    "NotAStoppingTime",
+]
 
 
 class ExpostError(Exception):
@@ -42,3 +52,32 @@ class BudgetExceeded(ExpostError):
 
 class NotAStoppingTime(ExpostError, TypeError):
     """A stopping rule asked for something other than the released iterates."""
+
+
+class LedgerError(ExpostError):
+    """The ledger could not be used: locked too long, not accessible, or closed."""
+
+
+class LedgerMismatch(LedgerError):
+    """The file holds a ledger for a different configuration than the one given."""
+
+    def __init__(self, path: Path, stored: str, given: str) -> None:
+        self.path = path
+        self.stored = stored
+        self.given = given
+        super().__init__(
+            f"ledger {str(path)!r} was created for config {stored} but was opened with "
+            f"config {given}; refusing to mix budgets (use another file)"
+        )
+
+
+class LedgerCorrupted(LedgerError):
+    """The file is not a valid expost ledger; it was left exactly as it was."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(
+            f"{str(path)!r} is not a valid expost ledger: {problem}; the file was left "
+            "unchanged (a ledger is never reset or overwritten)"
+        )

@@ -36,9 +36,9 @@ from typing import Any, Final, Self
 from attrs import field, frozen
 
 from expost._validation import positive
-from expost.errors import ExpostError, InvalidParameter
+from expost.errors import InvalidParameter, LedgerCorrupted, LedgerError, LedgerMismatch
 
-__all__ = ["Decide", "Ledger", "LedgerCorrupted", "LedgerEntry", "LedgerError", "LedgerMismatch"]
+__all__ = ["Decide", "Ledger", "LedgerEntry"]
 
 SCHEMA_VERSION: Final = 1
 _FORMAT: Final = "expost-ledger"
@@ -72,35 +72,6 @@ _ACCESS_CODES: Final = frozenset(
     }
 )
 _LOCK_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-
-
-class LedgerError(ExpostError):
-    """The ledger could not be used: locked too long, not accessible, or closed."""
-
-
-class LedgerMismatch(LedgerError):
-    """The file holds a ledger for a different configuration than the one given."""
-
-    def __init__(self, path: Path, stored: str, given: str) -> None:
-        self.path = path
-        self.stored = stored
-        self.given = given
-        super().__init__(
-            f"ledger {str(path)!r} was created for config {stored} but was opened with "
-            f"config {given}; refusing to mix budgets (use another file)"
-        )
-
-
-class LedgerCorrupted(LedgerError):
-    """The file is not a valid expost ledger; it was left exactly as it was."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        self.path = path
-        self.problem = problem
-        super().__init__(
-            f"{str(path)!r} is not a valid expost ledger: {problem}; the file was left "
-            "unchanged (a ledger is never reset or overwritten)"
-        )
 
 
 @frozen
