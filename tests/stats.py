@@ -75,3 +75,26 @@ def rate_is_at_most(hits: int, n: int, p: float, alpha: float = ALPHA) -> bool:
     probability at most alpha when the true rate is <= p.
     """
     return clopper_pearson_lower(hits, n, alpha) <= p
+
+
+def same_discrete_law(a: npt.ArrayLike, b: npt.ArrayLike, alpha: float = ALPHA) -> bool:
+    """Chi-square test of homogeneity of two samples of a discrete variable at level alpha.
+
+    Categories whose expected count is below 5 in either sample are pooled into one, so the
+    chi-square approximation holds. True unless the laws differ at level alpha.
+    """
+    x, y = np.ravel(a), np.ravel(b)
+    categories, where = np.unique(np.concatenate([x, y]), return_inverse=True)
+    counts = np.vstack(
+        [
+            np.bincount(where[: x.size], minlength=categories.size),
+            np.bincount(where[x.size :], minlength=categories.size),
+        ]
+    )
+    expected = np.outer([x.size, y.size], counts.sum(axis=0)) / (x.size + y.size)
+    small = np.any(expected < 5.0, axis=0)
+    table = np.hstack([counts[:, ~small], counts[:, small].sum(axis=1, keepdims=True)])
+    table = table[:, table.sum(axis=0) > 0]
+    if table.shape[1] < 2:
+        return True
+    return bool(stats.chi2_contingency(table, correction=False).pvalue > alpha)
