@@ -1,0 +1,139 @@
+"""Additive-noise mechanisms: Gaussian (zCDP) and Laplace (pure DP) (THEORY §2).
+
+Each is a frozen description of the noise; the private value is an argument of ``run`` and
+``run_batch``, never stored. ``run`` returns an array shaped like the value (0-d for a scalar),
+``run_batch`` the same with a leading trials axis.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+from attrs import field, frozen
+
+from expost._validation import as_float, finite_array, positive, positive_int, validator
+from expost.errors import InvalidParameter
+from expost.guarantees import ZCDP, PureDP
+from expost.loss import GaussianLoss, LaplaceLoss
+
+__all__ = ["GaussianMechanism", "LaplaceMechanism"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _generator(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise InvalidParameter("rng", rng, "must be a numpy.random.Generator")
+    return rng
+
+
+def _trials(trials: object) -> int:
+    return positive_int("trials", trials)
+
+
+def _value(value: npt.ArrayLike) -> FloatArray:
+    """A finite scalar or non-empty 1-d array of reals."""
+    v = finite_array("value", value)
+    if v.ndim > 1 or v.size == 0:
+        raise InvalidParameter("value", value, "must be a scalar or a non-empty 1-d array")
+    return v
+
+
+def _check_scale(name: str, value: float, scale: float) -> None:
+    if not (math.isfinite(scale) and scale > 0.0):
+        raise InvalidParameter(
+            name, value, f"with this sensitivity gives a noise scale {scale!r}, not in (0, ∞)"
+        )
+
+
+def _distance(distance: float | None, sensitivity: float) -> float:
+    return sensitivity if distance is None else positive("distance", distance)
+
+
+@frozen
+class GaussianMechanism:
+    """f(x) + N(0, σ²I) with σ = Δ2/sqrt(2·rho): rho-zCDP for ℓ2 sensitivity Δ2 (THEORY §2).
+
+    Its privacy loss at neighbour distance Δ2 is exactly N(rho, 2rho).
+    """
+
+    sensitivity: float = field(converter=as_float, validator=validator(positive))
+    rho: float = field(converter=as_float, validator=validator(positive))
+
+    def __attrs_post_init__(self) -> None:
+        _check_scale("rho", self.rho, self.sigma)
+
+    @classmethod
+    def from_sigma(cls, sensitivity: float, sigma: float) -> GaussianMechanism:
+        """The mechanism with noise standard deviation ``sigma``: rho = Δ2²/(2σ²)."""
+        s = positive("sensitivity", sensitivity)
+        with np.errstate(over="ignore", under="ignore"):
+            rho = float(np.float64(s) ** 2 / (2.0 * np.float64(positive("sigma", sigma)) ** 2))
+        if not (math.isfinite(rho) and rho > 0.0):
+            raise InvalidParameter("sigma", sigma, f"gives rho = Δ²/(2σ²) = {rho!r}, not in (0, ∞)")
+        return cls(s, rho)
+
+    @property
+    def sigma(self) -> float:
+        """The noise standard deviation Δ2/sqrt(2·rho)."""
+        return self.sensitivity / math.sqrt(2.0 * self.rho)
+
+    def guarantee(self) -> ZCDP:
+        """rho-zCDP (Bun–Steinke; THEORY §2)."""
+        return ZCDP(self.rho)
+
+    def loss(self, distance: float | None = None) -> GaussianLoss:
+        """The loss for neighbours at ℓ2 distance d (default Δ2): N(r, 2r), r = d²/(2σ²) = rho·(d/Δ2)²."""
+        d = _distance(distance, self.sensitivity)
+        return GaussianLoss(self.rho * (d / self.sensitivity) ** 2)
+
+    def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> FloatArray:
+        """One release f(x) + N(0, σ²I), shaped like ``value``."""
+        v = _value(value)
+        return v + _generator(rng).normal(0.0, self.sigma, v.shape)
+
+    def run_batch(self, value: npt.ArrayLike, trials: int, rng: np.random.Generator) -> FloatArray:
+        """``trials`` independent releases, shape (trials, *value.shape)."""
+        v = _value(value)
+        n = _trials(trials)
+        return v + _generator(rng).normal(0.0, self.sigma, (n, *v.shape))
+
+
+@frozen
+class LaplaceMechanism:
+    """f(x) + Lap(b) per coordinate with b = Δ1/eps: eps-DP for ℓ1 sensitivity Δ1 (THEORY §2).
+
+    Its privacy loss lies in [−Δ1/b, Δ1/b] = [−eps, eps].
+    """
+
+    sensitivity: float = field(converter=as_float, validator=validator(positive))
+    eps: float = field(converter=as_float, validator=validator(positive))
+
+    def __attrs_post_init__(self) -> None:
+        _check_scale("eps", self.eps, self.scale)
+
+    @property
+    def scale(self) -> float:
+        """The Laplace scale b = Δ1/eps."""
+        return self.sensitivity / self.eps
+
+    def guarantee(self) -> PureDP:
+        """eps-DP (THEORY §2)."""
+        return PureDP(self.eps)
+
+    def loss(self, distance: float | None = None) -> LaplaceLoss:
+        """The loss for neighbours at ℓ1 distance d (default Δ1): bounded by d/b (APC Lemma C.1)."""
+        return LaplaceLoss(self.scale, _distance(distance, self.sensitivity))
+
+    def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> FloatArray:
+        """One release f(x) + Lap(b) per coordinate, shaped like ``value``."""
+        v = _value(value)
+        return v + _generator(rng).laplace(0.0, self.scale, v.shape)
+
+    def run_batch(self, value: npt.ArrayLike, trials: int, rng: np.random.Generator) -> FloatArray:
+        """``trials`` independent releases, shape (trials, *value.shape)."""
+        v = _value(value)
+        n = _trials(trials)
+        return v + _generator(rng).laplace(0.0, self.scale, (n, *v.shape))

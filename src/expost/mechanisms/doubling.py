@@ -1,0 +1,222 @@
+"""The doubling method: fresh Gaussian releases at doubling eps² until a rule stops (APC Sec. 7.1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from attrs import converters, field, frozen, validators
+
+from expost._validation import as_float, positive, positive_int, validator
+from expost.errors import InvalidParameter
+from expost.grids import EpsilonGrid, _read_only
+from expost.guarantees import ZCDP
+from expost.mechanisms.additive import GaussianMechanism, _generator, _trials, _value
+from expost.stopping import (
+    BatchStoppingRule,
+    RelativeError,
+    Released,
+    StoppingRule,
+    as_stopping_rule,
+    first_stops,
+    run_rule_on_path,
+)
+
+__all__ = ["DoublingBatch", "DoublingMethod", "DoublingTranscript"]
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IndexArray = npt.NDArray[np.intp]
+
+
+def _ratio(name: str, value: object) -> None:
+    if positive(name, value) <= 1.0:
+        raise InvalidParameter(name, value, "must be > 1")
+
+
+def _optional_int(name: str, value: object) -> None:
+    if value is not None:
+        positive_int(name, value)
+
+
+@frozen(eq=False)
+class DoublingTranscript:
+    """One run of the doubling method: every try was released and every try is paid.
+
+    ``released`` (tries, *value.shape) and ``eps2`` (tries,), the exact eps_i², per try, noisiest
+    first;
+    ``stopped_at`` is the index of the try the rule accepted (None: no try was accepted);
+    ``cost`` = Σ eps_i²/2 over the tries made and ``costs`` the same per try as `ZCDP`
+    values for a filter to charge (APC Sec. 7.1).
+    """
+
+    released: FloatArray
+    eps2: FloatArray
+    success: bool
+    stopped_at: int | None
+    cost: float
+    costs: tuple[ZCDP, ...]
+
+    @property
+    def eps(self) -> FloatArray:
+        """The privacy level eps_i of each try."""
+        return _read_only(np.sqrt(self.eps2))
+
+    @property
+    def tries(self) -> int:
+        """How many tries were made (and paid)."""
+        return int(self.eps2.size)
+
+    @property
+    def value(self) -> FloatArray:
+        """The last released try: the accepted one on success."""
+        return _read_only(self.released[-1])
+
+
+@frozen(eq=False)
+class DoublingBatch:
+    """Many independent runs of the doubling method, one entry per trial.
+
+    ``stopped_at`` (−1: never accepted), ``success``, ``tries`` made, ``cost`` = Σ eps_i²/2 over
+    them, and ``value`` (trials, *value.shape), the last released try of each trial.
+    """
+
+    stopped_at: IndexArray
+    success: BoolArray
+    tries: IndexArray
+    cost: FloatArray
+    value: FloatArray
+
+
+@frozen
+class DoublingMethod:
+    """Fresh Gaussian releases at eps_1² = ``start_eps2``, eps_(i+1)² = ``ratio``·eps_i² (APC Sec. 7.1).
+
+    Try i is `GaussianMechanism` (Δ, rho_i = eps_i²/2), i.e. noise sd σ_i = Δ/eps_i. After each
+    try the stopping rule sees a `Released` view of all tries so far (times t_i = Δ²/eps_i²,
+    so its sd is σ_i); the run stops at the first try it accepts, or after the last try:
+    the largest eps² <= ``max_eps2`` and at most ``max_tries`` tries (at least one of the two
+    caps is required, so the worst case is finite). Every try is paid: the run costs
+    Σ rho_i over the tries made, composed by a filter (APC Thm 1).
+    """
+
+    sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
+    start_eps2: float = field(default=1e-4, converter=as_float, validator=validator(positive))
+    ratio: float = field(default=2.0, converter=as_float, validator=validator(_ratio))
+    max_eps2: float | None = field(
+        default=None,
+        converter=converters.optional(as_float),
+        validator=validators.optional(validator(positive)),
+    )
+    stop: StoppingRule = field(default=RelativeError(0.1), converter=as_stopping_rule)
+    max_tries: int | None = field(default=None, kw_only=True, validator=validator(_optional_int))
+    _grid: EpsilonGrid = field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_grid", self._build_grid())
+
+    def _build_grid(self) -> EpsilonGrid:
+        if self.max_eps2 is None:
+            if self.max_tries is None:
+                raise InvalidParameter(
+                    "max_eps2",
+                    None,
+                    "give max_eps2 or max_tries: the number of tries must be bounded",
+                )
+            with np.errstate(over="ignore"):
+                eps2 = self.start_eps2 * self.ratio ** np.arange(self.max_tries, dtype=np.float64)
+            try:
+                return EpsilonGrid.from_eps2(eps2, self.sensitivity)
+            except InvalidParameter as exc:
+                raise InvalidParameter("max_tries", self.max_tries, exc.rule) from exc
+        if self.max_eps2 < self.start_eps2:
+            raise InvalidParameter(
+                "max_eps2", self.max_eps2, f"must be >= start_eps2 = {self.start_eps2!r}"
+            )
+        grid = EpsilonGrid.geometric_in_eps2(
+            self.start_eps2, self.max_eps2, self.ratio, self.sensitivity
+        )
+        assert isinstance(grid, EpsilonGrid)  # a stop was given, so the grid is closed
+        if self.max_tries is not None and self.max_tries < len(grid):
+            return EpsilonGrid.from_eps2(grid.eps2[: self.max_tries], self.sensitivity)
+        return grid
+
+    @property
+    def grid(self) -> EpsilonGrid:
+        """The levels of all possible tries, eps_1 < eps_2 < … (times Δ²/eps_i²)."""
+        return self._grid
+
+    @property
+    def tries(self) -> tuple[GaussianMechanism, ...]:
+        """The mechanism of each possible try: Gaussian with rho_i = eps_i²/2."""
+        return tuple(GaussianMechanism(self.sensitivity, float(r)) for r in self._grid.rho)
+
+    def guarantee(self) -> ZCDP:
+        """The worst case: every try up to the cap made, Σ_i eps_i²/2-zCDP (APC Lemma 2.2)."""
+        return ZCDP(float(self._cumulative_cost()[-1]))
+
+    def _cumulative_cost(self) -> FloatArray:
+        return np.cumsum(self._grid.rho)
+
+    def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> DoublingTranscript:
+        """One run: release tries until the rule accepts one or the cap is reached."""
+        v = _value(value)
+        g = _generator(rng)
+        tries = self.tries
+        times = self._grid.times.array
+        released: list[FloatArray] = []
+        stopped_at: int | None = None
+        for k, mechanism in enumerate(tries):
+            released.append(mechanism.run(v, g))
+            seen = Released(np.reshape(released, (k + 1, -1)), times[: k + 1], self.sensitivity)
+            if self.stop(seen):
+                stopped_at = k
+                break
+        made = len(released)
+        return DoublingTranscript(
+            released=_read_only(np.stack(released)),
+            eps2=_read_only(self._grid.eps2[:made]),
+            success=stopped_at is not None,
+            stopped_at=stopped_at,
+            cost=float(self._cumulative_cost()[made - 1]),
+            costs=tuple(m.guarantee() for m in tries[:made]),
+        )
+
+    def run_batch(
+        self, value: npt.ArrayLike, trials: int, rng: np.random.Generator
+    ) -> DoublingBatch:
+        """``trials`` independent runs, all tries drawn at once (trials, tries, *value.shape).
+
+        A `BatchStoppingRule` is evaluated in one vectorised call (`first_stops`); any other
+        rule falls back to a Python loop over trials (`run_rule_on_path`), which is slower.
+        """
+        v = _value(value)
+        n = _trials(trials)
+        g = _generator(rng)
+        sigma = np.array([m.sigma for m in self.tries])
+        count = sigma.size
+        noise = g.standard_normal((n, count, *v.shape))
+        values = v + noise * sigma.reshape(count, *([1] * v.ndim))
+        paths = values.reshape(n, count, -1)
+        times = self._grid.times.array
+        if isinstance(self.stop, BatchStoppingRule):
+            stopped = first_stops(self.stop, paths, times, self.sensitivity)
+        else:
+            found = (run_rule_on_path(self.stop, path, times, self.sensitivity) for path in paths)
+            stopped = np.fromiter((-1 if k is None else k for k in found), np.intp, count=n)
+        success = stopped >= 0
+        success.flags.writeable = False
+        made = np.where(success, stopped + 1, count)
+        return DoublingBatch(
+            stopped_at=_locked(stopped),
+            success=success,
+            tries=_locked(made),
+            cost=_read_only(self._cumulative_cost()[made - 1]),
+            value=_read_only(values[np.arange(n), made - 1]),
+        )
+
+
+def _locked(values: IndexArray) -> IndexArray:
+    """A read-only copy of an index array."""
+    out = np.array(values, dtype=np.intp)
+    out.flags.writeable = False
+    return out

@@ -1,0 +1,150 @@
+"""The exponential mechanism by Gumbel-max (THEORY §2; Cesar–Rogers; APC Sec. 7.2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from attrs import field, frozen
+from scipy import special
+
+from expost._validation import as_float, finite_array, positive, validator
+from expost.errors import InvalidParameter
+from expost.guarantees import ZCDP, PureDP
+from expost.mechanisms.additive import _check_scale, _generator, _trials
+
+__all__ = ["ExponentialMechanism"]
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IndexArray = npt.NDArray[np.intp]
+
+
+def _is_bool(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise InvalidParameter(
+            name, value, "must be True or False (monotone scores decide the privacy cost)"
+        )
+
+
+def _scores(scores: npt.ArrayLike, *, max_ndim: int) -> FloatArray:
+    u = finite_array("scores", scores)
+    if not 1 <= u.ndim <= max_ndim or u.shape[-1] == 0 or u.size == 0:
+        shape = "(m,)" if max_ndim == 1 else "(m,) or (trials, m)"
+        raise InvalidParameter("scores", scores, f"must be a non-empty array of shape {shape}")
+    return u
+
+
+def _allowed(candidates: npt.ArrayLike | None, shape: tuple[int, ...]) -> BoolArray | None:
+    """The candidates mask broadcast to the scores' shape; every row must allow one candidate."""
+    if candidates is None:
+        return None
+    mask = np.asarray(candidates)
+    if mask.dtype != np.bool_:
+        raise InvalidParameter("candidates", candidates, "must be a boolean mask")
+    try:
+        allowed = np.broadcast_to(mask, shape)
+    except ValueError as exc:
+        raise InvalidParameter(
+            "candidates", candidates, f"must broadcast to the scores' shape {shape}"
+        ) from exc
+    if not np.all(allowed.any(axis=-1)):
+        raise InvalidParameter("candidates", candidates, "must allow at least one candidate")
+    return allowed
+
+
+@frozen
+class ExponentialMechanism:
+    """Return the index of the largest score + Gumbel(Δ/eps) noise (Gumbel-max).
+
+    Candidate i is chosen with probability ∝ exp(eps·u_i/Δ) among the allowed candidates
+    (``candidates`` mask; APC Sec. 7 selects "over all remaining candidates").
+
+    ``monotone`` is required. True: every score moves in the same direction between
+    neighbours (counts under add/remove of one person); then the mechanism is eps-DP and
+    eps-bounded-range, hence eps²/8-zCDP (Cesar–Rogers; APC Sec. 7.2). False: the range is
+    2·eps, so it is 2eps-DP and (2eps)²/8 = eps²/2-zCDP (THEORY §2).
+    """
+
+    eps: float = field(converter=as_float, validator=validator(positive))
+    monotone: bool = field(validator=validator(_is_bool))
+    sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
+
+    def __attrs_post_init__(self) -> None:
+        _check_scale("eps", self.eps, self.scale)
+
+    @property
+    def scale(self) -> float:
+        """The Gumbel scale Δ/eps."""
+        return self.sensitivity / self.eps
+
+    @property
+    def bounded_range(self) -> float:
+        """The bounded-range parameter: eps if monotone, else 2·eps."""
+        return self.eps if self.monotone else 2.0 * self.eps
+
+    def guarantee(self) -> ZCDP:
+        """bounded_range²/8-zCDP: eps²/8 if monotone, else eps²/2 (Cesar–Rogers; APC Sec. 7.2)."""
+        return ZCDP(self.eps**2 / (8.0 if self.monotone else 2.0))
+
+    def dp_guarantee(self) -> PureDP:
+        """bounded_range-DP: eps-DP if monotone, else 2eps-DP."""
+        return PureDP(self.bounded_range)
+
+    def selection_probabilities(
+        self, scores: npt.ArrayLike, candidates: npt.ArrayLike | None = None
+    ) -> FloatArray:
+        """The exact law of the choice: softmax of eps·u/Δ over allowed candidates, 0 elsewhere.
+
+        ``scores`` (m,) or (trials, m); the result has the same shape.
+        """
+        u = _scores(scores, max_ndim=2)
+        logits = self._logits(u, _allowed(candidates, u.shape))
+        probabilities: FloatArray = np.exp(
+            logits - special.logsumexp(logits, axis=-1, keepdims=True)
+        )
+        return probabilities
+
+    def run(
+        self,
+        scores: npt.ArrayLike,
+        rng: np.random.Generator,
+        candidates: npt.ArrayLike | None = None,
+    ) -> int:
+        """One selection: the index of an allowed candidate for scores (m,)."""
+        u = _scores(scores, max_ndim=1)
+        allowed = _allowed(candidates, u.shape)
+        return int(self._select(u, allowed, _generator(rng)))
+
+    def run_batch(
+        self,
+        scores: npt.ArrayLike,
+        trials: int,
+        rng: np.random.Generator,
+        candidates: npt.ArrayLike | None = None,
+    ) -> IndexArray:
+        """``trials`` independent selections, shape (trials,).
+
+        ``scores`` is (m,) (the same for every trial) or (trials, m); ``candidates``
+        broadcasts to (trials, m).
+        """
+        u = _scores(scores, max_ndim=2)
+        n = _trials(trials)
+        if u.ndim == 2 and u.shape[0] != n:
+            raise InvalidParameter("scores", u.shape, f"must have {n} rows, one per trial")
+        shape = (n, u.shape[-1])
+        return self._select(np.broadcast_to(u, shape), _allowed(candidates, shape), _generator(rng))
+
+    def _logits(self, u: FloatArray, allowed: BoolArray | None) -> FloatArray:
+        """eps·u/Δ shifted so the best allowed candidate is at 0; −inf where excluded."""
+        masked = u if allowed is None else np.where(allowed, u, -np.inf)
+        with np.errstate(over="ignore"):
+            logits: FloatArray = (masked - masked.max(axis=-1, keepdims=True)) / self.scale
+        return logits
+
+    def _select(
+        self, u: FloatArray, allowed: BoolArray | None, rng: np.random.Generator
+    ) -> IndexArray:
+        """Gumbel-max on the logits: argmax of eps·u/Δ + Gumbel(1) = argmax of u + Gumbel(Δ/eps)."""
+        logits = self._logits(u, allowed)
+        choice: IndexArray = np.argmax(logits + rng.gumbel(0.0, 1.0, logits.shape), axis=-1)
+        return choice
