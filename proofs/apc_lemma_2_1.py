@@ -14,7 +14,7 @@ import sympy as sp
 
 from expost.guarantees import ZCDP, zcdp_to_dp
 from expost.symbolic import Proof, Step
-from expost.symbolic.steps import identity, library_matches, positive
+from expost.symbolic.steps import exact_point, identity, library_matches, positive
 
 __all__ = ["PROOF"]
 
@@ -43,7 +43,7 @@ def check(eps_form: Any) -> tuple[Step, ...]:
         identity("ε(λ*) equals the claim", eps_of_lam.subs(lam, lam_star), eps_form),
     ]
     for r, d in _LIBRARY_POINTS:
-        exact = eps_form.subs({rho: sp.Rational(str(r)), ell: sp.log(1 / sp.Rational(d))})
+        exact = eps_form.subs(exact_point({rho: r, ell: sp.log(1 / sp.Rational(d))}))
         value = zcdp_to_dp(ZCDP(r), float(d)).eps
         steps.append(library_matches(f"zcdp_to_dp(ZCDP({r}), {d}).eps", value, exact))
     return tuple(steps)

@@ -12,14 +12,17 @@ from typing import Any
 
 import sympy as sp
 
+from expost.loss import BrownianLoss
 from expost.symbolic import Proof, Step
 from expost.symbolic.gaussian import log_likelihood_ratio, normal_pdf
-from expost.symbolic.steps import identity
+from expost.symbolic.steps import exact_point, identity, library_matches
 
 __all__ = ["PROOF"]
 
 t, norm = sp.symbols("t norm_Delta_v", positive=True)
 w = sp.Symbol("W", real=True)
+
+_LIBRARY_POINTS = ((0.5, 1.0, 0.3), (2.0, 3.0, -1.7), (0.01, 1.0, 0.05))  # (t, ‖Δv‖, W(t))
 
 
 def _steps_in_dimension(d: int, loss_form: Any) -> tuple[Step, ...]:
@@ -52,7 +55,15 @@ def _steps_in_dimension(d: int, loss_form: Any) -> tuple[Step, ...]:
 
 def check(loss_form: Any) -> tuple[Step, ...]:
     """Expand the Gaussian log-densities coordinate by coordinate and project on u."""
-    return tuple(s for d in (1, 2, 3) for s in _steps_in_dimension(d, loss_form))
+    library = (
+        library_matches(
+            f"BrownianLoss({time}, {dist}).at({value})",
+            float(BrownianLoss(time, dist).at([value])[0]),
+            loss_form.subs(exact_point({t: time, norm: dist, w: value})),
+        )
+        for time, dist, value in _LIBRARY_POINTS
+    )
+    return (*(s for d in (1, 2, 3) for s in _steps_in_dimension(d, loss_form)), *library)
 
 
 PROOF = Proof(

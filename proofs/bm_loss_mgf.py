@@ -11,14 +11,17 @@ from typing import Any
 
 import sympy as sp
 
+from expost.loss import BrownianLoss
 from expost.symbolic import Proof, Step
 from expost.symbolic.gaussian import normal_expectation_exp
-from expost.symbolic.steps import identity
+from expost.symbolic.steps import exact_point, identity, library_matches
 
 __all__ = ["PROOF"]
 
 delta, t, rho = sp.symbols("Delta t rho", positive=True)
 lam, w = sp.symbols("lambda w", real=True)
+
+_LIBRARY_POINTS = ((0.5, 1.0, 0.7), (2.0, 3.0, -0.3), (0.01, 1.0, 2.0))  # (t, Δ, λ)
 
 
 def check(mgf_form: Any) -> tuple[Step, ...]:
@@ -35,6 +38,20 @@ def check(mgf_form: Any) -> tuple[Step, ...]:
             "so D_(λ+1) = log E[exp(λL)]/λ = (λ + 1)·rho: a BM stopped at t is rho-zCDP",
             sp.expand_log(sp.log(mgf_form), force=True) / lam,
             (lam + 1) * rho,
+        ),
+        *(
+            library_matches(
+                f"BrownianLoss({time}, {d}).cgf({lm}) vs log of the claim",
+                BrownianLoss(time, d).cgf(lm),
+                sp.log(
+                    mgf_form.subs(
+                        exact_point(
+                            {rho: sp.Rational(str(d)) ** 2 / (2 * sp.Rational(str(time))), lam: lm}
+                        )
+                    )
+                ),
+            )
+            for time, d, lm in _LIBRARY_POINTS
         ),
     )
 

@@ -9,6 +9,7 @@ Source: BNR Thm D.1, BNR eq. 3 (Koufogiannis); THEORY §3.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import sympy as sp
@@ -24,11 +25,19 @@ omega, x = sp.symbols("omega x", real=True)
 t = s + h
 
 
-def check(p_zero: Any) -> tuple[Step, ...]:
-    """Characteristic functions: Laplace from its density, discrete and compound-Poisson increments."""
+@cache
+def _derivation() -> tuple[Any, Any, Any]:
+    """The Laplace characteristic function from its density; the Poisson integrals over (s, t]."""
     cf = integrate_real_line(sp.exp(sp.I * omega * x) * laplace_pdf(x, 0, b), x)
-    increment = p_zero + (1 - p_zero) * laplace_cf(t, omega)
+    no_arrival = sp.exp(-sp.integrate(2 / u, (u, s, t)))
     compound = sp.exp(sp.integrate(2 / u * (laplace_cf(u, omega) - 1), (u, s, t)))
+    return cf, no_arrival, compound
+
+
+def check(p_zero: Any) -> tuple[Step, ...]:
+    """Compare the claimed zero probability with the characteristic functions."""
+    cf, no_arrival, compound = _derivation()
+    increment = p_zero + (1 - p_zero) * laplace_cf(t, omega)
     return (
         identity("∫ exp(iωx)·Lap(x; 0, b) dx = 1/(1 + b²ω²)", cf, laplace_cf(b, omega)),
         identity(
@@ -38,7 +47,7 @@ def check(p_zero: Any) -> tuple[Step, ...]:
         ),
         identity(
             "P(no arrival in (s, t]) = exp(−∫ 2/u du) = p0",
-            sp.exp(-sp.integrate(2 / u, (u, s, t))),
+            no_arrival,
             p_zero,
         ),
         identity(

@@ -12,12 +12,15 @@ from typing import Any
 
 import sympy as sp
 
+from expost.odometers import FilterOdometer
 from expost.symbolic import Proof, Step
-from expost.symbolic.steps import identity, numeric_identity
+from expost.symbolic.steps import exact_point, identity, library_matches, numeric_identity
 
 __all__ = ["PROOF"]
 
 eps, ell, y, s, big_v = sp.symbols("epsilon ell y s V", positive=True)
+
+_LIBRARY_POINTS = ((10.0, "1e-6", 1.0), (1.0, "1e-3", 0.2), (0.3, "0.05", 3.0))  # (ε, δ'', V)
 
 
 def u_filter(y_star: Any, v: Any) -> Any:
@@ -52,7 +55,25 @@ def check(y_form: Any) -> tuple[Step, ...]:
             {eps: (0.01, 50.0), ell: (0.01, 30.0)},
         ),
         identity("y* = 2·rho*: the Σ eps_m² budget is twice APC's rho*", y_form, 2 * rho_star),
+        *_library(y_form),
     )
+
+
+def _library(y_form: Any) -> list[Step]:
+    steps = []
+    for e, d, v in _LIBRARY_POINTS:
+        odometer = FilterOdometer(e, 0.0, float(d))
+        y_star = y_form.subs(exact_point({eps: e, ell: sp.log(1 / sp.Rational(d))}))
+        name = f"FilterOdometer({e}, 0, {d})"
+        steps.append(library_matches(f"{name}.y_star", odometer.y_star, y_star))
+        steps.append(
+            library_matches(
+                f"{name}.bound_at({v})",
+                float(odometer.bound_at([v])[0]),
+                u_filter(y_star, sp.Rational(str(v))).subs(ell, sp.log(1 / sp.Rational(d))),
+            )
+        )
+    return steps
 
 
 PROOF = Proof(

@@ -10,15 +10,28 @@ from typing import Any
 
 import sympy as sp
 
+from expost.loss import GaussianLoss
 from expost.symbolic import Proof, Step
 from expost.symbolic.gaussian import log_likelihood_ratio, normal_expectation_exp, normal_pdf
-from expost.symbolic.steps import identity
+from expost.symbolic.steps import exact_point, identity, library_matches
 
 __all__ = ["PROOF"]
 
 delta, sigma = sp.symbols("Delta sigma", positive=True)
 m, y, lam = sp.symbols("m y lambda", real=True)
 rho = delta**2 / (2 * sigma**2)
+
+_LIBRARY_POINTS = ((2.0, 1.0), (0.5, 3.0), (1.3, 0.7))  # (σ, Δ)
+
+
+def _library(mean: Any, var: Any) -> list[Step]:
+    steps = []
+    for sig, d in _LIBRARY_POINTS:
+        law, point = GaussianLoss.from_mechanism(sig, d), exact_point({sigma: sig, delta: d})
+        name = f"GaussianLoss.from_mechanism({sig}, {d})"
+        steps.append(library_matches(f"{name}.mean", law.mean, mean.subs(point)))
+        steps.append(library_matches(f"{name}.variance", law.variance, var.subs(point)))
+    return steps
 
 
 def check(moments: Any) -> tuple[Step, ...]:
@@ -39,6 +52,7 @@ def check(moments: Any) -> tuple[Step, ...]:
             cgf,
             lam * mean + lam**2 * var / 2,
         ),
+        *_library(mean, var),
     )
 
 

@@ -10,14 +10,17 @@ from typing import Any
 
 import sympy as sp
 
+from expost.loss import GaussianLoss
 from expost.symbolic import Proof, Step
 from expost.symbolic.gaussian import integrate_exp_quadratic, log_normal_pdf
-from expost.symbolic.steps import identity
+from expost.symbolic.steps import exact_point, identity, library_matches
 
 __all__ = ["PROOF"]
 
 alpha, delta, sigma = sp.symbols("alpha Delta sigma", positive=True)
 m, y = sp.symbols("m y", real=True)
+
+_LIBRARY_POINTS = ((1.5, 2.0, 1.0), (30.0, 0.5, 3.0), (1.01, 1.3, 0.7))  # (α, σ, Δ)
 
 
 def check(divergence: Any) -> tuple[Step, ...]:
@@ -26,6 +29,14 @@ def check(divergence: Any) -> tuple[Step, ...]:
         y, m + delta, sigma**2
     )
     renyi = sp.expand_log(sp.log(integrate_exp_quadratic(exponent, y)), force=True) / (alpha - 1)
+    library = (
+        library_matches(
+            f"GaussianLoss.from_mechanism({sig}, {d}).renyi({a})",
+            GaussianLoss.from_mechanism(sig, d).renyi(a),
+            divergence.subs(exact_point({alpha: a, sigma: sig, delta: d})),
+        )
+        for a, sig, d in _LIBRARY_POINTS
+    )
     return (
         identity(
             "log(∫ p^α q^(1−α) dy)/(α − 1) (Gaussian integral) equals the claim", renyi, divergence
@@ -35,6 +46,7 @@ def check(divergence: Any) -> tuple[Step, ...]:
             divergence / alpha,
             delta**2 / (2 * sigma**2),
         ),
+        *library,
     )
 
 

@@ -8,27 +8,56 @@ Source: THEORY §2 (Laplace mechanism), APC Def 2.2.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import sympy as sp
 
+from expost.loss import LaplaceLoss
 from expost.symbolic import Proof, Step
 from expost.symbolic.gaussian import log_likelihood_ratio
 from expost.symbolic.laplace import integrate_real_line, laplace_pdf
-from expost.symbolic.steps import identity
+from expost.symbolic.steps import exact_point, identity, library_matches
 
 __all__ = ["PROOF"]
 
 b, delta, alpha, eps = sp.symbols("b Delta alpha epsilon", positive=True)
 y = sp.Symbol("y", real=True)
 
+_LIBRARY_POINTS = (
+    (1.0, 0.5, 2.0),
+    (2.0, 3.0, 1.5),
+    (0.5, 0.1, 10.0),
+    (1.0, 4.0, 1.01),
+)  # (b, Δ, α)
 
-def check(form: Any) -> tuple[Step, ...]:
-    """Piecewise integrals of L·p and p^α·q^(1−α); ε = Δ/b."""
-    mean, renyi = (part.subs(eps, delta / b) for part in form)
+
+def _library(mean: Any, renyi: Any) -> list[Step]:
+    steps = []
+    for scale, d, a in _LIBRARY_POINTS:
+        law, point = LaplaceLoss(scale, d), exact_point({b: scale, delta: d, alpha: a})
+        steps.append(library_matches(f"LaplaceLoss({scale}, {d}).mean", law.mean, mean.subs(point)))
+        steps.append(
+            library_matches(
+                f"LaplaceLoss({scale}, {d}).renyi({a})", law.renyi(a), renyi.subs(point)
+            )
+        )
+    return steps
+
+
+@cache
+def _derivation() -> tuple[Any, Any, Any]:
+    """The loss, ∫ L·p dy and ∫ p^α q^(1−α) dy, each integral in three pieces."""
     p, q = laplace_pdf(y, 0, b), laplace_pdf(y, delta, b)
     loss = log_likelihood_ratio(p, q)
-    power = sp.exp(alpha * sp.log(p) + (1 - alpha) * sp.log(q))
+    power = sp.expand_log(sp.exp(alpha * sp.log(p) + (1 - alpha) * sp.log(q)), force=True)
+    return loss, integrate_real_line(loss * p, y), integrate_real_line(power, y)
+
+
+def check(form: Any) -> tuple[Step, ...]:
+    """Compare the claim, at ε = Δ/b, with the piecewise integrals."""
+    mean, renyi = (part.subs(eps, delta / b) for part in form)
+    loss, mean_integral, power_integral = _derivation()
     return (
         identity(
             "L(y) = log p_x(y)/p_x'(y) = (|y − Δ| − |y|)/b",
@@ -37,14 +66,15 @@ def check(form: Any) -> tuple[Step, ...]:
         ),
         identity(
             "E[L] = ∫ L·p_x dy (three pieces) equals the claimed mean",
-            integrate_real_line(loss * p, y),
+            mean_integral,
             mean,
         ),
         identity(
             "∫ p^α q^(1−α) dy (three pieces) equals exp((α − 1)·claimed D_α)",
-            integrate_real_line(sp.expand_log(power, force=True), y),
+            power_integral,
             sp.exp((alpha - 1) * renyi),
         ),
+        *_library(mean, renyi),
     )
 
 

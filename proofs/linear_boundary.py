@@ -12,13 +12,16 @@ from typing import Any
 
 import sympy as sp
 
+from expost.boundaries import LinearPrivacyBoundary
 from expost.symbolic import Proof, Step
-from expost.symbolic.steps import identity, positive
+from expost.symbolic.steps import exact_point, identity, library_matches, positive
 
 __all__ = ["PROOF"]
 
 delta, a, b, s, ell, level = sp.symbols("Delta a b s ell E", positive=True)
 x = sp.Symbol("X", real=True)
+
+_LIBRARY_POINTS = ((0.3, "1e-6", 1.0), (1.0, "0.05", 2.0), (5.0, "1e-10", 0.5))  # (E, δ, Δ)
 
 
 def psi(slope: Any, intercept: Any) -> Any:
@@ -55,7 +58,26 @@ def check(a_form: Any) -> tuple[Step, ...]:
             sp.Tuple(*roots),
             sp.Tuple(a_form),
         ),
+        *_library(a_form, reach),
     )
+
+
+def _library(a_form: Any, reach: Any) -> list[Step]:
+    steps = []
+    for e, d, sens in _LIBRARY_POINTS:
+        boundary = LinearPrivacyBoundary.tuned_for(e, float(d), sens)
+        point = exact_point({level: e, delta: sens, ell: sp.log(1 / sp.Rational(d))})
+        a_star = a_form.subs(point)
+        name = f"LinearPrivacyBoundary.tuned_for({e}, {d}, {sens})"
+        steps.append(library_matches(f"{name}.a", boundary.a, a_star))
+        steps.append(
+            library_matches(
+                f"{name}.time_for({e}) = 1/s(a*)",
+                boundary.time_for(e),
+                1 / reach.subs(point).subs(a, a_star),
+            )
+        )
+    return steps
 
 
 PROOF = Proof(

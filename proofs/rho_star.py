@@ -13,7 +13,13 @@ import sympy as sp
 
 from expost.guarantees import rho_for_dp
 from expost.symbolic import Proof, Step
-from expost.symbolic.steps import identity, library_matches, numeric_identity, positive
+from expost.symbolic.steps import (
+    exact_point,
+    identity,
+    library_matches,
+    numeric_identity,
+    positive,
+)
 
 __all__ = ["PROOF"]
 
@@ -23,7 +29,7 @@ _LIBRARY_POINTS = ((10.0, "1e-6"), (1.0, "1e-6"), (0.1, "0.01"), (50.0, "1e-12")
 
 
 def _at(form: Any, e: float, d: str) -> Any:
-    return form.subs({eps: sp.Rational(str(e)), ell: sp.log(1 / sp.Rational(d))})
+    return form.subs(exact_point({eps: e, ell: sp.log(1 / sp.Rational(d))}))
 
 
 def check(rho_form: Any) -> tuple[Step, ...]:

@@ -12,6 +12,7 @@ import sympy as sp
 from expost.symbolic.proof import Step
 
 __all__ = [
+    "exact_point",
     "identity",
     "library_matches",
     "log_identity",
@@ -96,6 +97,11 @@ def numeric_identity(
             where = ", ".join(f"{k}={float(v)}" for k, v in subs.items())
             return Step(f"{description} [mpmath {DIGITS} digits: differs at {where}]", False)
     return Step(f"{description} [mpmath {DIGITS} digits at {points} random points]", True)
+
+
+def exact_point(values: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Symbols mapped to exact values: floats and decimal strings become rationals (0.1 is 1/10)."""
+    return {s: v if isinstance(v, sp.Basic) else sp.Rational(str(v)) for s, v in values.items()}
 
 
 def library_matches(description: str, value: float, exact: Any, *, rel_tol: float = 1e-12) -> Step:
