@@ -102,6 +102,14 @@ def test_single_runs_and_batch_have_the_same_law(mechanism: Any, twin: Any) -> N
     assert not stats.same_law(single, twin.run_batch(1.0, N_PAIR, _rng(4)))  # twin
 
 
+def test_single_runs_are_arrays_shaped_like_the_value() -> None:
+    for m in (GaussianMechanism(1.0, 1.0), LaplaceMechanism(1.0, 1.0)):
+        assert isinstance(m.run(2.0, _rng(0)), np.ndarray)
+        assert m.run(2.0, _rng(0)).shape == ()
+        assert m.run([2.0, 3.0], _rng(0)).shape == (2,)
+        assert m.run_batch([2.0, 3.0], 4, _rng(0)).shape == (4, 2)
+
+
 def test_runs_use_only_the_given_generator() -> None:
     m = GaussianMechanism(1.0, 1.0)
     np.testing.assert_array_equal(m.run([1.0, 2.0], _rng(5)), m.run([1.0, 2.0], _rng(5)))

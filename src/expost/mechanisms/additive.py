@@ -92,7 +92,7 @@ class GaussianMechanism:
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> FloatArray:
         """One release f(x) + N(0, σ²I), shaped like ``value``."""
         v = _value(value)
-        return v + _generator(rng).normal(0.0, self.sigma, v.shape)
+        return np.asarray(v + _generator(rng).normal(0.0, self.sigma, v.shape))
 
     def run_batch(self, value: npt.ArrayLike, trials: int, rng: np.random.Generator) -> FloatArray:
         """``trials`` independent releases, shape (trials, *value.shape)."""
@@ -130,7 +130,7 @@ class LaplaceMechanism:
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> FloatArray:
         """One release f(x) + Lap(b) per coordinate, shaped like ``value``."""
         v = _value(value)
-        return v + _generator(rng).laplace(0.0, self.scale, v.shape)
+        return np.asarray(v + _generator(rng).laplace(0.0, self.scale, v.shape))
 
     def run_batch(self, value: npt.ArrayLike, trials: int, rng: np.random.Generator) -> FloatArray:
         """``trials`` independent releases, shape (trials, *value.shape)."""
