@@ -27,7 +27,7 @@ DIGITS = 50
 def _clearly_nonzero(expr: Any) -> bool:
     """Is expr far from 0 at one point respecting the symbols' sign assumptions? (Skips simplify.)"""
     point = {
-        sym: sp.Rational(13 + 2 * i, 11) * (1 if sym.is_positive else -1)
+        sym: sp.Rational(13 + 2 * i, 11) * (1 if sym.is_nonnegative else -1)
         for i, sym in enumerate(sorted(expr.free_symbols, key=str))
     }
     value = sp.N(expr.subs(point), DIGITS)
@@ -35,7 +35,11 @@ def _clearly_nonzero(expr: Any) -> bool:
 
 
 def vanishes(expr: Any) -> bool:
-    """Does sympy prove ``expr == 0``? Expand; if not 0 and not clearly nonzero at a point, simplify."""
+    """Does sympy prove ``expr == 0`` (expand, then simplify)?
+
+    A value clearly away from 0 at one point allowed by the symbols' assumptions skips the
+    simplify: it can refute an identity quickly, never prove one.
+    """
     expanded = sp.expand(expr)
     if expanded == 0:
         return True
@@ -82,7 +86,8 @@ def numeric_identity(
 ) -> Step:
     """Holds iff lhs == rhs to 40 of 50 digits (mpmath) at ``points`` random rational points.
 
-    Only for identities sympy cannot simplify (special functions). ``domain`` gives each free
+    Only where sympy cannot simplify (special functions, signs of nested radicals it cannot
+    decide); the step's description says so. ``domain`` gives each free
     symbol's sampling interval; the points come from ``numpy.random.default_rng(seed)``.
     """
     rng = np.random.default_rng(seed)
