@@ -1,0 +1,561 @@
+"""Noise-reduction mechanisms: Brownian, Laplace and Skellam (THEORY.md §3).
+
+A run walks its noise levels from noisiest to least noisy, releases ``f(x) + noise`` at each, and
+asks its stopping rule (a function of the released iterates only, APC Def 4.3, BNR Def 3.3) after
+every release. Releasing iterates 1..k costs the loss of iterate k alone, also at a stopping time
+(APC Lemma 4.1, BNR Lemma 3.2): a run pays for where it stopped, not for the whole grid.
+
+``run`` is interactive (one path, drawn lazily); ``run_batch`` runs many independent trials at once
+and has the same law. The private value is an argument of ``run``, never stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, cast
+
+import numpy as np
+import numpy.typing as npt
+from attrs import field, frozen
+
+from expost._validation import as_float, finite_array, positive, positive_int, validator
+from expost.boundaries import PrivacyBoundary
+from expost.errors import InvalidParameter
+from expost.grids import (
+    EpsilonGrid,
+    OpenEpsilonGrid,
+    TimeGrid,
+    _as_float_tuple,
+    _positive_decreasing,
+)
+from expost.guarantees import ZCDP, ExPost, PureDP
+from expost.loss import BrownianLoss, LaplaceNoiseReductionLoss, SkellamLoss
+from expost.mechanisms.transcript import BatchTranscript, Transcript
+from expost.processes import (
+    BrownianPath,
+    LaplaceProcess,
+    SkellamPath,
+    sample_laplace_grid,
+    sample_skellam_grid,
+)
+from expost.processes.brownian import _generator
+from expost.stopping import (
+    BatchStoppingRule,
+    Never,
+    Released,
+    StoppingRule,
+    _VectorisedRule,
+    as_stopping_rule,
+    first_stops,
+)
+
+__all__ = [
+    "BrownianNoiseReduction",
+    "LaplaceNoiseReduction",
+    "PrivacyBoundaryWithDelta",
+    "SkellamNoiseReduction",
+    "TimeFunction",
+]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
+
+TimeFunction = Callable[[Released], float | None]
+"""An adaptive time function: the next, strictly smaller, Brownian time from the released
+iterates, or None to end (BNR Def 3.1). It must be a public function of what it is shown."""
+
+_CHUNK = 64
+
+
+class PrivacyBoundaryWithDelta(PrivacyBoundary, Protocol):
+    """A delta-privacy boundary ψ (BNR Def 3.5): ``P(∃n: L_n > ψ(T_n)) <= delta``."""
+
+    @property
+    def delta(self) -> float: ...
+
+
+def _value(value: npt.ArrayLike) -> FloatArray:
+    """A finite scalar or non-empty 1-d array, as shape (d,)."""
+    v = finite_array("value", value)
+    if v.ndim > 1 or v.size == 0:
+        raise InvalidParameter("value", value, "must be a scalar or a non-empty 1-d array")
+    return v.reshape(-1)
+
+
+def _rule(stop: object) -> StoppingRule:
+    return Never() if stop is None else as_stopping_rule(stop)
+
+
+def _batch_rule(rule: StoppingRule) -> BatchStoppingRule:
+    if not isinstance(rule, BatchStoppingRule):
+        raise InvalidParameter(
+            "stop", rule, "run_batch needs a rule with a vectorised form (a BatchStoppingRule)"
+        )
+    return rule
+
+
+def _check_boundary(boundary: object, sensitivity: float) -> PrivacyBoundaryWithDelta | None:
+    if boundary is None:
+        return None
+    if not (callable(boundary) and hasattr(boundary, "delta")):
+        raise InvalidParameter("boundary", boundary, "must be a privacy boundary ψ with a delta")
+    own = getattr(boundary, "sensitivity", sensitivity)
+    if own != sensitivity:
+        raise InvalidParameter(
+            "boundary", boundary, f"has sensitivity {own!r}, the mechanism {sensitivity!r}"
+        )
+    return cast(PrivacyBoundaryWithDelta, boundary)
+
+
+class _Iterates:
+    """Released iterates in growing buffers, viewed by stopping rules through `Released`."""
+
+    __slots__ = ("_count", "_rule_times", "_sensitivity", "_times", "_values")
+
+    def __init__(self, d: int, sensitivity: float) -> None:
+        self._values = np.empty((16, d))
+        self._times = np.empty(16)
+        self._rule_times = np.empty(16)
+        self._sensitivity = sensitivity
+        self._count = 0
+
+    def append(self, y: FloatArray, t: float, rule_time: float) -> Released:
+        if self._count == self._times.size:
+            grow = 2 * self._count
+            self._values = np.concatenate([self._values, np.empty_like(self._values)])[:grow]
+            self._times = np.concatenate([self._times, np.empty(self._count)])
+            self._rule_times = np.concatenate([self._rule_times, np.empty(self._count)])
+        k = self._count
+        self._values[k], self._times[k], self._rule_times[k] = y, t, rule_time
+        self._count = k + 1
+        return Released._prefix(self._values, self._rule_times, self._sensitivity, k + 1)
+
+    @property
+    def values(self) -> FloatArray:
+        return self._values[: self._count].copy()
+
+    @property
+    def times(self) -> FloatArray:
+        return self._times[: self._count].copy()
+
+
+def _walk(
+    value: FloatArray,
+    first_time: float,
+    next_time: Callable[[Released], float | None],
+    draw: Callable[[float], npt.NDArray[np.float64] | npt.NDArray[np.int64]],
+    rule: StoppingRule,
+    sensitivity: float,
+    rule_time: Callable[[float], float],
+) -> tuple[_Iterates, bool]:
+    """Release ``value + draw(t)`` at each time, noisiest first, until the rule fires or times end.
+
+    The rule sees `Released` views whose ``times`` are ``rule_time(t)``.
+    """
+    iterates = _Iterates(value.size, sensitivity)
+    t: float | None = first_time
+    while t is not None:
+        view = iterates.append(value + draw(t), t, rule_time(t))
+        if rule(view):
+            return iterates, True
+        t = next_time(view)
+    return iterates, False
+
+
+def _grid_walker(times: FloatArray) -> Callable[[Released], float | None]:
+    def next_time(view: Released) -> float | None:
+        return float(times[view.count]) if view.count < times.size else None
+
+    return next_time
+
+
+def _stop_points(fired_at: IntArray, last: int) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+    """Stop index per trial (the last grid point where the rule never fired) and stopped flags."""
+    stopped = fired_at >= 0
+    index: IntArray = np.where(stopped, fired_at, last)
+    return index, stopped
+
+
+@frozen(init=False)
+class BrownianNoiseReduction:
+    """The Brownian mechanism: release ``f(x) + B(t_k)`` at times t1 > t2 > … (APC Def 4.4, BNR Def 3.1).
+
+    Stopped at t it costs rho = Δ²/(2t) zCDP, its loss being Δ²/(2t) + (Δ/t)·W(t) (APC Thm 3,
+    BNR Thm 3.4); with a delta-privacy boundary ψ it is (ψ(t_stop), delta)-ex-post private
+    (BNR Thm 3.6, Cor 3.7). The worst case over the grid, ZCDP(Δ²/(2 t_min)), is what a filter
+    must afford before the run (APC Lemma 6.2 (2), Thm 5 (3)).
+
+    ``grid``: a `TimeGrid`, a closed `EpsilonGrid` (an `OpenEpsilonGrid` must be clipped to the
+    budget first), or an adaptive `TimeFunction` with ``first_time`` and ``min_time``: every time
+    it returns must lie in [min_time, previous time). ``sensitivity``: the ℓ2 sensitivity Δ
+    (default: the EpsilonGrid's, else 1). ``stop``: a stopping rule (default `Never`).
+    """
+
+    grid: TimeGrid | EpsilonGrid | TimeFunction
+    sensitivity: float
+    stop: StoppingRule
+    boundary: PrivacyBoundaryWithDelta | None
+    first_time: float | None
+    min_time: float | None
+
+    def __init__(
+        self,
+        grid: TimeGrid | EpsilonGrid | TimeFunction,
+        sensitivity: float | None = None,
+        stop: object = None,
+        boundary: object = None,
+        *,
+        first_time: float | None = None,
+        min_time: float | None = None,
+    ) -> None:
+        s = _sensitivity(grid, sensitivity)
+        first, smallest = _adaptive_range(grid, first_time, min_time)
+        rule = _rule(stop)
+        psi = _check_boundary(boundary, s)
+        self.__attrs_init__(grid, s, rule, psi, first, smallest)
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the times come from a time function rather than a grid."""
+        return not isinstance(self.grid, TimeGrid | EpsilonGrid)
+
+    @property
+    def times(self) -> FloatArray:
+        """The grid's times, decreasing (adaptive: InvalidParameter)."""
+        return self._grid_arrays()[0]
+
+    @property
+    def smallest_time(self) -> float:
+        """t_min: the least noisy time the run can reach."""
+        if self.min_time is not None:
+            return self.min_time
+        return float(self.times[-1])
+
+    def guarantee(self) -> ZCDP:
+        """Worst case over the grid: rho = Δ²/(2 t_min) zCDP (APC Thm 3)."""
+        if isinstance(self.grid, EpsilonGrid):
+            return ZCDP(self.grid.max_rho)
+        return ZCDP(self.sensitivity**2 / (2.0 * self.smallest_time))
+
+    def loss(self, distance: float | None = None) -> BrownianLoss:
+        """The loss at t_min for neighbours at ℓ2 distance ``distance`` (default Δ) (APC Thm 3)."""
+        d = self.sensitivity if distance is None else positive("distance", distance)
+        return BrownianLoss(self.smallest_time, d)
+
+    def _grid_arrays(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """(times t, privacy times s = 1/t, eps, rho) along the grid, noisiest first."""
+        g = self.grid
+        if isinstance(g, EpsilonGrid):
+            s = g.eps2 / self.sensitivity**2
+            return g.times.array, s, g.eps, g.rho
+        if isinstance(g, TimeGrid):
+            return g.array, 1.0 / g.array, g.eps(self.sensitivity), g.rho(self.sensitivity)
+        raise InvalidParameter("grid", g, "is an adaptive time function: it has no fixed times")
+
+    def _next_time(self) -> tuple[float, Callable[[Released], float | None]]:
+        function = self.grid
+        if isinstance(function, TimeGrid | EpsilonGrid):
+            times = self.times
+            return float(times[0]), _grid_walker(times)
+        assert self.first_time is not None  # both set with a time function
+        assert self.min_time is not None
+        smallest = self.min_time
+
+        def next_time(view: Released) -> float | None:
+            t = function(view)
+            if t is None:
+                return None
+            t = positive("next_time", t)
+            if not smallest <= t < view.times[-1]:
+                raise InvalidParameter(
+                    "next_time",
+                    t,
+                    f"must lie in [min_time, previous time) = [{smallest!r}, {view.times[-1]!r})",
+                )
+            return t
+
+        return self.first_time, next_time
+
+    def _ex_post(self, t: float) -> ExPost | None:
+        if self.boundary is None:
+            return None
+        return ExPost(self.boundary(t), self.boundary.delta)
+
+    def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
+        """One interactive run: a `BrownianPath` walked time by time (BNR appendix bridge)."""
+        v = _value(value)
+        path = BrownianPath(v.size, _generator(rng))
+        first, next_time = self._next_time()
+        iterates, stopped = _walk(
+            v, first, next_time, path.next, self.stop, self.sensitivity, float
+        )
+        times = iterates.times
+        t = float(times[-1])
+        if self.adaptive:
+            eps = self.sensitivity / np.sqrt(times)
+            cost = self.sensitivity**2 / (2.0 * t)
+        else:
+            _, _, grid_eps, grid_rho = self._grid_arrays()
+            eps, cost = grid_eps[: times.size], float(grid_rho[times.size - 1])
+        return Transcript(iterates.values, times, eps, stopped, cost, self._ex_post(t))
+
+    def run_batch(
+        self, value: npt.ArrayLike, trials: int, rng: np.random.Generator, *, chunk: int = _CHUNK
+    ) -> BatchTranscript:
+        """``trials`` independent runs on a grid, walked lazily in privacy time (THEORY §3).
+
+        With s = 1/t increasing along the grid, X(s) = s·B(1/s) is a standard BM with independent
+        increments N(0, s_(k+1) − s_k) and iterate k is f(x) + X(s_k)/s_k. Grid points are walked
+        ``chunk`` at a time and only trials that have not stopped are advanced, so a trial pays for
+        the steps it walked. Rules other than the built-in memoryless ones see whole paths.
+        """
+        v = _value(value)
+        n = positive_int("trials", trials)
+        rng = _generator(rng)
+        rule = _batch_rule(self.stop)
+        step = positive_int("chunk", chunk) if isinstance(rule, _VectorisedRule) else None
+        times, s, eps, rho = self._grid_arrays()
+        index, stopped, values = _lazy_brownian(v, n, rng, rule, times, s, self.sensitivity, step)
+        t = times[index]
+        bound = None if self.boundary is None else np.asarray(self.boundary(t))
+        delta = None if self.boundary is None else self.boundary.delta
+        return BatchTranscript(index, values, t, eps[index], stopped, rho[index], bound, delta)
+
+
+def _sensitivity(grid: object, sensitivity: float | None) -> float:
+    if isinstance(grid, OpenEpsilonGrid):
+        raise InvalidParameter(
+            "grid", grid, "is open: close it at the budget's level first (OpenEpsilonGrid.clip)"
+        )
+    if not (isinstance(grid, TimeGrid | EpsilonGrid) or callable(grid)):
+        raise InvalidParameter(
+            "grid", grid, "must be a TimeGrid, an EpsilonGrid or an adaptive time function"
+        )
+    if isinstance(grid, EpsilonGrid):
+        if sensitivity is None:
+            return grid.sensitivity
+        s = positive("sensitivity", sensitivity)
+        if s != grid.sensitivity:
+            raise InvalidParameter(
+                "sensitivity",
+                sensitivity,
+                f"must equal the grid's sensitivity {grid.sensitivity!r}",
+            )
+        return s
+    return 1.0 if sensitivity is None else positive("sensitivity", sensitivity)
+
+
+def _adaptive_range(
+    grid: object, first_time: float | None, min_time: float | None
+) -> tuple[float | None, float | None]:
+    if isinstance(grid, TimeGrid | EpsilonGrid):
+        if first_time is not None or min_time is not None:
+            raise InvalidParameter(
+                "first_time", (first_time, min_time), "first_time and min_time need a time function"
+            )
+        return None, None
+    if first_time is None or min_time is None:
+        raise InvalidParameter(
+            "min_time", (first_time, min_time), "a time function needs first_time and min_time"
+        )
+    first, smallest = positive("first_time", first_time), positive("min_time", min_time)
+    if smallest > first:
+        raise InvalidParameter("min_time", min_time, f"must be <= first_time = {first!r}")
+    return first, smallest
+
+
+def _lazy_brownian(
+    value: FloatArray,
+    trials: int,
+    rng: np.random.Generator,
+    rule: BatchStoppingRule,
+    times: FloatArray,
+    s: FloatArray,
+    sensitivity: float,
+    chunk: int | None,
+) -> tuple[IntArray, npt.NDArray[np.bool_], FloatArray]:
+    """Walk X forward in privacy time s, ``chunk`` grid points at a time (None: all at once)."""
+    K, d = times.size, value.size
+    width = K if chunk is None else chunk
+    index: IntArray = np.full(trials, K - 1, dtype=np.intp)
+    stopped = np.zeros(trials, dtype=np.bool_)
+    values = np.empty((trials, d))
+    position = np.zeros((trials, d))
+    active = np.arange(trials)
+    previous = 0.0
+    for start in range(0, K, width):
+        end = min(start + width, K)
+        block = s[start:end]
+        steps = rng.standard_normal((active.size, end - start, d))
+        steps *= np.sqrt(np.diff(block, prepend=previous))[:, None]
+        steps[:, 0] += position[active]
+        np.cumsum(steps, axis=1, out=steps)
+        iterates = value + steps / block[:, None]
+        if isinstance(rule, _VectorisedRule):
+            fired = rule._fires(iterates, times[start:end], sensitivity, np.arange(start, end))
+        else:
+            fired = np.asarray(rule.stops(iterates, times, sensitivity), dtype=np.bool_)
+        hit = fired.any(axis=1)
+        first = np.argmax(fired, axis=1)
+        done = active[hit]
+        index[done] = start + first[hit]
+        stopped[done] = True
+        values[done] = iterates[hit, first[hit]]
+        active, steps, iterates = active[~hit], steps[~hit], iterates[~hit]
+        if active.size == 0:
+            break
+        position[active] = steps[:, -1]
+        previous = float(block[-1])
+    else:
+        values[active] = iterates[:, -1]
+    return index, stopped, values
+
+
+@frozen
+class LaplaceNoiseReduction:
+    """Laplace noise reduction: ``f(x) + Z(t_k)`` at scales t1 > t2 > … (BNR Sec. 4; Ligett et al.).
+
+    One continuous Laplace process Z on [t_min, t_max] per run (BNR eq. 4, Z(t) ~ Lap(t)).
+    Iterate k is Δ1/t_k-DP; stopped at scale t the run is (Δ1/t)-ex-post private (BNR Prop 4.2),
+    its loss −(1/t)(|X| − |X − d|) (APC Lemma C.1). Worst case: PureDP(Δ1/t_min).
+    Stopping rules see ``times = scale²``, so ``Released.eps`` is Δ1/scale.
+    """
+
+    scales: tuple[float, ...] = field(
+        converter=_as_float_tuple, validator=validator(_positive_decreasing)
+    )
+    sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
+    stop: StoppingRule = field(default=None, converter=_rule)
+
+    @property
+    def array(self) -> FloatArray:
+        """The scales, decreasing."""
+        return np.array(self.scales)
+
+    def guarantee(self) -> PureDP:
+        """Worst case over the scales: (Δ1/t_min)-DP."""
+        return PureDP(self.sensitivity / self.scales[-1])
+
+    def loss(self, distance: float | None = None) -> LaplaceNoiseReductionLoss:
+        """The loss at t_min for neighbours at ℓ1 distance ``distance`` (default Δ1)."""
+        d = self.sensitivity if distance is None else positive("distance", distance)
+        return LaplaceNoiseReductionLoss(self.scales[-1], d)
+
+    def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
+        """One interactive run on one `LaplaceProcess` (η = t_min, T = t_max)."""
+        v = _value(value)
+        rng = _generator(rng)
+        scales = self.array
+        process = LaplaceProcess(scales[-1], scales[0], v.size, rng)
+        iterates, stopped = _walk(
+            v,
+            float(scales[0]),
+            _grid_walker(scales),
+            process.next,
+            self.stop,
+            self.sensitivity,
+            lambda t: t * t,
+        )
+        times = iterates.times
+        eps = self.sensitivity / times
+        bound = float(eps[-1])
+        return Transcript(iterates.values, times, eps, stopped, bound, ExPost(bound))
+
+    def run_batch(
+        self, value: npt.ArrayLike, trials: int, rng: np.random.Generator
+    ) -> BatchTranscript:
+        """``trials`` independent runs: `sample_laplace_grid` paths and the rule's vectorised form."""
+        v = _value(value)
+        n = positive_int("trials", trials)
+        rng = _generator(rng)
+        rule = _batch_rule(self.stop)
+        scales = self.array
+        iterates = v + sample_laplace_grid(scales, n, v.size, rng)
+        index, stopped = _stop_points(
+            first_stops(rule, iterates, scales**2, self.sensitivity), scales.size - 1
+        )
+        eps = self.sensitivity / scales[index]
+        values = iterates[np.arange(n), index]
+        return BatchTranscript(index, values, scales[index], eps, stopped, eps, eps, 0.0)
+
+
+def _integer_array(value: npt.ArrayLike) -> FloatArray:
+    v = _value(value)
+    if np.any(v != np.round(v)) or np.any(np.abs(v) > 2.0**53):
+        raise InvalidParameter("value", value, "must be integers (of magnitude below 2**53)")
+    return v
+
+
+@frozen
+class SkellamNoiseReduction:
+    """Skellam noise reduction: ``f(x) + X_t`` at times t1 > t2 > … (BNR App. E).
+
+    X_t = P1(t) − P2(t) for independent Poisson processes of rate λ = ``rate``, so
+    X_t ~ Skellam(λt, λt) with independent increments: a noise reduction, whose loss after
+    stopping at t is that of the last iterate alone, the `SkellamLoss` at mean λt (``loss``).
+    BNR App. E states no privacy guarantee for it, so this class offers none: ``cost`` and
+    ``ex_post`` of its transcripts are None; use ``loss(time=...)`` (its ``renyi`` is the exact
+    Rényi divergence of that pair). Values and sensitivity Δ1 are integers. Stopping rules see
+    ``times = 2λt``, the noise variance.
+    """
+
+    times: tuple[float, ...] = field(
+        converter=_as_float_tuple, validator=validator(_positive_decreasing)
+    )
+    rate: float = field(default=1.0, converter=as_float, validator=validator(positive))
+    sensitivity: int = field(default=1, validator=validator(positive_int))
+    stop: StoppingRule = field(default=None, converter=_rule)
+
+    @property
+    def array(self) -> FloatArray:
+        """The times, decreasing."""
+        return np.array(self.times)
+
+    def loss(self, distance: int | None = None, time: float | None = None) -> SkellamLoss:
+        """The loss at ``time`` (default t_min) for an integer shift ``distance`` (default Δ1).
+
+        The shift is in one coordinate; over several coordinates the losses add independently.
+        """
+        d = self.sensitivity if distance is None else positive_int("distance", distance)
+        t = self.times[-1] if time is None else positive("time", time)
+        return SkellamLoss(self.rate * t, d)
+
+    def _rule_time(self, t: float) -> float:
+        return 2.0 * self.rate * t
+
+    def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
+        """One interactive run on one `SkellamPath` (Poisson thinning)."""
+        v = _integer_array(value)
+        path = SkellamPath(v.size, _generator(rng), self.rate, self.rate)
+        times = self.array
+        iterates, stopped = _walk(
+            v,
+            float(times[0]),
+            _grid_walker(times),
+            path.next,
+            self.stop,
+            self.sensitivity,
+            self._rule_time,
+        )
+        t = iterates.times
+        eps = self.sensitivity / np.sqrt(self._rule_time(1.0) * t)
+        released = np.rint(iterates.values).astype(np.int64)
+        return Transcript(released, t, eps, stopped, None, None)
+
+    def run_batch(
+        self, value: npt.ArrayLike, trials: int, rng: np.random.Generator
+    ) -> BatchTranscript:
+        """``trials`` independent runs: `sample_skellam_grid` paths and the rule's vectorised form."""
+        v = np.rint(_integer_array(value)).astype(np.int64)
+        n = positive_int("trials", trials)
+        rng = _generator(rng)
+        rule = _batch_rule(self.stop)
+        times = self.array
+        iterates = v + sample_skellam_grid(times, n, v.size, rng, rate1=self.rate, rate2=self.rate)
+        fired = first_stops(
+            rule, iterates.astype(np.float64), 2.0 * self.rate * times, self.sensitivity
+        )
+        index, stopped = _stop_points(fired, times.size - 1)
+        eps = self.sensitivity / np.sqrt(self._rule_time(1.0) * times[index])
+        values = iterates[np.arange(n), index]
+        return BatchTranscript(index, values, times[index], eps, stopped, None, None, None)
