@@ -1,0 +1,281 @@
+"""Threshold mechanisms: AboveThreshold and ReducedAboveThreshold (THEORY.md §2–3).
+
+Both answer "is the utility of this candidate above the threshold τ?" for a stream of candidates,
+on private data, and halt at the first yes. ``utilities[n]`` is u(candidate n, x), a utility of
+sensitivity Δ in the data, computed by the caller inside the trusted boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import numpy.typing as npt
+from attrs import field, frozen
+
+from expost._validation import as_float, finite, finite_array, positive, validator
+from expost.errors import InvalidParameter
+from expost.guarantees import ExPost, PureDP
+from expost.mechanisms.noise_reduction import (
+    BrownianNoiseReduction,
+    _check_boundary,
+    _Iterates,
+    _value,
+)
+from expost.processes import BrownianPath, LaplaceProcess, sample_laplace_grid
+from expost.processes.brownian import _generator
+from expost.stopping import Never
+
+__all__ = [
+    "AboveThreshold",
+    "AboveThresholdResult",
+    "BrownianThresholdResult",
+    "ReducedAboveThreshold",
+    "ReducedAboveThresholdResult",
+]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
+
+
+def _utilities(utilities: npt.ArrayLike) -> FloatArray:
+    u = finite_array("utilities", utilities)
+    if u.ndim != 2 or u.shape[1] == 0:
+        raise InvalidParameter("utilities", u.shape, "must have shape (trials, n), n >= 1")
+    return u
+
+
+def _first_hits(fired: npt.NDArray[np.bool_]) -> IntArray:
+    """Index of the first True per row, or −1."""
+    result: IntArray = np.where(fired.any(axis=1), np.argmax(fired, axis=1), -1)
+    return result
+
+
+@frozen
+class AboveThresholdResult:
+    """The first query at or above the threshold (``index``, 0-based; None: none did) and how many
+    queries were asked."""
+
+    index: int | None
+    queries_asked: int
+
+
+@frozen
+class AboveThreshold:
+    """AboveThreshold (sparse vector) of Lyu et al. (2017): eps-DP however many queries (THEORY §2).
+
+    Threshold noise ζ ~ Lap(2Δ/eps) once, query noise ξ_i ~ Lap(4Δ/eps) fresh per query; halts at
+    the first i with u_i + ξ_i >= τ + ζ.
+    """
+
+    eps: float = field(converter=as_float, validator=validator(positive))
+    threshold: float = field(converter=as_float, validator=validator(finite))
+    sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
+
+    def guarantee(self) -> PureDP:
+        """eps-DP (Lyu et al. 2017)."""
+        return PureDP(self.eps)
+
+    @property
+    def threshold_scale(self) -> float:
+        """2Δ/eps."""
+        return 2.0 * self.sensitivity / self.eps
+
+    @property
+    def query_scale(self) -> float:
+        """4Δ/eps."""
+        return 4.0 * self.sensitivity / self.eps
+
+    def run(self, utilities: Iterable[float], rng: np.random.Generator) -> AboveThresholdResult:
+        """Consume ``utilities`` lazily and halt at the first one found above the threshold."""
+        rng = _generator(rng)
+        noisy_threshold = 0.0
+        asked = 0
+        for u in utilities:
+            value = finite("utilities", u)
+            if asked == 0:
+                noisy_threshold = self.threshold + rng.laplace(0.0, self.threshold_scale)
+            asked += 1
+            if value + rng.laplace(0.0, self.query_scale) >= noisy_threshold:
+                return AboveThresholdResult(asked - 1, asked)
+        return AboveThresholdResult(None, asked)
+
+    def run_batch(self, utilities: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
+        """Halting index per trial (−1: none) for a (trials, n) utility array; all n noises drawn."""
+        u = _utilities(utilities)
+        rng = _generator(rng)
+        zeta = rng.laplace(0.0, self.threshold_scale, size=(u.shape[0], 1))
+        xi = rng.laplace(0.0, self.query_scale, size=u.shape)
+        return _first_hits(u + xi >= self.threshold + zeta)
+
+
+@frozen
+class ReducedAboveThresholdResult:
+    """Halting index N (0-based; None: no query passed), queries asked, and ``level`` = E_N.
+
+    ``level`` bounds the threshold part of the loss: L <= L^Alg_(1:N) + E_N (BNR Thm 5.1);
+    ``ex_post`` = ExPost(E_N) is that part, to compose with the algorithm's own ex-post bound
+    (APC Lemma B.1). With no halt, ``level`` is the last level asked: the all-zero answers cost at
+    most E_n/2 given the algorithm's iterates (inequalities 1 and 3 of the proof of Thm 5.1).
+    """
+
+    index: int | None
+    queries_asked: int
+    level: float | None
+
+    @property
+    def ex_post(self) -> ExPost | None:
+        """ExPost(E_N): the threshold part of the loss (BNR Thm 5.1)."""
+        return None if self.level is None else ExPost(self.level)
+
+
+@frozen
+class BrownianThresholdResult:
+    """ReducedAboveThreshold run on a Brownian mechanism's iterates (BNR Cor 5.2).
+
+    ``index``: the first iterate whose private check passed (None: none did); ``value``: that
+    iterate, the only one released; ``time``: its Brownian time T_N; ``level``: ψ(T_N);
+    ``ex_post``: ExPost(2ψ(T_N), delta) (BNR Cor 5.2), None if no check passed.
+    """
+
+    index: int | None
+    queries_asked: int
+    value: FloatArray | None = field(eq=False)
+    time: float | None
+    level: float | None
+    ex_post: ExPost | None
+
+
+def _eps_max_check(eps_max: float, levels: FloatArray | float, name: str) -> None:
+    if np.any(np.asarray(levels) > eps_max):
+        raise InvalidParameter(name, levels, f"must be <= eps_max = {eps_max!r}")
+
+
+@frozen
+class ReducedAboveThreshold:
+    """ReducedAboveThreshold (BNR Algorithm 1, Thm 5.1): AboveThreshold with adaptive levels.
+
+    For n = 1, 2, …: level eps_n <= eps_max; threshold noise ζ_n = Z(2Δ/eps_n) read from ONE
+    continuous Laplace process Z (BNR eq. 4) with η = 2Δ/eps_max; query noise ξ_n ~ Lap(4Δ/eps_n)
+    fresh; halt at the first n with u_n + ξ_n >= τ + ζ_n. The loss is at most
+    L^Alg_(1:N) + eps_N (BNR Thm 5.1). Constant levels give AboveThreshold.
+
+    Levels must be non-decreasing: the proof of Thm 5.1 conditions on the threshold noise at the
+    current (smallest) scale and needs the earlier noises to be that value plus independent
+    increments, which holds when Z is read at decreasing scales. So Z covers [η, 2Δ/eps_1].
+    """
+
+    threshold: float = field(converter=as_float, validator=validator(finite))
+    eps_max: float = field(converter=as_float, validator=validator(positive))
+    sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
+
+    def _scale(self, level: float) -> float:
+        return 2.0 * self.sensitivity / level
+
+    def _level(self, level: object, previous: float | None) -> float:
+        e = positive("levels", level)
+        _eps_max_check(self.eps_max, e, "levels")
+        if previous is not None and e < previous:
+            raise InvalidParameter(
+                "levels", level, f"must be non-decreasing (previous level {previous!r})"
+            )
+        return e
+
+    def _steps(
+        self,
+        rounds: Iterable[tuple[object, object]],
+        rng: np.random.Generator,
+    ) -> tuple[int | None, int, float | None]:
+        """Run Algorithm 1 on (utility, level) pairs; returns (index, asked, last level)."""
+        process: LaplaceProcess | None = None
+        level: float | None = None
+        asked = 0
+        for utility, raw_level in rounds:
+            u = finite("utilities", utility)
+            level = self._level(raw_level, level)
+            if process is None:
+                process = LaplaceProcess(self._scale(self.eps_max), self._scale(level), 1, rng)
+            asked += 1
+            zeta = float(process.at(self._scale(level))[0])
+            xi = rng.laplace(0.0, 2.0 * self._scale(level))
+            if u + xi >= self.threshold + zeta:
+                return asked - 1, asked, level
+        return None, asked, level
+
+    def run(
+        self, utilities: Iterable[float], levels: Iterable[float], rng: np.random.Generator
+    ) -> ReducedAboveThresholdResult:
+        """Algorithm 1 on lazily consumed ``utilities[n]`` = u(Alg_n(x), x) and ``levels[n]`` = eps_n.
+
+        Both may be generators computing round n from what was released before it.
+        """
+        rng = _generator(rng)
+        index, asked, level = self._steps(zip(utilities, levels, strict=False), rng)
+        return ReducedAboveThresholdResult(index, asked, level)
+
+    def run_batch(
+        self, utilities: npt.ArrayLike, levels: npt.ArrayLike, rng: np.random.Generator
+    ) -> IntArray:
+        """Halting index per trial (−1: none) for (trials, n) utilities and fixed levels (n,)."""
+        u = _utilities(utilities)
+        e = finite_array("levels", levels)
+        if e.shape != (u.shape[1],) or np.any(e <= 0.0) or np.any(np.diff(e) < 0.0):
+            raise InvalidParameter("levels", levels, "must be n positive, non-decreasing levels")
+        _eps_max_check(self.eps_max, e, "levels")
+        rng = _generator(rng)
+        scales = 2.0 * self.sensitivity / e
+        distinct, where = np.unique(-scales, return_inverse=True)  # decreasing scales
+        zeta = sample_laplace_grid(-distinct, u.shape[0], 1, rng)[:, where, 0]
+        xi = rng.laplace(0.0, 2.0 * scales, size=u.shape)
+        return _first_hits(u + xi >= self.threshold + zeta)
+
+    def run_with_brownian(
+        self,
+        bm: BrownianNoiseReduction,
+        value: npt.ArrayLike,
+        utility: Callable[[FloatArray], float],
+        rng: np.random.Generator,
+        boundary: object = None,
+    ) -> BrownianThresholdResult:
+        """BNR Cor 5.2: check BM iterates privately with levels E_n = ψ(T_n).
+
+        Iterate n = f(x) + B(T_n) is drawn, ``utility(iterate)`` (on private data, sensitivity Δ)
+        is checked by Algorithm 1 at level ψ(T_n), and only the first iterate that passes is
+        released. Statement (BNR Cor 5.2): the run is (2ψ(T_N), delta)-ex-post private, where
+        delta is the boundary's (default ``bm.boundary``): the loss is at most L^BM_N + ψ(T_N)
+        (Thm 5.1 and the noise-reduction property), and L^BM_n <= ψ(T_n) for all n at once with
+        probability >= 1 − delta (BNR Thm 3.6). The BM's own rule must be `Never`: the check
+        decides when to stop. An adaptive time function sees the earlier iterates; the bound
+        covers that (Thm 5.1 counts all of Alg_(1:N)). A run where no check passes releases
+        only that fact; Cor 5.2 gives no ex-post bound for it (``ex_post`` is None).
+        """
+        psi = _check_boundary(bm.boundary if boundary is None else boundary, bm.sensitivity)
+        if psi is None:
+            raise InvalidParameter("boundary", boundary, "a privacy boundary ψ is needed")
+        if not isinstance(bm.stop, Never):
+            raise InvalidParameter("bm", bm, "must have stop=Never(): the private check stops it")
+        if not callable(utility):
+            raise InvalidParameter("utility", utility, "must be callable")
+        _eps_max_check(self.eps_max, psi(bm.smallest_time), "bm")
+        v = _value(value)
+        rng = _generator(rng)
+        path = BrownianPath(v.size, rng)
+        hidden = _Iterates(v.size, bm.sensitivity)
+
+        def rounds() -> Iterable[tuple[object, object]]:
+            first, next_time = bm._next_time()
+            t: float | None = first
+            while t is not None:
+                iterate = v + path.next(t)
+                view = hidden.append(iterate, t, t)
+                yield utility(iterate.copy()), psi(t)
+                t = next_time(view)
+
+        index, asked, _ = self._steps(rounds(), rng)
+        if index is None:
+            return BrownianThresholdResult(None, asked, None, None, None, None)
+        t_n = float(hidden.times[index])
+        level = psi(t_n)
+        return BrownianThresholdResult(
+            index, asked, hidden.values[index], t_n, level, ExPost(2.0 * level, psi.delta)
+        )

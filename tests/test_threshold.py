@@ -1,0 +1,309 @@
+"""AboveThreshold and ReducedAboveThreshold: halting laws, the Brownian coupling, bad input.
+
+Halting-index laws are compared with independent simulations written here (Laplace noise by
+inverse CDF, threshold noise by the Koufogiannis chain rather than the continuous process) by the
+chi-square homogeneity test of tests/stats.py at alpha = 1e-6. Every comparison has a planted-bug
+twin that must be rejected: the same simulation with the wrong threshold or query noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from expost.boundaries import LinearPrivacyBoundary
+from expost.errors import InvalidParameter
+from expost.grids import TimeGrid
+from expost.guarantees import ExPost, PureDP
+from expost.mechanisms.noise_reduction import BrownianNoiseReduction
+from expost.mechanisms.threshold import AboveThreshold, ReducedAboveThreshold
+from expost.processes import sample_brownian_grid, sample_koufogiannis_grid
+from expost.stopping import AtIndex
+from tests import stats as st
+
+AnyArray = npt.NDArray[Any]
+INTERACTIVE = 3_000
+BATCH = 20_000
+UTILITIES = np.linspace(-3.0, 1.0, 8)
+TAU = 1.0
+
+
+def laplace(scale: AnyArray | float, size: tuple[int, ...], rng: np.random.Generator) -> AnyArray:
+    """Lap(scale) by inverse CDF of a uniform (independent of numpy's laplace sampler)."""
+    u = rng.random(size) - 0.5
+    return np.asarray(-np.asarray(scale) * np.sign(u) * np.log1p(-2.0 * np.abs(u)))
+
+
+def first_or_minus_one(fired: AnyArray) -> AnyArray:
+    return np.where(fired.any(axis=1), np.argmax(fired, axis=1), -1)
+
+
+def simulate_above_threshold(
+    eps: float, utilities: AnyArray, trials: int, rng: np.random.Generator, threshold_scale: float
+) -> AnyArray:
+    zeta = laplace(threshold_scale, (trials, 1), rng)
+    xi = laplace(4.0 / eps, (trials, utilities.size), rng)
+    return first_or_minus_one(utilities + xi >= TAU + zeta)
+
+
+def as_indices(results: list[int | None]) -> AnyArray:
+    return np.array([-1 if i is None else i for i in results])
+
+
+def test_above_threshold_halting_law() -> None:
+    eps = 1.0
+    mechanism = AboveThreshold(eps, TAU)
+    rng = np.random.default_rng(31)
+    interactive = as_indices([mechanism.run(UTILITIES, rng).index for _ in range(INTERACTIVE)])
+    batch = mechanism.run_batch(np.tile(UTILITIES, (BATCH, 1)), rng)
+    reference = simulate_above_threshold(eps, UTILITIES, BATCH, rng, 2.0 / eps)
+    assert np.unique(reference).size >= 6  # varied halting points, sometimes none
+    assert st.same_discrete_law(interactive, reference)
+    assert st.same_discrete_law(batch, reference)
+    # planted bug: threshold noise Lap(Δ/eps) instead of Lap(2Δ/eps)
+    wrong = simulate_above_threshold(eps, UTILITIES, BATCH, rng, 1.0 / eps)
+    assert not st.same_discrete_law(batch, wrong)
+    assert not st.same_discrete_law(interactive, wrong)
+
+
+def test_above_threshold_consumes_lazily_and_reports() -> None:
+    asked: list[float] = []
+
+    def stream() -> Iterator[float]:
+        for u in [-100.0, -100.0, 100.0, -100.0]:
+            asked.append(u)
+            yield u
+
+    mechanism = AboveThreshold(2.0, 0.0, sensitivity=0.5)
+    result = mechanism.run(stream(), np.random.default_rng(0))
+    assert result.index == 2
+    assert result.queries_asked == 3
+    assert len(asked) == 3
+    assert mechanism.guarantee() == PureDP(2.0)
+    assert mechanism.threshold_scale == 0.5
+    assert mechanism.query_scale == 1.0
+    none = mechanism.run([-100.0] * 5, np.random.default_rng(0))
+    assert none.index is None
+    assert none.queries_asked == 5
+
+
+def test_reduced_above_threshold_with_constant_levels_is_above_threshold() -> None:
+    eps = 1.0
+    rat = ReducedAboveThreshold(TAU, eps_max=3.0)
+    rng = np.random.default_rng(32)
+    levels = [eps] * UTILITIES.size
+    interactive = as_indices([rat.run(UTILITIES, levels, rng).index for _ in range(INTERACTIVE)])
+    batch = rat.run_batch(np.tile(UTILITIES, (BATCH, 1)), levels, rng)
+    above = AboveThreshold(eps, TAU).run_batch(np.tile(UTILITIES, (BATCH, 1)), rng)
+    assert st.same_discrete_law(interactive, above)
+    assert st.same_discrete_law(batch, above)
+    wrong = simulate_above_threshold(eps, UTILITIES, BATCH, rng, 1.0 / eps)
+    assert not st.same_discrete_law(interactive, wrong)
+
+
+LEVELS = np.array([0.3, 0.3, 0.5, 0.8, 1.2, 1.5, 2.5, 4.0])
+RAT_UTILITIES = np.array([-6.0, -4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0])
+
+
+def simulate_reduced(
+    utilities: AnyArray,
+    levels: AnyArray,
+    trials: int,
+    rng: np.random.Generator,
+    query: float = 4.0,
+    tau: float = TAU,
+) -> AnyArray:
+    """BNR Algorithm 1 with the thresholds from the Koufogiannis chain on the distinct scales."""
+    scales = 2.0 / levels
+    distinct = np.unique(scales)[::-1]
+    chain = sample_koufogiannis_grid(distinct, trials, 1, rng)[:, :, 0]
+    zeta = chain[:, [int(np.flatnonzero(distinct == s)[0]) for s in scales]]
+    xi = laplace(query / levels, (trials, levels.size), rng)
+    return first_or_minus_one(utilities + xi >= tau + zeta)
+
+
+def test_reduced_above_threshold_halting_law() -> None:
+    rat = ReducedAboveThreshold(TAU, eps_max=5.0)
+    rng = np.random.default_rng(33)
+    interactive = as_indices(
+        [rat.run(iter(RAT_UTILITIES), iter(LEVELS), rng).index for _ in range(INTERACTIVE)]
+    )
+    batch = rat.run_batch(np.tile(RAT_UTILITIES, (BATCH, 1)), LEVELS, rng)
+    reference = simulate_reduced(RAT_UTILITIES, LEVELS, BATCH, rng)
+    assert np.unique(reference).size >= 6
+    assert st.same_discrete_law(interactive, reference)
+    assert st.same_discrete_law(batch, reference)
+    # planted bug: query noise Lap(2Δ/eps_n) instead of Lap(4Δ/eps_n)
+    wrong = simulate_reduced(RAT_UTILITIES, LEVELS, BATCH, rng, query=2.0)
+    assert not st.same_discrete_law(interactive, wrong)
+    assert not st.same_discrete_law(batch, wrong)
+
+
+def test_reduced_above_threshold_result() -> None:
+    rat = ReducedAboveThreshold(0.0, eps_max=2.0, sensitivity=0.5)
+    result = rat.run([-1e6, -1e6, 1e6, 1e6], [0.5, 1.0, 1.5, 2.0], np.random.default_rng(0))
+    assert result.index == 2
+    assert result.queries_asked == 3
+    assert result.level == 1.5
+    assert result.ex_post == ExPost(1.5)
+    none = rat.run([-1e6, -1e6], [0.5, 0.7], np.random.default_rng(0))
+    assert none.index is None
+    assert none.queries_asked == 2
+    assert none.level == 0.7
+    empty = rat.run([], [], np.random.default_rng(0))
+    assert empty.index is None
+    assert empty.ex_post is None
+
+
+def test_adaptive_levels_are_read_lazily() -> None:
+    """Levels may be computed round by round (from what was released before)."""
+    seen: list[int] = []
+
+    def levels() -> Iterator[float]:
+        for n in range(100):
+            seen.append(n)
+            yield 0.1 * (n + 1)
+
+    rat = ReducedAboveThreshold(0.0, eps_max=10.0)
+    result = rat.run([-1e6, -1e6, -1e6, 1e6, 1e6], levels(), np.random.default_rng(1))
+    assert result.index == 3
+    assert len(seen) == 4
+    assert result.level == pytest.approx(0.4)
+
+
+# --- ReducedAboveThreshold on a Brownian mechanism (BNR Cor 5.2) ---------------------------------
+
+BOUNDARY = LinearPrivacyBoundary.tuned_for(1.0, 1e-3)
+BM_TIMES = np.geomspace(30.0, 0.3, 10)
+TARGET = 2.0
+
+
+def utility(iterate: AnyArray) -> float:
+    """−|iterate − target| (computed on private data: here the private value is the target)."""
+    return -abs(float(iterate[0]) - TARGET)
+
+
+def simulate_brownian_rat(
+    trials: int, rng: np.random.Generator, levels: AnyArray, tau: float
+) -> AnyArray:
+    paths = TARGET + sample_brownian_grid(BM_TIMES, trials, 1, rng)[:, :, 0]
+    return simulate_reduced(-np.abs(paths - TARGET), levels, trials, rng, tau=tau)
+
+
+def test_run_with_brownian_halting_law_and_guarantee() -> None:
+    eps_max = float(BOUNDARY(BM_TIMES[-1]))
+    rat = ReducedAboveThreshold(-0.5, eps_max=eps_max)
+    bm = BrownianNoiseReduction(TimeGrid(BM_TIMES), boundary=BOUNDARY)
+    rng = np.random.default_rng(34)
+    results = [rat.run_with_brownian(bm, TARGET, utility, rng) for _ in range(INTERACTIVE)]
+    interactive = as_indices([r.index for r in results])
+    levels = np.asarray(BOUNDARY(BM_TIMES))
+    reference = simulate_brownian_rat(BATCH, rng, levels, -0.5)
+    assert np.unique(reference).size >= 5
+    assert st.same_discrete_law(interactive, reference)
+    # planted bug: a constant level ψ(T_1) (AboveThreshold at the cheapest level)
+    wrong = simulate_brownian_rat(BATCH, rng, np.full(BM_TIMES.size, levels[0]), -0.5)
+    assert not st.same_discrete_law(interactive, wrong)
+    for r in results:
+        if r.index is None:
+            assert r.value is None
+            assert r.ex_post is None
+            continue
+        t = BM_TIMES[r.index]
+        assert r.time == t
+        assert r.level == BOUNDARY(t)
+        assert r.ex_post == ExPost(2.0 * BOUNDARY(t), BOUNDARY.delta)  # BNR Cor 5.2
+        assert r.value is not None
+        assert r.value.shape == (1,)
+
+
+def test_run_with_brownian_adaptive_times() -> None:
+    bm = BrownianNoiseReduction(
+        lambda r: r.times[-1] / 2.0 if r.count < 6 else None,
+        boundary=BOUNDARY,
+        first_time=16.0,
+        min_time=0.25,
+    )
+    rat = ReducedAboveThreshold(1e6, eps_max=float(BOUNDARY(0.25)))
+    result = rat.run_with_brownian(bm, [0.0], lambda y: 0.0, np.random.default_rng(2))
+    assert result.index is None
+    assert result.queries_asked == 6
+
+
+def test_run_with_brownian_refuses_bad_setups() -> None:
+    rng = np.random.default_rng(35)
+    grid = TimeGrid(BM_TIMES)
+    rat = ReducedAboveThreshold(0.0, eps_max=float(BOUNDARY(BM_TIMES[-1])))
+    with pytest.raises(InvalidParameter, match="boundary"):
+        rat.run_with_brownian(BrownianNoiseReduction(grid), 0.0, utility, rng)
+    stopping = BrownianNoiseReduction(grid, stop=AtIndex(2), boundary=BOUNDARY)
+    with pytest.raises(InvalidParameter, match="Never"):
+        rat.run_with_brownian(stopping, 0.0, utility, rng)
+    low = ReducedAboveThreshold(0.0, eps_max=float(BOUNDARY(BM_TIMES[-2])))
+    with pytest.raises(InvalidParameter, match="eps_max"):
+        low.run_with_brownian(BrownianNoiseReduction(grid, boundary=BOUNDARY), 0.0, utility, rng)
+    bm = BrownianNoiseReduction(grid, boundary=BOUNDARY)
+    with pytest.raises(InvalidParameter, match="value"):
+        rat.run_with_brownian(bm, math.nan, utility, rng)
+    with pytest.raises(InvalidParameter, match="utility"):
+        rat.run_with_brownian(bm, 0.0, 3.0, rng)  # type: ignore[arg-type]
+    assert rng.bit_generator.state == np.random.default_rng(35).bit_generator.state
+
+
+# --- bad input -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs"),
+    [
+        (AboveThreshold, {"eps": 0.0, "threshold": 0.0}),
+        (AboveThreshold, {"eps": math.nan, "threshold": 0.0}),
+        (AboveThreshold, {"eps": 1.0, "threshold": math.inf}),
+        (AboveThreshold, {"eps": 1.0, "threshold": 0.0, "sensitivity": -1.0}),
+        (ReducedAboveThreshold, {"threshold": 0.0, "eps_max": 0.0}),
+        (ReducedAboveThreshold, {"threshold": math.nan, "eps_max": 1.0}),
+        (ReducedAboveThreshold, {"threshold": 0.0, "eps_max": 1.0, "sensitivity": 0.0}),
+    ],
+)
+def test_bad_parameters(cls: type, kwargs: dict[str, float]) -> None:
+    with pytest.raises(InvalidParameter):
+        cls(**kwargs)
+
+
+def test_bad_utilities_and_levels_draw_nothing() -> None:
+    rng = np.random.default_rng(36)
+    at = AboveThreshold(1.0, 0.0)
+    rat = ReducedAboveThreshold(0.0, eps_max=1.0)
+    with pytest.raises(InvalidParameter, match="utilities"):
+        at.run([math.nan, 1.0], rng)
+    with pytest.raises(InvalidParameter, match="utilities"):
+        at.run_batch([[1.0, math.nan]], rng)
+    with pytest.raises(InvalidParameter, match="utilities"):
+        at.run_batch([1.0, 2.0], rng)
+    with pytest.raises(InvalidParameter, match="levels"):
+        rat.run([0.0], [1.5], rng)  # above eps_max
+    with pytest.raises(InvalidParameter, match="levels"):
+        rat.run([0.0], [-0.5], rng)
+    with pytest.raises(InvalidParameter, match="utilities"):
+        rat.run([math.inf], [0.5], rng)
+    with pytest.raises(InvalidParameter, match="levels"):
+        rat.run_batch([[0.0, 0.0]], [0.5, 1.5], rng)
+    with pytest.raises(InvalidParameter, match="levels"):
+        rat.run_batch([[0.0, 0.0]], [0.5, 0.4], rng)  # decreasing
+    with pytest.raises(InvalidParameter, match="levels"):
+        rat.run_batch([[0.0, 0.0]], [0.5], rng)
+    with pytest.raises(InvalidParameter, match="rng"):
+        at.run([1.0], 3)  # type: ignore[arg-type]
+    assert rng.bit_generator.state == np.random.default_rng(36).bit_generator.state
+
+
+def test_decreasing_levels_are_refused() -> None:
+    """The proof of BNR Thm 5.1 needs the threshold process read at decreasing scales."""
+    rat = ReducedAboveThreshold(1e6, eps_max=1.0)
+    with pytest.raises(InvalidParameter, match="non-decreasing"):
+        rat.run([0.0, 0.0], [0.5, 0.4], np.random.default_rng(0))
