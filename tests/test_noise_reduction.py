@@ -5,7 +5,10 @@ a law check makes two comparisons, KS on the stopped values and chi-square on th
 Each has a planted-bug twin in the same test that must be rejected: the same check against a
 mechanism with the wrong noise level. The noise-reduction property (APC Thm 3, Lemma 4.1) is
 checked exactly, not statistically: the log-likelihood ratio of the whole released sequence,
-from the joint density, equals the closed-form loss of the last iterate.
+from the joint density, equals the closed-form loss of the last iterate. That identity holds for
+any values given the process's covariance (BM) or product structure (LNR, Skellam), so it checks
+the transcripts' bookkeeping and the loss formulas; that the released values follow the process
+is checked by the law tests (run = run_batch, the Laplace tie rates).
 """
 
 from __future__ import annotations
