@@ -237,7 +237,10 @@ def test_brownian_run_batch_with_a_path_dependent_batch_rule() -> None:
             v = released.values[:, 0]
             return bool(v.size >= 2 and v[-1] > 1.0 and v[-2] > 1.0)
 
-        def stops(self, values: AnyArray, times: AnyArray, sensitivity: float) -> AnyArray:
+        def stops(
+            self, values: AnyArray, times: AnyArray, sensitivity: float, start: int = 0
+        ) -> AnyArray:
+            assert start == 0  # a path-dependent rule is always shown whole paths
             above = values[..., 0] > 1.0
             out = np.zeros_like(above)
             out[..., 1:] = above[..., 1:] & above[..., :-1]

@@ -166,9 +166,12 @@ class StoppingRule(Protocol):
 @runtime_checkable
 class BatchStoppingRule(StoppingRule, Protocol):
     """A stopping rule with a vectorised form over trials: ``stops(values (..., K, d), times (K,),
-    sensitivity) -> bool (..., K)``, entry k saying whether the rule stops at iterate k."""
+    sensitivity, start=0) -> bool (..., K)``, entry k saying whether the rule stops at the
+    iterate with 0-based index ``start + k`` (``start`` lets a lazy walk pass one chunk at a time)."""
 
-    def stops(self, values: FloatArray, times: FloatArray, sensitivity: float) -> BoolArray: ...
+    def stops(
+        self, values: FloatArray, times: FloatArray, sensitivity: float, start: int = 0
+    ) -> BoolArray: ...
 
 
 class _VectorisedRule(ABC):
@@ -183,13 +186,17 @@ class _VectorisedRule(ABC):
         """Stop at each iterate? values (..., K, d), times (K,), index (K,) -> (..., K)."""
 
     def stops(
-        self, values: npt.ArrayLike, times: npt.ArrayLike, sensitivity: float = 1.0
+        self, values: npt.ArrayLike, times: npt.ArrayLike, sensitivity: float = 1.0, start: int = 0
     ) -> BoolArray:
-        """For each trial and grid point, whether the rule stops at that iterate."""
+        """For each trial and grid point, whether the rule stops at that iterate.
+
+        The iterates given are those with 0-based indices ``start, start + 1, …``.
+        """
         t = _times(times)
         v = _values(values, t.size, min_ndim=2)
         s = positive("sensitivity", sensitivity)
-        return self._fires(_read_only(v), t, s, np.arange(t.size))
+        first = _nonnegative_int("start", start)
+        return self._fires(_read_only(v), t, s, np.arange(first, first + t.size))
 
     def __call__(self, released: Released) -> bool:
         if not isinstance(released, Released):

@@ -391,10 +391,9 @@ def _lazy_brownian(
         steps[:, 0] += position[active]
         np.cumsum(steps, axis=1, out=steps)
         iterates = value + steps / block[:, None]
-        if isinstance(rule, _VectorisedRule):
-            fired = rule._fires(iterates, times[start:end], sensitivity, np.arange(start, end))
-        else:
-            fired = np.asarray(rule.stops(iterates, times, sensitivity), dtype=np.bool_)
+        fired = np.asarray(
+            rule.stops(iterates, times[start:end], sensitivity, start=start), dtype=np.bool_
+        )
         hit = fired.any(axis=1)
         first = np.argmax(fired, axis=1)
         done = active[hit]
