@@ -1,0 +1,21 @@
+"""``expost reproduce EXPERIMENT``: each experiment module registers its own sub-command."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+__all__ = ["add_parser"]
+
+# Modules with ``add_parser(subparsers)``; each sets ``run`` via ``set_defaults``.
+_EXPERIMENTS: tuple[Any, ...] = ()
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``expost reproduce`` and one sub-command per experiment."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "reproduce", help="reproduce a paper's experiment (table, JSON and figures)"
+    )
+    experiments = parser.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
+    for module in _EXPERIMENTS:
+        module.add_parser(experiments)
