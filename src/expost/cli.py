@@ -6,11 +6,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from expost.apps import cli as reproduce_cli
 from expost.symbolic import cli as prove_cli
 
 __all__ = ["main"]
 
-_COMMANDS = (prove_cli,)
+_COMMANDS = (prove_cli, reproduce_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:
