@@ -1,0 +1,630 @@
+"""Privacy filters: stop a fully adaptive interaction before its budget can be exceeded.
+
+Every filter is an immutable value (THEORY.md §4). ``admits(request)`` says whether a round
+whose worst-case cost is ``request`` may run; ``spend(realised)`` returns a new filter that
+has recorded what the round did cost, or raises `BudgetExceeded` and changes nothing.
+A *request* is the worst case a round may cost (for a Brownian mechanism: its grid's
+smallest time), *realised* what it did cost (for a BM: the time where it stopped); both
+are cost values from this module.
+
+Arithmetic: the realised costs are kept in the state; a round is admitted only if the
+exact sum of the recorded floats stays within the budget (decided by the sign of the
+correctly rounded ``math.fsum`` of the costs minus the budget), and every conversion to
+rho (Δ²/(2t), eps²/2) is rounded up, so no rounding can overspend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from typing import ClassVar, Literal, Protocol, Self
+
+import attrs
+from attrs import field, frozen
+
+from expost._validation import (
+    as_float,
+    nonnegative,
+    open_probability,
+    positive,
+    probability,
+    validator,
+)
+from expost.errors import BudgetExceeded, InvalidParameter
+from expost.guarantees import (
+    ZCDP,
+    ApproxDP,
+    cks_rho_for_dp,
+    cks_zcdp_to_dp,
+    rho_for_dp,
+    zcdp_to_dp,
+)
+
+__all__ = [
+    "ApproxDPFilter",
+    "BrownianCost",
+    "BrownianFilter",
+    "ConcurrentFilter",
+    "Conversion",
+    "Cost",
+    "DPCost",
+    "ExPostCost",
+    "ExPostFilter",
+    "PrivacyFilter",
+    "UnifiedFilter",
+    "ZCDPCost",
+    "ZCDPFilter",
+]
+
+Conversion = Literal["bun-steinke", "cks"]
+
+_DELTA = field(default=0.0, converter=as_float, validator=validator(probability))
+
+
+def _round_up(approx: float, exact: Fraction) -> float:
+    """The smallest float >= ``exact``, from a float ``approx`` within a few ulps of it (inf stays)."""
+    if math.isinf(approx):
+        return approx
+    while Fraction(approx) < exact:
+        approx = math.nextafter(approx, math.inf)
+    while approx > 0.0 and Fraction(math.nextafter(approx, 0.0)) >= exact:
+        approx = math.nextafter(approx, 0.0)
+    return approx
+
+
+def _excess(parts: Iterable[float], budget: float) -> float:
+    """Σ parts − budget, correctly rounded (``math.fsum``), so its sign is the exact sign."""
+    return math.fsum([*parts, -budget])
+
+
+# --------------------------------------------------------------------------- costs
+
+
+@frozen
+class ZCDPCost:
+    """A delta-approximate rho-zCDP round (APC Def 2.3)."""
+
+    rho: float = field(converter=as_float, validator=validator(positive))
+    delta: float = _DELTA
+
+
+@frozen
+class BrownianCost:
+    """A Brownian mechanism with sensitivity Δ stopped at time t (APC Thm 3, Thm 5, Lemma 6.2).
+
+    Its cost is rho = Δ²/(2t). As a request, ``time`` is the grid's smallest time.
+    """
+
+    time: float = field(converter=as_float, validator=validator(positive))
+    sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
+
+    @classmethod
+    def from_eps(cls, eps: float, sensitivity: float = 1.0) -> BrownianCost:
+        """The BM stopped at privacy level eps, i.e. at time t = Δ²/eps² (cost eps²/2)."""
+        e = positive("eps", eps)
+        d = positive("sensitivity", sensitivity)
+        return cls(d * d / (e * e), d)
+
+    @property
+    def rho(self) -> float:
+        """Δ²/(2t), rounded up to a float."""
+        d, t = self.sensitivity, self.time
+        return _round_up(d * d / (2.0 * t), Fraction(d) ** 2 / (2 * Fraction(t)))
+
+
+@frozen
+class DPCost:
+    """An (eps, delta)-DP round (APC Def 2.1)."""
+
+    eps: float = field(converter=as_float, validator=validator(positive))
+    delta: float = _DELTA
+
+    @property
+    def rho(self) -> float:
+        """eps²/2 (APC Lemma 2.1: delta-approximate (eps²/2)-zCDP), rounded up to a float."""
+        return _round_up(self.eps * self.eps / 2.0, Fraction(self.eps) ** 2 / 2)
+
+
+@frozen
+class ExPostCost:
+    """An ex-post private round: its ex-post bound E and delta (APC Def 4.1).
+
+    As a request, ``bound`` is the largest value the ex-post function can take.
+    """
+
+    bound: float = field(converter=as_float, validator=validator(nonnegative))
+    delta: float = _DELTA
+
+
+Cost = ZCDPCost | BrownianCost | DPCost | ExPostCost
+
+
+def _cost_tuple(name: str, value: object) -> None:
+    if not isinstance(value, tuple):
+        raise InvalidParameter(name, value, "must be a tuple of costs")
+
+
+class PrivacyFilter(Protocol):
+    """What every filter offers."""
+
+    @property
+    def rounds(self) -> int: ...
+
+    def admits(self, request: Cost) -> bool: ...
+
+    def check(self, request: Cost) -> None: ...
+
+    def spend(self, realised: Cost) -> Self: ...
+
+
+# --------------------------------------------------------------------------- shared machinery
+
+
+class _Ledger:
+    """Admit/check/spend for a filter with one additive budget and one additive delta budget.
+
+    Subclasses say which costs they accept, what each costs in the filter's unit and in
+    delta, and what the two budgets are. The recorded realised costs are the state.
+    """
+
+    _UNIT: ClassVar[str]
+
+    @property
+    def realised(self) -> tuple[Cost, ...]:
+        raise NotImplementedError
+
+    @property
+    def _budget(self) -> float:
+        raise NotImplementedError
+
+    @property
+    def _delta_budget(self) -> float:
+        raise NotImplementedError
+
+    def _price(self, cost: Cost) -> tuple[float, float]:
+        """(amount in the filter's unit, delta) of ``cost``; InvalidParameter if not accepted."""
+        raise NotImplementedError
+
+    def _reject(self, cost: object, accepted: str) -> InvalidParameter:
+        return InvalidParameter("cost", cost, f"{type(self).__name__} accepts only {accepted}")
+
+    def _prices(self) -> tuple[list[float], list[float]]:
+        pairs = [self._price(c) for c in self.realised]
+        return [a for a, _ in pairs], [d for _, d in pairs]
+
+    @property
+    def spent(self) -> float:
+        """The realised spend, in the filter's unit (``unit``)."""
+        return math.fsum(self._prices()[0])
+
+    @property
+    def remaining(self) -> float:
+        """What is left of the budget, in the filter's unit (exact difference, rounded)."""
+        return max(0.0, -_excess(self._prices()[0], self._budget))
+
+    @property
+    def delta_spent(self) -> float:
+        """The sum of the deltas of the recorded rounds."""
+        return math.fsum(self._prices()[1])
+
+    @property
+    def rounds(self) -> int:
+        """How many rounds have been recorded."""
+        return len(self.realised)
+
+    @property
+    def unit(self) -> str:
+        """The unit of ``spent`` and ``remaining``."""
+        return self._UNIT
+
+    def _refusal(self, cost: Cost) -> BudgetExceeded | None:
+        amount, delta = self._price(cost)
+        amounts, deltas = self._prices()
+        for parts, asked, budget, unit in (
+            (amounts, amount, self._budget, self._UNIT),
+            (deltas, delta, self._delta_budget, "delta"),
+        ):
+            if _excess([*parts, asked], budget) > 0.0:
+                left = max(0.0, -_excess(parts, budget))
+                return BudgetExceeded(math.fsum(parts), asked, left, unit)
+        return None
+
+    def admits(self, request: Cost) -> bool:
+        """Whether a round costing at most ``request`` keeps both exact sums within budget."""
+        return self._refusal(request) is None
+
+    def check(self, request: Cost) -> None:
+        """Raise `BudgetExceeded` (naming spent, asked and remaining) unless ``request`` is admitted."""
+        refusal = self._refusal(request)
+        if refusal is not None:
+            raise refusal
+
+    def spend(self, realised: Cost) -> Self:
+        """A new filter with ``realised`` recorded; `BudgetExceeded` if it is not admissible."""
+        self.check(realised)
+        return attrs.evolve(self, realised=(*self.realised, realised))  # type: ignore[misc]  # every subclass is an attrs class
+
+    def _validate_history(self) -> None:
+        amounts, deltas = self._prices()
+        if _excess(amounts, self._budget) > 0.0 or _excess(deltas, self._delta_budget) > 0.0:
+            raise InvalidParameter("realised", self.realised, "its costs exceed the budget")
+
+
+class _BrownianBudget(_Ledger):
+    """A rho budget that Brownian mechanisms may draw on; grids can be clipped to it."""
+
+    def min_bm_time(self, sensitivity: float = 1.0) -> float:
+        """The smallest time t with Δ²/(2t) <= remaining: a BM grid may go down to it.
+
+        ``inf`` when nothing remains (no BM can be admitted).
+        """
+        d = positive("sensitivity", sensitivity)
+        left = self.remaining
+        t = d * d / (2.0 * left) if left > 0.0 else math.inf
+        if not math.isfinite(t):
+            return math.inf
+        return _extreme(t, lambda x: BrownianCost(x, d), self.admits, upward=False)
+
+    def max_bm_eps(self, sensitivity: float = 1.0) -> float:
+        """The largest eps = Δ/sqrt(t) (about sqrt(2·remaining)) a BM may reach.
+
+        A BM at ``BrownianCost.from_eps(max_bm_eps(Δ), Δ)`` is admitted; 0.0 when nothing remains.
+        """
+        d = positive("sensitivity", sensitivity)
+        left = self.remaining
+        if left <= 0.0 or not math.isfinite(d * d / (2.0 * left)):
+            return 0.0
+        eps = math.sqrt(2.0 * left)
+        return _extreme(eps, lambda e: BrownianCost.from_eps(e, d), self.admits, upward=True)
+
+
+def _extreme(
+    start: float,
+    cost: Callable[[float], BrownianCost],
+    admits: Callable[[Cost], bool],
+    *,
+    upward: bool,
+) -> float:
+    """Nudge ``start`` by ulps to the largest (``upward``) / smallest admitted value."""
+    towards, away = (math.inf, 0.0) if upward else (0.0, math.inf)
+    x = start
+    while x > 0.0 and not admits(cost(x)):
+        x = math.nextafter(x, away)
+    while True:
+        nxt = math.nextafter(x, towards)
+        if not (0.0 < nxt < math.inf) or not admits(cost(nxt)):
+            return x
+        x = nxt
+
+
+# --------------------------------------------------------------------------- filters
+
+
+@frozen
+class ZCDPFilter(_BrownianBudget):
+    """The approx-zCDP filter (FAC Thm 1).
+
+    Admits round n+1 iff Σ rho_m <= rho and Σ delta_m <= delta including it; the stopped
+    interaction is delta-approximate rho-zCDP. Accepts `ZCDPCost` and `BrownianCost`
+    (a BM stopped at t costs Δ²/(2t), APC Thm 5).
+    """
+
+    _UNIT: ClassVar[str] = "rho"
+
+    rho: float = field(converter=as_float, validator=validator(positive))
+    delta: float = _DELTA
+    realised: tuple[ZCDPCost | BrownianCost, ...] = field(
+        default=(), kw_only=True, validator=validator(_cost_tuple)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        self._validate_history()
+
+    @property
+    def _budget(self) -> float:
+        return self.rho
+
+    @property
+    def _delta_budget(self) -> float:
+        return self.delta
+
+    def _price(self, cost: Cost) -> tuple[float, float]:
+        return _zcdp_price(self, cost)
+
+    def guarantee(self) -> ZCDP:
+        """delta-approximate rho-zCDP (FAC Thm 1)."""
+        return ZCDP(self.rho, self.delta)
+
+
+def _zcdp_price(owner: _Ledger, cost: Cost) -> tuple[float, float]:
+    if isinstance(cost, ZCDPCost):
+        return cost.rho, cost.delta
+    if isinstance(cost, BrownianCost):
+        return cost.rho, 0.0
+    raise owner._reject(cost, "ZCDPCost and BrownianCost")
+
+
+@frozen
+class UnifiedFilter(_BrownianBudget):
+    """The unified filter for zCDP rounds and Brownian mechanisms (APC Thm 5).
+
+    zCDP rounds (`ZCDPCost`) and BM rounds (`BrownianCost`) share one budget rho;
+    condition (3): a round is admitted iff rho_n + Δ²/(2·t_min) <= rho − Σ realised, and
+    the zCDP rounds' deltas stay within delta. The proof shows the stopped interaction is
+    delta-approximate rho-zCDP (`guarantee`); `dp_guarantee` converts it by APC Lemma 2.1.
+
+    ``delta_second`` (delta'' of that conversion) and ``conversion`` are remembered by
+    `from_dp`, so that `dp_guarantee()` returns the target (eps, delta).
+    """
+
+    _UNIT: ClassVar[str] = "rho"
+
+    rho: float = field(converter=as_float, validator=validator(positive))
+    delta: float = _DELTA
+    delta_second: float | None = field(default=None)
+    conversion: Conversion = field(default="bun-steinke")
+    realised: tuple[ZCDPCost | BrownianCost, ...] = field(
+        default=(), kw_only=True, validator=validator(_cost_tuple)
+    )
+
+    @delta_second.validator
+    def _check_delta_second(self, _attribute: object, value: object) -> None:
+        if value is not None:
+            open_probability("delta_second", value)
+
+    @conversion.validator
+    def _check_conversion(self, _attribute: object, value: object) -> None:
+        if value not in ("bun-steinke", "cks"):
+            raise InvalidParameter("conversion", value, "must be 'bun-steinke' or 'cks'")
+
+    def __attrs_post_init__(self) -> None:
+        self._validate_history()
+
+    @classmethod
+    def from_dp(
+        cls, eps: float, delta: float, conversion: Conversion = "bun-steinke"
+    ) -> UnifiedFilter:
+        """The filter whose `dp_guarantee()` is (eps, delta)-DP (APC Thm 5 + Lemma 2.1).
+
+        rho = `rho_for_dp`(eps, delta) for "bun-steinke" — (10, 1e-6) gives rho ≈ 1.35301,
+        i.e. Σ eps_m² <= 2.706 (APC Sec. 7) — or `cks_rho_for_dp` (larger) for "cks".
+        """
+        if conversion == "bun-steinke":
+            rho = rho_for_dp(eps, delta)
+        elif conversion == "cks":
+            rho = cks_rho_for_dp(eps, delta)
+        else:
+            raise InvalidParameter("conversion", conversion, "must be 'bun-steinke' or 'cks'")
+        return cls(rho, 0.0, delta, conversion)
+
+    @property
+    def _budget(self) -> float:
+        return self.rho
+
+    @property
+    def _delta_budget(self) -> float:
+        return self.delta
+
+    def _price(self, cost: Cost) -> tuple[float, float]:
+        return _zcdp_price(self, cost)
+
+    def guarantee(self) -> ZCDP:
+        """delta-approximate rho-zCDP (APC Thm 5, as its proof shows)."""
+        return ZCDP(self.rho, self.delta)
+
+    def dp_guarantee(self, delta_second: float | None = None) -> ApproxDP:
+        """(rho + 2·sqrt(rho·log(1/delta'')), delta + (1 − delta)·delta'')-DP (APC Lemma 2.1).
+
+        APC Thm 5 prints eps = rho + 2·sqrt(2·rho·log(1/delta'')), which does not follow from
+        its proof: the proof gives delta-approximate rho-zCDP, and Lemma 2.1 converts that
+        with 2·sqrt(rho·log(1/delta'')); APC's own experiments use this value (THEORY.md §4).
+        With ``conversion="cks"`` the Canonne–Kamath–Steinke conversion is used instead.
+        ``delta_second`` defaults to the one remembered by the filter.
+        """
+        d2 = self.delta_second if delta_second is None else delta_second
+        if d2 is None:
+            raise InvalidParameter(
+                "delta_second", None, "is needed: pass it here or construct the filter with it"
+            )
+        convert = cks_zcdp_to_dp if self.conversion == "cks" else zcdp_to_dp
+        return convert(self.guarantee(), d2)
+
+
+@frozen
+class BrownianFilter(_BrownianBudget):
+    """The Brownian filter (APC Lemma 6.2): Brownian mechanisms only.
+
+    Condition (2): a BM whose grid's smallest time is t_min is admitted iff
+    Δ²/(2·t_min) <= rho − Σ_i Δ_i²/(2·t_i) over the realised stopped times (APC states it
+    for Δ = 1). Result: (rho + 2·sqrt(rho·log(1/delta)), delta)-DP.
+    """
+
+    _UNIT: ClassVar[str] = "rho"
+
+    rho: float = field(converter=as_float, validator=validator(positive))
+    delta: float = field(converter=as_float, validator=validator(open_probability))
+    realised: tuple[BrownianCost, ...] = field(
+        default=(), kw_only=True, validator=validator(_cost_tuple)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        self._validate_history()
+
+    @property
+    def _budget(self) -> float:
+        return self.rho
+
+    @property
+    def _delta_budget(self) -> float:
+        return 0.0
+
+    def _price(self, cost: Cost) -> tuple[float, float]:
+        if isinstance(cost, BrownianCost):
+            return cost.rho, 0.0
+        raise self._reject(cost, "BrownianCost")
+
+    def guarantee(self) -> ApproxDP:
+        """(rho + 2·sqrt(rho·log(1/delta)), delta)-DP (APC Lemma 6.2)."""
+        return zcdp_to_dp(ZCDP(self.rho), self.delta)
+
+
+@frozen
+class ApproxDPFilter(_Ledger):
+    """The (eps, delta)-DP filter (FAC Thm 2) for (eps_n, delta_n)-DP rounds (`DPCost`).
+
+    Admits round n+1 iff sqrt(2·log(1/delta'')·Σ eps_m²) + ½·Σ eps_m² <= eps and
+    Σ delta_m <= delta' including it; result (eps, delta' + delta'')-DP. Since the left side
+    is rho + 2·sqrt(rho·log(1/delta'')) with rho = Σ eps_m²/2, increasing in rho, this is the
+    zCDP filter with rho_m = eps_m²/2 and budget rho* = `rho_for_dp`(eps, delta''), which is
+    how it is evaluated (``spent``/``remaining`` are in rho = Σ eps_m²/2).
+    """
+
+    _UNIT: ClassVar[str] = "rho"
+
+    eps: float = field(converter=as_float, validator=validator(positive))
+    delta_prime: float = field(converter=as_float, validator=validator(probability))
+    delta_second: float = field(converter=as_float, validator=validator(open_probability))
+    realised: tuple[DPCost, ...] = field(default=(), kw_only=True, validator=validator(_cost_tuple))
+
+    def __attrs_post_init__(self) -> None:
+        if self.delta_prime + self.delta_second >= 1.0:
+            raise InvalidParameter(
+                "delta_second", self.delta_second, "delta_prime + delta_second must be < 1"
+            )
+        self._validate_history()
+
+    @property
+    def rho_budget(self) -> float:
+        """rho* solving rho* + 2·sqrt(rho*·log(1/delta'')) = eps (APC Lemma 2.1)."""
+        return rho_for_dp(self.eps, self.delta_second)
+
+    @property
+    def _budget(self) -> float:
+        return self.rho_budget
+
+    @property
+    def _delta_budget(self) -> float:
+        return self.delta_prime
+
+    def _price(self, cost: Cost) -> tuple[float, float]:
+        if isinstance(cost, DPCost):
+            return cost.rho, cost.delta
+        raise self._reject(cost, "DPCost")
+
+    def guarantee(self) -> ApproxDP:
+        """(eps, delta' + delta'')-DP (FAC Thm 2)."""
+        return ApproxDP(self.eps, self.delta_prime + self.delta_second)
+
+
+@frozen
+class ExPostFilter(_Ledger):
+    """The ex-post filter (APC Lemma B.2) for ex-post private rounds (`ExPostCost`).
+
+    A round is admitted only if its ex-post bound cannot exceed the remaining eps and
+    Σ delta_i stays <= delta; the realised bound is charged. Result: (eps, delta)-DP.
+    """
+
+    _UNIT: ClassVar[str] = "eps"
+
+    eps: float = field(converter=as_float, validator=validator(positive))
+    delta: float = _DELTA
+    realised: tuple[ExPostCost, ...] = field(
+        default=(), kw_only=True, validator=validator(_cost_tuple)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        self._validate_history()
+
+    @property
+    def _budget(self) -> float:
+        return self.eps
+
+    @property
+    def _delta_budget(self) -> float:
+        return self.delta
+
+    def _price(self, cost: Cost) -> tuple[float, float]:
+        if isinstance(cost, ExPostCost):
+            return cost.bound, cost.delta
+        raise self._reject(cost, "ExPostCost")
+
+    def guarantee(self) -> ApproxDP:
+        """(eps, delta)-DP (APC Lemma B.2)."""
+        return ApproxDP(self.eps, self.delta)
+
+
+@frozen
+class ConcurrentFilter:
+    """A zCDP filter and an ex-post filter side by side (APC Thm 2, concurrent composition).
+
+    `ZCDPCost` and `BrownianCost` go to ``zcdp`` (a `ZCDPFilter` or `UnifiedFilter` with
+    budget (rho, delta)), `ExPostCost` to ``ex_post`` (an `ExPostFilter` with (eps', delta')).
+    Result: (eps_zcdp + eps', delta + delta' + delta'')-DP with
+    eps_zcdp = rho + 2·sqrt(rho·log(1/delta'')) (APC Lemma 2.1 and Thm 2, deltas as printed).
+    """
+
+    zcdp: ZCDPFilter | UnifiedFilter = field(
+        validator=attrs.validators.instance_of((ZCDPFilter, UnifiedFilter))
+    )
+    ex_post: ExPostFilter = field(validator=attrs.validators.instance_of(ExPostFilter))
+    delta_second: float = field(converter=as_float, validator=validator(open_probability))
+
+    def __attrs_post_init__(self) -> None:
+        if self.zcdp.delta + self.ex_post.delta + self.delta_second >= 1.0:
+            raise InvalidParameter(
+                "delta_second", self.delta_second, "the three deltas must sum to less than 1"
+            )
+
+    def _route(self, cost: Cost) -> Literal["zcdp", "ex_post"]:
+        if isinstance(cost, ZCDPCost | BrownianCost):
+            return "zcdp"
+        if isinstance(cost, ExPostCost):
+            return "ex_post"
+        raise InvalidParameter(
+            "cost", cost, "ConcurrentFilter accepts only ZCDPCost, BrownianCost and ExPostCost"
+        )
+
+    def admits(self, request: Cost) -> bool:
+        """Whether the filter the request is routed to admits it."""
+        part: PrivacyFilter = getattr(self, self._route(request))
+        return part.admits(request)
+
+    def check(self, request: Cost) -> None:
+        """Raise `BudgetExceeded` unless the filter the request is routed to admits it."""
+        part: PrivacyFilter = getattr(self, self._route(request))
+        part.check(request)
+
+    def spend(self, realised: Cost) -> ConcurrentFilter:
+        """A new filter with ``realised`` recorded in the part it is routed to."""
+        if self._route(realised) == "zcdp":
+            return attrs.evolve(self, zcdp=self.zcdp.spend(realised))
+        return attrs.evolve(self, ex_post=self.ex_post.spend(realised))
+
+    @property
+    def spent(self) -> tuple[float, float]:
+        """(rho spent by the zCDP part, eps spent by the ex-post part)."""
+        return self.zcdp.spent, self.ex_post.spent
+
+    @property
+    def remaining(self) -> tuple[float, float]:
+        """(rho remaining in the zCDP part, eps remaining in the ex-post part)."""
+        return self.zcdp.remaining, self.ex_post.remaining
+
+    @property
+    def rounds(self) -> int:
+        """Rounds recorded by both parts."""
+        return self.zcdp.rounds + self.ex_post.rounds
+
+    def min_bm_time(self, sensitivity: float = 1.0) -> float:
+        """The zCDP part's `min_bm_time`."""
+        return self.zcdp.min_bm_time(sensitivity)
+
+    def max_bm_eps(self, sensitivity: float = 1.0) -> float:
+        """The zCDP part's `max_bm_eps`."""
+        return self.zcdp.max_bm_eps(sensitivity)
+
+    def guarantee(self) -> ApproxDP:
+        """(eps_zcdp + eps', delta + delta' + delta'')-DP (APC Thm 2)."""
+        zcdp = zcdp_to_dp(self.zcdp.guarantee(), self.delta_second, form="apc")
+        return ApproxDP(zcdp.eps + self.ex_post.eps, zcdp.delta + self.ex_post.delta)
