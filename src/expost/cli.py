@@ -7,11 +7,12 @@ import sys
 from collections.abc import Sequence
 
 from expost.apps import cli as reproduce_cli
+from expost.audit import cli as audit_cli
 from expost.symbolic import cli as prove_cli
 
 __all__ = ["main"]
 
-_COMMANDS = (prove_cli, reproduce_cli)
+_COMMANDS = (prove_cli, reproduce_cli, audit_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:

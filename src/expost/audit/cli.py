@@ -1,0 +1,129 @@
+"""``expost audit``: run a suite of statistical audits, print a table, optionally write JSON.
+
+Exit codes: 0 every claim has its expected verdict and every planted bug is refuted; 1
+otherwise; 2 bad usage (bad arguments, unknown suite or ``--only`` name, a ``--module`` that
+cannot be imported, a JSON file that cannot be written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from expost.audit.core import ALPHA_AUDIT, Audit, run_audits
+from expost.audit.registry import QUICK, default_registry
+from expost.errors import InvalidParameter
+
+__all__ = ["ProgressBar", "add_parser", "run"]
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def _workers(text: str) -> int:
+    value = _nonnegative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``expost audit``."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "audit",
+        help="run statistical audits of the library's claims",
+        description=(
+            "Simulate each claim N times with a fixed seed and test it at level "
+            f"alpha_audit = {ALPHA_AUDIT:g}; every planted-bug twin must be refuted."
+        ),
+    )
+    p.add_argument("--suite", default=QUICK, metavar="NAME", help="quick (default) or paper")
+    p.add_argument(
+        "--only", action="append", default=None, metavar="NAME", help="run only this audit"
+    )
+    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the report here")
+    p.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="default 0")
+    p.add_argument("--workers", type=_workers, default=1, metavar="N", help="processes (1)")
+    p.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (a downstream project's audits register themselves)",
+    )
+    p.add_argument("--list", action="store_true", help="list the suite's audits and exit")
+    p.set_defaults(run=run)
+
+
+class ProgressBar:
+    """A one-line ``\\r`` progress bar on ``stream``; silent unless the stream is a terminal."""
+
+    def __init__(self, stream: TextIO, width: int = 30) -> None:
+        self.stream = stream
+        self.width = width
+        self.active = stream.isatty()
+
+    def __call__(self, done: int, total: int, name: str) -> None:
+        if not self.active:
+            return
+        filled = self.width * done // max(total, 1)
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(f"\r[{bar}] {done}/{total} chunks  {name[:40]:<40}")
+        if done >= total:
+            self.stream.write("\r" + " " * (self.width + 60) + "\r")
+        self.stream.flush()
+
+
+def _error(message: str) -> int:
+    print(f"expost audit: {message}", file=sys.stderr)
+    return 2
+
+
+def _select(audits: tuple[Audit, ...], only: list[str] | None) -> list[Audit] | str:
+    if only is None:
+        return list(audits)
+    names = [a.name for a in audits]
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        return f"no audit named {unknown} in this suite; there are: {', '.join(names)}"
+    return [a for a in audits if a.name in only]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the suite; see the module docstring for the exit codes."""
+    for module in args.module:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            return _error(f"cannot import --module {module}: {exc}")
+    try:
+        audits = default_registry().suite(args.suite)
+    except InvalidParameter as exc:
+        return _error(str(exc))
+    if args.list:
+        for a in audits:
+            print(f"{a.name}  ({a.source}) {a.statement}")
+        return 0
+    chosen = _select(audits, args.only)
+    if isinstance(chosen, str):
+        return _error(chosen)
+    report = run_audits(
+        chosen, seed=args.seed, workers=args.workers, progress=ProgressBar(sys.stderr)
+    )
+    print(report.table())
+    if args.json is not None:
+        try:
+            args.json.write_text(report.dumps(), encoding="utf-8")
+        except OSError as exc:
+            return _error(f"cannot write --json {args.json}: {exc}")
+    return report.exit_code
