@@ -218,6 +218,10 @@ def test_bad_claims_and_audits_are_rejected() -> None:
         DPClaim(math.nan)
     with pytest.raises(InvalidParameter, match="n"):
         Audit("a", "s", "c", ProbabilityClaim(0.1), _coin, 0)
+    with pytest.raises(InvalidParameter, match="simulate"):
+        Audit("a", "s", "c", ProbabilityClaim(0.1), None, 10)  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameter, match="claim"):
+        Audit("a", "s", "c", 0.1, _coin, 10)  # type: ignore[arg-type]
     with pytest.raises(InvalidParameter, match="expected"):
         Audit("a", "s", "c", ProbabilityClaim(0.1), _coin, 10, expected="maybe")  # type: ignore[arg-type]
     with pytest.raises(InvalidParameter, match="samples"):

@@ -218,7 +218,8 @@ class EValueClaim:
             raise InvalidParameter("samples", x.dtype, "must be real numbers")
         x = x.astype(np.float64)
         if not (np.all(np.isfinite(x)) and np.all(x >= 0.0)):
-            raise InvalidParameter("samples", "...", "must be finite and nonnegative")
+            bad = x[~(np.isfinite(x) & (x >= 0.0))][:3]
+            raise InvalidParameter("samples", bad, "must be finite and nonnegative")
         threshold = math.log(1.0 / a)
         wealth = _max_log_wealth(x, self.bound)
         lower = _evalue_lower_bound(x, threshold)
@@ -266,7 +267,7 @@ _EVENTS = (
 
 @frozen
 class DPClaim:
-    """ "The mechanism is eps-DP", by a distinguishing test on neighbouring inputs x, x'.
+    """Claim "the mechanism is eps-DP", by a distinguishing test on neighbouring inputs x, x'.
 
     Samples have shape (n, 2): column 0 a scalar output under x, column 1 under x' (any scalar
     statistic of the output: post-processing keeps DP). The first half of the rows chooses an
@@ -309,9 +310,14 @@ def _claim(name: str, value: object) -> None:
         raise InvalidParameter(name, value, "must be a Claim (ProbabilityClaim, EValueClaim, …)")
 
 
-def _callable(name: str, value: object) -> None:
-    if value is not None and not callable(value):
+def _simulator(name: str, value: object) -> None:
+    if not callable(value):
         raise InvalidParameter(name, value, "must be callable as simulate(n, rng)")
+
+
+def _optional_simulator(name: str, value: object) -> None:
+    if value is not None:
+        _simulator(name, value)
 
 
 def _expected(name: str, value: object) -> None:
@@ -328,7 +334,7 @@ class Twin:
 
     name: str = field(validator=validator(_name))
     claim: Claim = field(validator=validator(_claim))
-    simulate: Simulator | None = field(default=None, validator=validator(_callable))
+    simulate: Simulator | None = field(default=None, validator=validator(_optional_simulator))
 
 
 @frozen
@@ -345,7 +351,7 @@ class Audit:
     source: str = field(validator=validator(_name))
     statement: str = field(validator=validator(_name))
     claim: Claim = field(validator=validator(_claim))
-    simulate: Simulator = field(validator=validator(_callable))
+    simulate: Simulator = field(validator=validator(_simulator))
     n: int = field(validator=validator(positive_int))
     twin: Twin | None = None
     expected: Expected = field(default="holds", validator=validator(_expected))
@@ -483,15 +489,19 @@ class AuditReport:
         return "\n".join(lines)
 
 
+def _seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InvalidParameter("seed", seed, "must be an integer >= 0")
+    return int(seed)
+
+
 def audit_seed(seed: int, name: str) -> np.random.SeedSequence:
     """The seed sequence of the runs named ``name``: fixed by (seed, name) alone.
 
     So an audit draws the same runs whether it runs alone (``--only``) or in a suite.
     """
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise InvalidParameter("seed", seed, "must be an integer >= 0")
     digest = int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:16], "little")
-    return np.random.SeedSequence([int(seed), digest])
+    return np.random.SeedSequence([_seed(seed), digest])
 
 
 def _simulate_chunk(
@@ -578,7 +588,7 @@ def run_audits(
     """
     alpha = _alpha_audit(alpha_audit)
     w = positive_int("workers", workers)
-    audit_seed(seed, "")
+    seed = _seed(seed)
     names = [a.name for a in audits]
     if len(set(names)) != len(names):
         raise InvalidParameter("audits", names, "must have distinct names")
@@ -599,7 +609,7 @@ def run_audits(
     finally:
         if executor is not None:
             executor.shutdown()
-    return AuditReport(tuple(results), int(seed), alpha)
+    return AuditReport(tuple(results), seed, alpha)
 
 
 def run_audit(
