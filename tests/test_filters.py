@@ -241,6 +241,9 @@ def test_adversarial_analyst_never_overspends(
         assert _exact_spend(f) <= Fraction(rho)
         assert Fraction(realised.rho) >= _exact_cost(realised)
         assert f.spent == math.fsum(c.rho for c in f.realised)
+        assert f.remaining == float(Fraction(rho) - _exact_spend(f))
+        fresh = attrs.evolve(f, _totals=None)  # sums recomputed from the record
+        assert (fresh.spent, fresh.remaining, fresh) == (f.spent, f.remaining, f)
         assert 0.0 <= f.remaining <= rho
         if not isinstance(f, BrownianFilter):
             assert sum(

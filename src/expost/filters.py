@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from fractions import Fraction
 from typing import ClassVar, Literal, Protocol, Self
 
 import attrs
@@ -62,13 +61,21 @@ Conversion = Literal["bun-steinke", "cks"]
 _DELTA = field(default=0.0, converter=as_float, validator=validator(probability))
 
 
-def _round_up(approx: float, exact: Fraction) -> float:
-    """The smallest float >= ``exact``, from a float ``approx`` within a few ulps of it (inf stays)."""
+def _round_up(approx: float, num: int, den: int) -> float:
+    """The smallest float >= num/den (integers > 0), from a float ``approx`` a few ulps away.
+
+    Exact integer comparisons; an overflowed ``approx`` (inf) stays inf.
+    """
+
+    def below(x: float) -> bool:
+        p, q = x.as_integer_ratio()
+        return p * den < num * q
+
     if math.isinf(approx):
         return approx
-    while Fraction(approx) < exact:
+    while below(approx):
         approx = math.nextafter(approx, math.inf)
-    while approx > 0.0 and Fraction(math.nextafter(approx, 0.0)) >= exact:
+    while approx > 0.0 and not below(math.nextafter(approx, 0.0)):
         approx = math.nextafter(approx, 0.0)
     return approx
 
@@ -76,6 +83,36 @@ def _round_up(approx: float, exact: Fraction) -> float:
 def _excess(parts: Iterable[float], budget: float) -> float:
     """Σ parts − budget, correctly rounded (``math.fsum``), so its sign is the exact sign."""
     return math.fsum([*parts, -budget])
+
+
+def _grow(partials: tuple[float, ...], x: float) -> tuple[float, ...]:
+    """Non-overlapping floats whose exact sum is sum(partials) + x (Shewchuk's msum step)."""
+    out = []
+    for y in partials:
+        if abs(x) < abs(y):
+            x, y = y, x
+        hi = x + y
+        lo = y - (hi - x)
+        if lo:
+            out.append(lo)
+        x = hi
+    out.append(x)
+    return tuple(out)
+
+
+@frozen
+class _Totals:
+    """The exact sums of a filter's recorded amounts and deltas, each as a few partials.
+
+    A filter's ``_totals`` is derived state: None (the default) means "compute from
+    ``realised``"; `spend` passes the updated sums on so that a round costs O(1).
+    """
+
+    amounts: tuple[float, ...] = ()
+    deltas: tuple[float, ...] = ()
+
+    def add(self, amount: float, delta: float) -> _Totals:
+        return _Totals(_grow(self.amounts, amount), _grow(self.deltas, delta))
 
 
 # --------------------------------------------------------------------------- costs
@@ -110,7 +147,8 @@ class BrownianCost:
     def rho(self) -> float:
         """Δ²/(2t), rounded up to a float."""
         d, t = self.sensitivity, self.time
-        return _round_up(d * d / (2.0 * t), Fraction(d) ** 2 / (2 * Fraction(t)))
+        (a, b), (c, e) = d.as_integer_ratio(), t.as_integer_ratio()
+        return _round_up(d * d / (2.0 * t), a * a * e, 2 * b * b * c)
 
 
 @frozen
@@ -123,7 +161,8 @@ class DPCost:
     @property
     def rho(self) -> float:
         """eps²/2 (APC Lemma 2.1: delta-approximate (eps²/2)-zCDP), rounded up to a float."""
-        return _round_up(self.eps * self.eps / 2.0, Fraction(self.eps) ** 2 / 2)
+        a, b = self.eps.as_integer_ratio()
+        return _round_up(self.eps * self.eps / 2.0, a * a, 2 * b * b)
 
 
 @frozen
@@ -169,6 +208,7 @@ class _Ledger:
     """
 
     _UNIT: ClassVar[str]
+    _totals: _Totals | None
 
     @property
     def realised(self) -> tuple[Cost, ...]:
@@ -189,24 +229,36 @@ class _Ledger:
     def _reject(self, cost: object, accepted: str) -> InvalidParameter:
         return InvalidParameter("cost", cost, f"{type(self).__name__} accepts only {accepted}")
 
-    def _prices(self) -> tuple[list[float], list[float]]:
-        pairs = [self._price(c) for c in self.realised]
-        return [a for a, _ in pairs], [d for _, d in pairs]
+    @property
+    def _sums(self) -> _Totals:
+        assert self._totals is not None  # set by __attrs_post_init__
+        return self._totals
+
+    def __attrs_post_init__(self) -> None:
+        if self._totals is None:
+            totals = _Totals()
+            for cost in self.realised:
+                totals = totals.add(*self._price(cost))
+            object.__setattr__(self, "_totals", totals)
+        if _excess(self._sums.amounts, self._budget) > 0.0 or (
+            _excess(self._sums.deltas, self._delta_budget) > 0.0
+        ):
+            raise InvalidParameter("realised", self.realised, "its costs exceed the budget")
 
     @property
     def spent(self) -> float:
         """The realised spend, in the filter's unit (``unit``)."""
-        return math.fsum(self._prices()[0])
+        return math.fsum(self._sums.amounts)
 
     @property
     def remaining(self) -> float:
         """What is left of the budget, in the filter's unit (exact difference, rounded)."""
-        return max(0.0, -_excess(self._prices()[0], self._budget))
+        return max(0.0, -_excess(self._sums.amounts, self._budget))
 
     @property
     def delta_spent(self) -> float:
         """The sum of the deltas of the recorded rounds."""
-        return math.fsum(self._prices()[1])
+        return math.fsum(self._sums.deltas)
 
     @property
     def rounds(self) -> int:
@@ -218,12 +270,10 @@ class _Ledger:
         """The unit of ``spent`` and ``remaining``."""
         return self._UNIT
 
-    def _refusal(self, cost: Cost) -> BudgetExceeded | None:
-        amount, delta = self._price(cost)
-        amounts, deltas = self._prices()
+    def _refusal(self, amount: float, delta: float) -> BudgetExceeded | None:
         for parts, asked, budget, unit in (
-            (amounts, amount, self._budget, self._UNIT),
-            (deltas, delta, self._delta_budget, "delta"),
+            (self._sums.amounts, amount, self._budget, self._UNIT),
+            (self._sums.deltas, delta, self._delta_budget, "delta"),
         ):
             if _excess([*parts, asked], budget) > 0.0:
                 left = max(0.0, -_excess(parts, budget))
@@ -232,23 +282,26 @@ class _Ledger:
 
     def admits(self, request: Cost) -> bool:
         """Whether a round costing at most ``request`` keeps both exact sums within budget."""
-        return self._refusal(request) is None
+        return self._refusal(*self._price(request)) is None
 
     def check(self, request: Cost) -> None:
         """Raise `BudgetExceeded` (naming spent, asked and remaining) unless ``request`` is admitted."""
-        refusal = self._refusal(request)
+        refusal = self._refusal(*self._price(request))
         if refusal is not None:
             raise refusal
 
     def spend(self, realised: Cost) -> Self:
-        """A new filter with ``realised`` recorded; `BudgetExceeded` if it is not admissible."""
-        self.check(realised)
-        return attrs.evolve(self, realised=(*self.realised, realised))  # type: ignore[misc]  # every subclass is an attrs class
+        """A new filter with ``realised`` recorded; `BudgetExceeded` if it is not admissible.
 
-    def _validate_history(self) -> None:
-        amounts, deltas = self._prices()
-        if _excess(amounts, self._budget) > 0.0 or _excess(deltas, self._delta_budget) > 0.0:
-            raise InvalidParameter("realised", self.realised, "its costs exceed the budget")
+        Constant time in the number of recorded rounds (the exact sums are carried along).
+        """
+        amount, delta = self._price(realised)
+        refusal = self._refusal(amount, delta)
+        if refusal is not None:
+            raise refusal
+        return attrs.evolve(  # type: ignore[misc]  # every subclass is an attrs class
+            self, realised=(*self.realised, realised), _totals=self._sums.add(amount, delta)
+        )
 
 
 class _BrownianBudget(_Ledger):
@@ -317,9 +370,9 @@ class ZCDPFilter(_BrownianBudget):
     realised: tuple[ZCDPCost | BrownianCost, ...] = field(
         default=(), kw_only=True, validator=validator(_cost_tuple)
     )
-
-    def __attrs_post_init__(self) -> None:
-        self._validate_history()
+    _totals: _Totals | None = field(
+        default=None, kw_only=True, eq=False, repr=False, alias="_totals"
+    )
 
     @property
     def _budget(self) -> float:
@@ -367,6 +420,9 @@ class UnifiedFilter(_BrownianBudget):
     realised: tuple[ZCDPCost | BrownianCost, ...] = field(
         default=(), kw_only=True, validator=validator(_cost_tuple)
     )
+    _totals: _Totals | None = field(
+        default=None, kw_only=True, eq=False, repr=False, alias="_totals"
+    )
 
     @delta_second.validator
     def _check_delta_second(self, _attribute: object, value: object) -> None:
@@ -377,9 +433,6 @@ class UnifiedFilter(_BrownianBudget):
     def _check_conversion(self, _attribute: object, value: object) -> None:
         if value not in ("bun-steinke", "cks"):
             raise InvalidParameter("conversion", value, "must be 'bun-steinke' or 'cks'")
-
-    def __attrs_post_init__(self) -> None:
-        self._validate_history()
 
     @classmethod
     def from_dp(
@@ -447,9 +500,9 @@ class BrownianFilter(_BrownianBudget):
     realised: tuple[BrownianCost, ...] = field(
         default=(), kw_only=True, validator=validator(_cost_tuple)
     )
-
-    def __attrs_post_init__(self) -> None:
-        self._validate_history()
+    _totals: _Totals | None = field(
+        default=None, kw_only=True, eq=False, repr=False, alias="_totals"
+    )
 
     @property
     def _budget(self) -> float:
@@ -486,13 +539,16 @@ class ApproxDPFilter(_Ledger):
     delta_prime: float = field(converter=as_float, validator=validator(probability))
     delta_second: float = field(converter=as_float, validator=validator(open_probability))
     realised: tuple[DPCost, ...] = field(default=(), kw_only=True, validator=validator(_cost_tuple))
+    _totals: _Totals | None = field(
+        default=None, kw_only=True, eq=False, repr=False, alias="_totals"
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.delta_prime + self.delta_second >= 1.0:
             raise InvalidParameter(
                 "delta_second", self.delta_second, "delta_prime + delta_second must be < 1"
             )
-        self._validate_history()
+        super().__attrs_post_init__()
 
     @property
     def rho_budget(self) -> float:
@@ -532,9 +588,9 @@ class ExPostFilter(_Ledger):
     realised: tuple[ExPostCost, ...] = field(
         default=(), kw_only=True, validator=validator(_cost_tuple)
     )
-
-    def __attrs_post_init__(self) -> None:
-        self._validate_history()
+    _totals: _Totals | None = field(
+        default=None, kw_only=True, eq=False, repr=False, alias="_totals"
+    )
 
     @property
     def _budget(self) -> float:
