@@ -23,6 +23,7 @@ from expost.filters import (
     DPCost,
     ExPostCost,
     ExPostFilter,
+    PrivacyFilter,
     UnifiedFilter,
     ZCDPCost,
     ZCDPFilter,
@@ -131,6 +132,20 @@ def test_brownian_cost_from_eps_costs_eps_squared_over_two() -> None:
     c = BrownianCost.from_eps(0.5, sensitivity=2.0)
     assert c.time == pytest.approx(16.0)
     assert c.rho == pytest.approx(0.125, rel=1e-15)
+
+
+def test_every_filter_is_a_privacy_filter() -> None:
+    filters: list[PrivacyFilter] = [
+        ZCDPFilter(1.0),
+        UnifiedFilter(1.0),
+        BrownianFilter(1.0, 0.1),
+        ApproxDPFilter(1.0, 0.0, 0.1),
+        ExPostFilter(1.0),
+        ConcurrentFilter(ZCDPFilter(1.0), ExPostFilter(1.0), 0.1),
+    ]
+    for f in filters:
+        assert f.rounds == 0
+        assert isinstance(f.guarantee(), ZCDP | ApproxDP)
 
 
 # --------------------------------------------------------------------------- exact arithmetic

@@ -7,10 +7,11 @@ A *request* is the worst case a round may cost (for a Brownian mechanism: its gr
 smallest time), *realised* what it did cost (for a BM: the time where it stopped); both
 are cost values from this module.
 
-Arithmetic: the realised costs are kept in the state; a round is admitted only if the
-exact sum of the recorded floats stays within the budget (decided by the sign of the
-correctly rounded ``math.fsum`` of the costs minus the budget), and every conversion to
-rho (Δ²/(2t), eps²/2) is rounded up, so no rounding can overspend.
+Arithmetic: the realised costs are kept in the state (with their exact running sum as
+Shewchuk partials, so a round costs O(1)); a round is admitted only if the exact sum of
+the recorded floats stays within the budget (the sign of the correctly rounded
+``math.fsum`` of the partials, the new cost and minus the budget), and every conversion
+to rho (Δ²/(2t), eps²/2) is rounded up, so no rounding can overspend.
 """
 
 from __future__ import annotations
@@ -195,6 +196,8 @@ class PrivacyFilter(Protocol):
     def check(self, request: Cost) -> None: ...
 
     def spend(self, realised: Cost) -> Self: ...
+
+    def guarantee(self) -> ZCDP | ApproxDP: ...
 
 
 # --------------------------------------------------------------------------- shared machinery
