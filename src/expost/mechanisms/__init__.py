@@ -1,1 +1,56 @@
-"""Mechanisms: each a frozen description with ``guarantee()``, ``loss(distance)`` and ``run``."""
+"""Mechanisms: each a frozen description with ``guarantee()``, ``loss(distance)`` and ``run``.
+
+Every mechanism also has a batch form vectorised over trials (``run_batch``).
+"""
+
+from expost.mechanisms.additive import (
+    GaussianMechanism,
+    LaplaceMechanism,
+)
+from expost.mechanisms.doubling import (
+    DoublingBatch,
+    DoublingMethod,
+    DoublingTranscript,
+)
+from expost.mechanisms.exponential import (
+    ExponentialMechanism,
+)
+from expost.mechanisms.noise_reduction import (
+    BrownianNoiseReduction,
+    LaplaceNoiseReduction,
+    PrivacyBoundaryWithDelta,
+    SkellamNoiseReduction,
+    TimeFunction,
+)
+from expost.mechanisms.threshold import (
+    AboveThreshold,
+    AboveThresholdResult,
+    BrownianThresholdResult,
+    ReducedAboveThreshold,
+    ReducedAboveThresholdResult,
+)
+from expost.mechanisms.transcript import (
+    BatchTranscript,
+    Transcript,
+)
+
+__all__ = [
+    "AboveThreshold",
+    "AboveThresholdResult",
+    "BatchTranscript",
+    "BrownianNoiseReduction",
+    "BrownianThresholdResult",
+    "DoublingBatch",
+    "DoublingMethod",
+    "DoublingTranscript",
+    "ExponentialMechanism",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "LaplaceNoiseReduction",
+    "PrivacyBoundaryWithDelta",
+    "ReducedAboveThreshold",
+    "ReducedAboveThresholdResult",
+    "SkellamNoiseReduction",
+    "TimeFunction",
+    "Transcript",
+]
