@@ -33,6 +33,7 @@ from expost._validation import (
     probability,
     validator,
 )
+from expost.boundaries import FACStitched, NormalMixture, apc_psi
 from expost.errors import InvalidParameter
 from expost.guarantees import rho_for_dp
 
@@ -143,9 +144,7 @@ class MixtureOdometer(_PDPOdometer):
     def bound_at(self, V: npt.ArrayLike) -> FloatArray:
         """u as a function of V = Σ eps_m² (vectorised)."""
         v = _nonnegative_array("V", V)
-        ell = math.log(1.0 / self.delta_second)
-        log_term = ell + 0.5 * np.log1p(v / self.gamma)
-        return np.sqrt(2.0 * (v + self.gamma) * log_term) + v / 2.0
+        return NormalMixture(self.gamma, self.delta_second, sides=2)(v) + v / 2.0
 
 
 @frozen
@@ -165,10 +164,7 @@ class StitchedOdometer(_PDPOdometer):
     def bound_at(self, V: npt.ArrayLike) -> FloatArray:
         """u as a function of V = Σ eps_m² (vectorised)."""
         v = _nonnegative_array("V", V)
-        reached = v >= self.v0
-        w = np.where(reached, v, self.v0)
-        inner = np.log(np.log(2.0 * w / self.v0)) + 0.72 * math.log(5.2 / self.delta_second)
-        return np.where(reached, 1.7 * np.sqrt(w * inner) + w / 2.0, np.inf)
+        return FACStitched(self.v0, self.delta_second)(v) + v / 2.0
 
 
 @frozen
@@ -190,9 +186,7 @@ class BrownianOdometer:
 
     def psi(self, V: npt.ArrayLike) -> FloatArray:
         """ψ(V; γ, delta) = sqrt((V + γ)·log((V + γ)/(delta²·γ))) (vectorised)."""
-        v = _nonnegative_array("V", V)
-        log_term = 2.0 * math.log(1.0 / self.delta) + np.log1p(v / self.gamma)
-        return np.sqrt((v + self.gamma) * log_term)
+        return apc_psi(_nonnegative_array("V", V), self.gamma, self.delta)
 
     def bound_at(self, V: npt.ArrayLike) -> FloatArray:
         """V/2 + ψ(V) (or ψ(V) alone for the printed, wrong, APC Thm 4)."""
