@@ -116,6 +116,11 @@ from expost.processes import (
     sample_laplace_grid,
     sample_skellam_grid,
 )
+from expost.session import (
+    PrivateSession,
+    Round,
+    SessionFilter,
+)
 from expost.stopping import (
     AtIndex,
     BatchStoppingRule,
@@ -194,12 +199,15 @@ __all__ = [
     "PrivacyBoundaryWithDelta",
     "PrivacyFilter",
     "PrivacyLoss",
+    "PrivateSession",
     "ProbabilisticDP",
     "PureDP",
     "ReducedAboveThreshold",
     "ReducedAboveThresholdResult",
     "RelativeError",
     "Released",
+    "Round",
+    "SessionFilter",
     "SkellamLoss",
     "SkellamNoiseReduction",
     "SkellamPath",

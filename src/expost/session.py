@@ -1,0 +1,474 @@
+"""`PrivateSession`: the analyst-facing object that ties mechanisms, a filter and a ledger.
+
+Every round follows one path (ARCHITECTURE "Filters guard budgets"):
+
+1. the mechanism and its inputs are validated — bad input raises and spends nothing;
+2. the round's worst-case cost (its *request*; for a Brownian mechanism the grid's smallest
+   time, APC condition (2)/(3)) is checked by the filter — a refused round raises
+   `BudgetExceeded` and changes nothing;
+3. the round is *reserved* at its request (with a ledger: written and committed first);
+4. the mechanism runs, its stopping rule seeing only released iterates;
+5. the realised cost is *settled* (written before the result is returned), and the round
+   joins `history`.
+
+If anything fails after step 3 (say a stopping rule raises after seeing iterates), the round
+is settled at its request: what may have been seen is paid for. With a ledger several
+processes can share one budget: each reservation re-reads the ledger under its write lock,
+so they cannot jointly overspend, and a crash between reserve and settle leaves the round
+charged at its worst case. A session object is not thread-safe.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+from attrs import frozen
+
+from expost._validation import finite_array, positive
+from expost.errors import InvalidParameter
+from expost.filters import (
+    ApproxDPFilter,
+    BrownianCost,
+    BrownianFilter,
+    ConcurrentFilter,
+    Cost,
+    DPCost,
+    ExPostCost,
+    ExPostFilter,
+    UnifiedFilter,
+    ZCDPCost,
+    ZCDPFilter,
+)
+from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
+from expost.guarantees import ZCDP, ApproxDP
+from expost.ledger import Ledger, LedgerEntry
+from expost.mechanisms import (
+    AboveThreshold,
+    AboveThresholdResult,
+    BrownianNoiseReduction,
+    BrownianThresholdResult,
+    DoublingMethod,
+    DoublingTranscript,
+    ExponentialMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    LaplaceNoiseReduction,
+    PrivacyBoundaryWithDelta,
+    ReducedAboveThreshold,
+    Transcript,
+)
+from expost.processes.brownian import _generator
+from expost.stopping import Never, RelativeError, StoppingRule
+
+__all__ = ["PrivateSession", "Round", "SessionFilter"]
+
+SessionFilter = (
+    ZCDPFilter | UnifiedFilter | BrownianFilter | ApproxDPFilter | ExPostFilter | ConcurrentFilter
+)
+_FILTERS = (
+    ZCDPFilter,
+    UnifiedFilter,
+    BrownianFilter,
+    ApproxDPFilter,
+    ExPostFilter,
+    ConcurrentFilter,
+)
+_RHO_FILTERS = (ZCDPFilter, UnifiedFilter, ConcurrentFilter)
+_COSTS: dict[str, type[Cost]] = {
+    c.__name__: c for c in (ZCDPCost, BrownianCost, DPCost, ExPostCost)
+}
+_FORMAT = "expost-session/1"
+R = TypeVar("R")
+
+
+@frozen
+class Round:
+    """One admitted round: what it was, what it could cost, what it cost, what was released."""
+
+    index: int
+    mechanism: str
+    request: Cost
+    realised: Cost
+    result: object = attrs.field(eq=False)
+
+
+# ----------------------------------------------------------------------------- pricing
+# What a round costs depends on the filter's currency: rho (zCDP filters), (eps, delta)-DP
+# rounds (FAC Thm 2) or ex-post bounds (APC Lemma B.2).
+
+
+def _refuse(f: SessionFilter, what: str) -> InvalidParameter:
+    return InvalidParameter("filter", type(f).__name__, f"cannot charge {what}")
+
+
+def _zcdp_cost(f: SessionFilter, rho: float, what: str) -> Cost:
+    """A zCDP round (Gaussian, doubling): only filters with a rho budget can take it."""
+    if isinstance(f, _RHO_FILTERS):
+        return ZCDPCost(rho)
+    raise _refuse(f, f"{what}, a zCDP round: use a ZCDPFilter, UnifiedFilter or ConcurrentFilter")
+
+
+def _pure_cost(f: SessionFilter, eps: float, rho: float | None, what: str) -> Cost:
+    """A pure eps-DP round; ``rho`` is its zCDP cost (default eps²/2, APC Lemma 2.1)."""
+    if isinstance(f, _RHO_FILTERS):
+        return ZCDPCost(eps * eps / 2.0 if rho is None else rho)
+    if isinstance(f, ApproxDPFilter):
+        return DPCost(eps)
+    if isinstance(f, ExPostFilter):
+        return ExPostCost(eps)  # a pure eps-DP mechanism is eps-ex-post private
+    raise _refuse(f, f"{what}, a pure DP round (a BrownianFilter takes only Brownian rounds)")
+
+
+def _ex_post_cost(f: SessionFilter, bound: float, delta: float, worst_eps: float) -> Cost:
+    """An ex-post round; filters without an ex-post budget pay its worst case as pure DP."""
+    if isinstance(f, ExPostFilter | ConcurrentFilter):
+        return ExPostCost(bound, delta)
+    return _pure_cost(f, worst_eps, None, "an ex-post round")
+
+
+def _encode(cost: Cost) -> dict[str, Any]:
+    return {"type": type(cost).__name__, **attrs.asdict(cost)}
+
+
+def _decode(record: Mapping[str, Any]) -> Cost:
+    fields = dict(record)
+    return _COSTS[fields.pop("type")](**fields)
+
+
+def _describe(f: Any) -> dict[str, Any]:
+    """The filter's configuration (type and parameters, not its history) as JSON."""
+    out: dict[str, Any] = {"type": type(f).__name__}
+    for a in attrs.fields(type(f)):
+        if a.name in ("realised", "_totals"):
+            continue
+        value = getattr(f, a.name)
+        out[a.name] = _describe(value) if attrs.has(type(value)) else value
+    return out
+
+
+def _replay(initial: SessionFilter, entries: Iterable[LedgerEntry]) -> SessionFilter:
+    """The filter after the ledger's rounds: each at its settled cost, else at its request."""
+    costs: dict[int, Cost] = {}
+    for entry in entries:
+        costs[int(entry.record["round"])] = _decode(entry.record["cost"])
+    f = initial
+    for key in sorted(costs):
+        f = f.spend(costs[key])
+    return f
+
+
+# ----------------------------------------------------------------------------- session
+
+
+class PrivateSession:
+    """Adaptive private analysis under one filter (FAC Thm 1–2, APC Thm 1–2, 5, Lemma 6.2, B.2).
+
+    ``filter`` is the budget (e.g. ``UnifiedFilter.from_dp(10.0, 1e-6)``), ``rng`` the only
+    source of randomness, ``ledger`` an optional SQLite file that makes the spend persistent and
+    shareable between processes (`expost.ledger`). The private values passed to the methods are
+    used for one release and never stored; results hold only released values.
+    """
+
+    def __init__(
+        self,
+        filter: SessionFilter,
+        rng: np.random.Generator,
+        ledger: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if not isinstance(filter, _FILTERS):
+            raise InvalidParameter(
+                "filter", filter, "must be one of " + ", ".join(c.__name__ for c in _FILTERS)
+            )
+        self._rng = _generator(rng)
+        self._initial = filter
+        self._filter: SessionFilter = filter
+        self._history: list[Round] = []
+        self._ledger: Ledger | None = None
+        if ledger is not None:
+            if filter.rounds:
+                raise InvalidParameter(
+                    "filter", filter, "must have no recorded rounds when a ledger is used"
+                )
+            self._ledger = Ledger.open(ledger, {"format": _FORMAT, "filter": _describe(filter)})
+            self._filter = _replay(filter, self._ledger.entries())
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def filter(self) -> SessionFilter:
+        """The current (immutable) filter state."""
+        return self._filter
+
+    @property
+    def spent(self) -> float | tuple[float, float]:
+        """The realised spend in the filter's unit (a pair for a `ConcurrentFilter`)."""
+        return self._filter.spent
+
+    @property
+    def remaining(self) -> float | tuple[float, float]:
+        """What is left of the budget in the filter's unit (a pair for a `ConcurrentFilter`)."""
+        return self._filter.remaining
+
+    @property
+    def history(self) -> tuple[Round, ...]:
+        """The rounds this session admitted, in order (rounds of other processes excluded)."""
+        return tuple(self._history)
+
+    def guarantee(self) -> ZCDP | ApproxDP:
+        """The guarantee of the whole interaction, whenever it stops.
+
+        A `UnifiedFilter` that knows its delta'' (e.g. from ``from_dp``) reports (eps, delta)-DP
+        by APC Lemma 2.1; other filters report their theorem's guarantee.
+        """
+        f = self._filter
+        if isinstance(f, UnifiedFilter) and f.delta_second is not None:
+            return f.dp_guarantee()
+        return f.guarantee()
+
+    def close(self) -> None:
+        """Close the ledger, if any."""
+        if self._ledger is not None:
+            self._ledger.close()
+
+    # -- the round protocol ----------------------------------------------------------------
+
+    def _round(
+        self,
+        mechanism: str,
+        request: Cost,
+        run: Callable[[], R],
+        realised: Callable[[R], Cost],
+    ) -> R:
+        key = self._reserve(mechanism, request)
+        try:
+            result = run()
+        except BaseException:
+            self._settle(key, request, request)
+            raise
+        cost = realised(result)
+        self._settle(key, request, cost)
+        self._history.append(Round(len(self._history), mechanism, request, cost, result))
+        return result
+
+    def _reserve(self, mechanism: str, request: Cost) -> int:
+        if self._ledger is None:
+            self._filter.check(request)
+            return len(self._history)
+        initial = self._initial
+
+        def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
+            _replay(initial, entries).check(request)
+            key = len({int(e.record["round"]) for e in entries})
+            return {"round": key, "mechanism": mechanism, "cost": _encode(request)}
+
+        entry = self._ledger.append("reserve", decide)
+        self._filter = _replay(initial, self._ledger.entries())
+        return int(entry.record["round"])
+
+    def _settle(self, key: int, request: Cost, cost: Cost) -> None:
+        if self._ledger is None:
+            self._filter = self._filter.spend(cost)
+            return
+        self._ledger.append("settle", lambda _entries: {"round": key, "cost": _encode(cost)})
+        self._filter = _replay(self._initial, self._ledger.entries())
+
+    # -- zCDP and pure DP mechanisms ---------------------------------------------------------
+
+    def gaussian(self, value: npt.ArrayLike, sensitivity: float, rho: float) -> npt.NDArray[Any]:
+        """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round."""
+        mechanism = GaussianMechanism(sensitivity, rho)
+        v = finite_array("value", value)
+        cost = _zcdp_cost(self._filter, mechanism.guarantee().rho, "the Gaussian mechanism")
+        return self._round("gaussian", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
+
+    def laplace(self, value: npt.ArrayLike, sensitivity: float, eps: float) -> npt.NDArray[Any]:
+        """Release ``value + Lap(Δ1/eps)``: a pure eps-DP round."""
+        mechanism = LaplaceMechanism(sensitivity, eps)
+        v = finite_array("value", value)
+        cost = _pure_cost(self._filter, eps, None, "the Laplace mechanism")
+        return self._round("laplace", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
+
+    def exponential_mechanism(
+        self,
+        scores: npt.ArrayLike,
+        eps: float,
+        monotone: bool,
+        candidates: npt.ArrayLike | None = None,
+        sensitivity: float = 1.0,
+    ) -> int:
+        """The index chosen by Gumbel-max among ``candidates`` (APC Sec. 7.2).
+
+        Costs eps²/8 zCDP for monotone scores, (2·eps)²/8 otherwise (Cesar–Rogers).
+        """
+        mechanism = ExponentialMechanism(eps, monotone, sensitivity)
+        s = finite_array("scores", scores)
+        dp = mechanism.dp_guarantee().eps
+        cost = _pure_cost(self._filter, dp, mechanism.guarantee().rho, "the exponential mechanism")
+
+        def run() -> int:
+            return mechanism.run(s, self._rng, candidates=candidates)
+
+        return self._round("exponential", cost, run, lambda _: cost)
+
+    def above_threshold(
+        self, utilities: Iterable[float], eps: float, threshold: float, sensitivity: float = 1.0
+    ) -> AboveThresholdResult:
+        """AboveThreshold (sparse vector, Lyu et al. 2017): a pure eps-DP round."""
+        mechanism = AboveThreshold(eps, threshold, sensitivity)
+        cost = _pure_cost(self._filter, eps, None, "AboveThreshold")
+
+        def run() -> AboveThresholdResult:
+            return mechanism.run(utilities, self._rng)
+
+        return self._round("above-threshold", cost, run, lambda _: cost)
+
+    def doubling(
+        self,
+        value: npt.ArrayLike,
+        sensitivity: float = 1.0,
+        start_eps2: float = 1e-4,
+        ratio: float = 2.0,
+        stop: StoppingRule | Callable[..., bool] | None = None,
+    ) -> DoublingTranscript:
+        """The doubling method (APC Sec. 7.1): fresh Gaussian tries, eps² × ratio, all paid.
+
+        The tries go up to the largest eps² whose total the budget still admits; the round is
+        charged the sum of the tries made.
+        """
+        rule = RelativeError(0.1) if stop is None else stop
+        v = finite_array("value", value)
+        cap = self._doubling_cap(sensitivity, start_eps2, ratio, rule)
+        request = _zcdp_cost(self._filter, cap.guarantee().rho, "the doubling method")
+
+        def realised(t: DoublingTranscript) -> Cost:
+            return _zcdp_cost(self._filter, t.cost, "the doubling method")
+
+        return self._round("doubling", request, lambda: cap.run(v, self._rng), realised)
+
+    def _doubling_cap(
+        self, sensitivity: float, start_eps2: float, ratio: float, rule: object
+    ) -> DoublingMethod:
+        """The longest doubling schedule whose total zCDP cost the filter admits."""
+        tries = 1
+        while True:
+            longer = DoublingMethod(sensitivity, start_eps2, ratio, max_tries=tries + 1, stop=rule)
+            cost = _zcdp_cost(self._filter, longer.guarantee().rho, "the doubling method")
+            if not self._filter.admits(cost):
+                return DoublingMethod(sensitivity, start_eps2, ratio, max_tries=tries, stop=rule)
+            tries += 1
+
+    # -- noise reduction -----------------------------------------------------------------------
+
+    def _clipped(
+        self, grid: TimeGrid | EpsilonGrid | OpenEpsilonGrid, sensitivity: float
+    ) -> TimeGrid | EpsilonGrid:
+        """Clip an eps grid to what the budget allows (APC Sec. 7: "as far as the budget allows")."""
+        f = self._filter
+        if isinstance(grid, TimeGrid) or (
+            isinstance(grid, EpsilonGrid) and not isinstance(f, (*_RHO_FILTERS, BrownianFilter))
+        ):
+            return grid
+        if not isinstance(f, (*_RHO_FILTERS, BrownianFilter)):
+            raise InvalidParameter("grid", grid, "an open grid needs a rho budget to close it")
+        max_eps = f.max_bm_eps(sensitivity)
+        if grid.first_eps > max_eps:  # refused with what was spent, asked and remains
+            f.check(BrownianCost.from_eps(grid.first_eps, sensitivity))
+        return grid.clip(max_eps)
+
+    def brownian(
+        self,
+        value: npt.ArrayLike,
+        sensitivity: float,
+        grid: TimeGrid | EpsilonGrid | OpenEpsilonGrid,
+        stop: StoppingRule | Callable[..., bool] | None = None,
+        boundary: PrivacyBoundaryWithDelta | None = None,
+    ) -> Transcript:
+        """The Brownian mechanism (APC Def 4.4, BNR Def 3.1), charged where it stopped.
+
+        An eps grid is clipped to the largest eps the budget allows; the round is admitted on
+        the grid's smallest time (APC condition (2)/(3)) and charged Δ²/(2·t_stop) (APC Thm 3).
+        Under an `ExPostFilter` a privacy ``boundary`` ψ is needed and ψ(t) is charged
+        (BNR Thm 3.6).
+        """
+        d = positive("sensitivity", sensitivity)
+        v = finite_array("value", value)
+        mechanism = BrownianNoiseReduction(
+            self._clipped(grid, d),
+            d,
+            Never() if stop is None else stop,
+            boundary,
+        )
+
+        def price(t: float) -> Cost:
+            f = self._filter
+            if isinstance(f, (*_RHO_FILTERS, BrownianFilter)):
+                return BrownianCost(t, d)
+            if mechanism.boundary is None:
+                raise _refuse(f, "a Brownian mechanism without a privacy boundary")
+            bound = float(mechanism.boundary(t))
+            return _ex_post_cost(f, bound, mechanism.boundary.delta, d / np.sqrt(t))
+
+        request = price(mechanism.smallest_time)
+
+        def realised(t: Transcript) -> Cost:
+            return price(t.time)
+
+        return self._round("brownian", request, lambda: mechanism.run(v, self._rng), realised)
+
+    def laplace_noise_reduction(
+        self,
+        value: npt.ArrayLike,
+        sensitivity: float,
+        scales: npt.ArrayLike,
+        stop: StoppingRule | Callable[..., bool] | None = None,
+    ) -> Transcript:
+        """Laplace noise reduction (BNR Sec. 4): (Δ1/t_stop)-ex-post private (BNR Prop 4.2).
+
+        Filters with an ex-post budget are charged Δ1/t_stop; the others its worst case
+        Δ1/t_min as pure DP.
+        """
+        mechanism = LaplaceNoiseReduction(scales, sensitivity, Never() if stop is None else stop)
+        v = finite_array("value", value)
+        worst = mechanism.guarantee().eps
+        request = _ex_post_cost(self._filter, worst, 0.0, worst)
+
+        def realised(t: Transcript) -> Cost:
+            return _ex_post_cost(self._filter, float(t.cost or worst), 0.0, worst)
+
+        run = lambda: mechanism.run(v, self._rng)
+        return self._round("laplace-noise-reduction", request, run, realised)
+
+    def reduced_above_threshold(
+        self,
+        value: npt.ArrayLike,
+        utility: Callable[[npt.NDArray[np.float64]], float],
+        grid: TimeGrid | EpsilonGrid,
+        boundary: PrivacyBoundaryWithDelta,
+        threshold: float,
+        sensitivity: float = 1.0,
+    ) -> BrownianThresholdResult:
+        """ReducedAboveThreshold on Brownian iterates (BNR Algorithm 1, Cor 5.2).
+
+        ``utility`` is evaluated privately on each hidden iterate; only the first that passes is
+        released, with the ex-post guarantee (2ψ(T_N), delta). Needs a filter with an ex-post
+        budget (`ExPostFilter` or `ConcurrentFilter`); charged 2ψ(t_min) up front and
+        2ψ(T_N) when it halts (a run where no check passes stays charged 2ψ(t_min)).
+        """
+        if not isinstance(self._filter, ExPostFilter | ConcurrentFilter):
+            raise _refuse(self._filter, "ReducedAboveThreshold, an ex-post round")
+        bm = BrownianNoiseReduction(grid, sensitivity, Never(), boundary)
+        v = finite_array("value", value)
+        worst = 2.0 * float(boundary(bm.smallest_time))
+        rat = ReducedAboveThreshold(threshold, worst / 2.0, sensitivity)
+        request = ExPostCost(worst, boundary.delta)
+
+        def realised(r: BrownianThresholdResult) -> Cost:
+            return request if r.ex_post is None else ExPostCost(r.ex_post.bound, boundary.delta)
+
+        run = lambda: rat.run_with_brownian(bm, v, utility, self._rng)
+        return self._round("reduced-above-threshold", request, run, realised)
