@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from expost.apps import erm
+
 __all__ = ["add_parser"]
 
 # Modules with ``add_parser(subparsers)``; each sets ``run`` via ``set_defaults``.
-_EXPERIMENTS: tuple[Any, ...] = ()
+_EXPERIMENTS: tuple[Any, ...] = (erm,)
 
 
 def add_parser(sub: Any) -> None:
