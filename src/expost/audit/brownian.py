@@ -1,0 +1,545 @@
+"""Audits of the Brownian mechanism's ex-post privacy and of the backward martingale.
+
+- ``bm-ex-post/...`` (BNR Thm 3.6, Cor 3.7): ``P(∃n: L_n > ψ(T_n)) <= delta`` for the mixture and
+  linear boundaries, sensitivities {0.5, 1, 3}, dimensions {1, 3}. The ``uniform`` rule is the
+  adversary that knows x and x' and stops at the first released time where the loss exceeds ψ,
+  so its event is the claim's whole event; ``z-score`` and ``fixed`` audit the bound at other
+  stopping times. Twin: ψ with log(1/delta) replaced by log(1/delta)/4, claimed at delta.
+- ``bnr-cor3.7-time-map/...``: a run claims (E, delta)-ex-post privacy and walks the grid down to
+  the time its map gives for E; the adversary stops as soon as the loss exceeds E. Corrected map
+  (smallest t with ψ(t) <= E): holds. Printed map (inf{t : ψ(t) >= E}: on a grid, its least noisy
+  time): refuted.
+- ``apc-thm4-...``: one BM at t = 0.01; ``P(L >= 1/(2t) + ψ(1/t; 1, delta)) <= delta`` holds, the
+  printed form without the drift 1/(2t) is refuted (THEORY §5). ``apc-eq1-odometer``: the
+  corrected bound for a sequence of adaptively chosen BMs, at every prefix.
+- ``backward-martingale-stopped`` (APC Lemma 6.1): ``E[M(τ)] <= 1`` for
+  ``M(t) = exp(λB(t)/t − λ²/(2t))`` at stopping times τ of the reversed filtration (the grid
+  walked from large t to small), with rules drawn from the run's generator; twin: drift λ²/(4t).
+- ``apc-eq1-ville``: the product of stopped e-values of adaptively chosen BMs crosses 1/delta
+  with probability <= delta (Ville); twin: the e-values with drift λ²/(4t).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
+import numpy.typing as npt
+from attrs import field, frozen
+
+from expost.audit._paper import gaussian_loss, neighbours, runs
+from expost.audit.core import Audit, EValueClaim, ProbabilityClaim, Twin
+from expost.audit.registry import PAPER, QUICK, register
+from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
+from expost.grids import TimeGrid
+from expost.mechanisms.noise_reduction import BrownianNoiseReduction
+from expost.odometers import BrownianOdometer
+from expost.processes import sample_brownian_grid
+from expost.stopping import AtIndex, StoppingRule, _VectorisedRule
+
+__all__ = [
+    "Displaced",
+    "LossAbove",
+    "apc_eq1_odometer",
+    "apc_eq1_ville",
+    "apc_thm4",
+    "backward_martingale_stopped",
+    "bm_ex_post",
+    "bnr_cor37_time_map",
+    "ex_post_exceeds",
+    "odometer_sequence_exceeds",
+    "stopped_backward_martingale",
+    "ville_product_crosses",
+]
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IndexArray = npt.NDArray[np.intp]
+Boundary = MixturePrivacyBoundary | LinearPrivacyBoundary
+
+_DELTA = 0.05
+_TUNED_AT = 1.0  # the ex-post level E the boundaries are tuned for
+_SPAN, _POINTS = 100.0, 120  # grid: log-spaced over [τ/span, τ·span] around ψ's time for E
+
+
+def _vector(values: tuple[float, ...]) -> FloatArray:
+    return np.asarray(values, dtype=np.float64)
+
+
+@frozen
+class LossAbove(_VectorisedRule):
+    """The adversary for neighbours (f(x), f(x')): stop once ``L(y, t) > level(t)``.
+
+    ``level`` is a privacy boundary ψ (or a constant level). Its stopped runs are exactly the
+    runs whose loss exceeds the level at some released time, so the event of a uniform claim
+    ``P(∃n: L_n > ψ(T_n)) <= delta`` is "this rule stopped".
+    """
+
+    level: Callable[[FloatArray], FloatArray]
+    fx: tuple[float, ...] = field(converter=tuple)
+    fxp: tuple[float, ...] = field(converter=tuple)
+
+    def _fires(
+        self, values: FloatArray, times: FloatArray, sensitivity: float, index: IndexArray
+    ) -> BoolArray:
+        loss = gaussian_loss(values, times, _vector(self.fx), _vector(self.fxp))
+        fired: BoolArray = loss > self.level(times)
+        return fired
+
+
+@frozen
+class Displaced(_VectorisedRule):
+    """Stop once the iterate is ``z`` noise sds from f(x) in the direction that raises the loss."""
+
+    fx: tuple[float, ...] = field(converter=tuple)
+    fxp: tuple[float, ...] = field(converter=tuple)
+    z: float
+
+    def _fires(
+        self, values: FloatArray, times: FloatArray, sensitivity: float, index: IndexArray
+    ) -> BoolArray:
+        fx, fxp = _vector(self.fx), _vector(self.fxp)
+        direction = (fx - fxp) / np.linalg.norm(fx - fxp)
+        fired: BoolArray = (values - fx) @ direction >= self.z * np.sqrt(times)
+        return fired
+
+
+@frozen
+class _Constant:
+    """The constant level E as a function of time (picklable)."""
+
+    value: float
+
+    def __call__(self, times: FloatArray) -> FloatArray:
+        return np.full_like(times, self.value)
+
+
+@frozen
+class _Nominal:
+    """ψ at ``factor`` times the actual time: the claim of a BM that adds less noise than it says."""
+
+    boundary: Boundary
+    factor: float
+
+    def __call__(self, times: FloatArray) -> FloatArray:
+        return np.asarray(self.boundary(self.factor * times))
+
+
+def ex_post_exceeds(
+    bm: BrownianNoiseReduction,
+    fx: FloatArray,
+    fxp: FloatArray,
+    claimed: Callable[[FloatArray], FloatArray] | None,
+    n: int,
+    rng: np.random.Generator,
+) -> BoolArray:
+    """Runs of ``bm`` on f(x): does the exact loss at the stop exceed the claimed bound?
+
+    The claimed bound is ``claimed(T)`` if given, else the run's own ex-post bound ψ(T).
+    """
+    tr = bm.run_batch(fx, n, rng)
+    loss = gaussian_loss(tr.values, tr.times, fx, fxp)
+    bound = tr.ex_post_bound if claimed is None else claimed(tr.times)
+    assert bound is not None  # a bm without a boundary is given a claimed level
+    return np.asarray(loss > bound)
+
+
+def _boundary(kind: str, sensitivity: float, delta: float = _DELTA) -> Boundary:
+    if kind == "mixture":
+        return MixturePrivacyBoundary.tuned_for(_TUNED_AT, delta, sensitivity)
+    return LinearPrivacyBoundary.tuned_for(_TUNED_AT, delta, sensitivity)
+
+
+def _quartered(boundary: Boundary) -> Boundary:
+    """The planted bug: the same boundary with log(1/delta) replaced by log(1/delta)/4."""
+    weak = boundary.delta**0.25
+    if isinstance(boundary, MixturePrivacyBoundary):
+        return MixturePrivacyBoundary(boundary.r, weak, boundary.sensitivity)
+    return LinearPrivacyBoundary.from_delta(boundary.a, weak, boundary.sensitivity)
+
+
+def _grid(boundary: Boundary) -> TimeGrid:
+    centre = boundary.time_for(_TUNED_AT)
+    return TimeGrid(np.geomspace(centre * _SPAN, centre / _SPAN, _POINTS))
+
+
+def _rule(name: str, boundary: Boundary, fx: FloatArray, fxp: FloatArray) -> StoppingRule:
+    if name == "uniform":
+        return LossAbove(boundary, tuple(fx), tuple(fxp))
+    if name == "z-score":
+        return Displaced(tuple(fx), tuple(fxp), 2.0)
+    return AtIndex(_POINTS // 2)
+
+
+def _ex_post_audit(suite: str, kind: str, rule: str, sensitivity: float, d: int) -> Audit:
+    psi = _boundary(kind, sensitivity)
+    wrong = _quartered(psi)
+    fx, fxp = neighbours(sensitivity, d)
+    grid = _grid(psi)
+    name = f"bm-ex-post/{kind}/{rule}/sens-{sensitivity:g}/d-{d}"
+
+    def simulator(boundary: Boundary) -> partial[BoolArray]:
+        bm = BrownianNoiseReduction(grid, sensitivity, _rule(rule, boundary, fx, fxp), boundary)
+        return partial(ex_post_exceeds, bm, fx, fxp, None)
+
+    if rule == "fixed":
+        # At one fixed time the quartered boundary is still rarely crossed; the planted bug is
+        # a BM that adds a quarter of the noise variance it claims (half the noise sd).
+        quiet = TimeGrid(grid.array / 4.0)
+        bm = BrownianNoiseReduction(quiet, sensitivity, _rule(rule, psi, fx, fxp))
+        twin = Twin(
+            f"{name}/half-the-noise",
+            ProbabilityClaim(_DELTA),
+            partial(ex_post_exceeds, bm, fx, fxp, _Nominal(psi, 4.0)),
+        )
+    else:
+        twin = Twin(
+            f"{name}/log-1-over-delta-quartered", ProbabilityClaim(_DELTA), simulator(wrong)
+        )
+
+    what = {
+        "uniform": "at ANY grid time (adversary stops when L > psi)",
+        "z-score": "at the first time the iterate is 2 sd from f(x) towards f(x) - f(x')",
+        "fixed": f"at the fixed grid index {_POINTS // 2}",
+    }[rule]
+    return Audit(
+        name=name,
+        source="BNR Thm 3.6, Cor 3.7",
+        statement=(
+            f"BM, {kind} boundary tuned at E={_TUNED_AT:g}, sensitivity {sensitivity:g}, d={d}, "
+            f"{_POINTS} log-spaced times: P(L > psi(T)) <= {_DELTA:g} {what}"
+        ),
+        claim=ProbabilityClaim(_DELTA),
+        simulate=simulator(psi),
+        n=runs(suite, 20_000, 400_000),
+        twin=twin,
+        chunk_size=25_000,
+    )
+
+
+_CONFIGS = [(0.5, 1), (1.0, 3), (3.0, 1), (0.5, 3), (1.0, 1), (3.0, 3)]
+
+
+@register(QUICK, PAPER)
+def bm_ex_post(suite: str) -> list[Audit]:
+    """Ex-post privacy of the BM under the uniform and adversarial rules (BNR Thm 3.6)."""
+    if suite == QUICK:
+        return [_ex_post_audit(suite, kind, "uniform", 1.0, 3) for kind in ("mixture", "linear")]
+    audits = [
+        _ex_post_audit(suite, kind, "uniform", s, d)
+        for kind in ("mixture", "linear")
+        for s, d in _CONFIGS
+    ]
+    audits += [_ex_post_audit(suite, kind, "z-score", 1.0, 3) for kind in ("mixture", "linear")]
+    audits += [_ex_post_audit(suite, kind, "fixed", 3.0, 1) for kind in ("mixture", "linear")]
+    return audits
+
+
+# --- BNR Cor 3.7: the time map ---------------------------------------------------------------
+
+
+def _printed_time(boundary: Boundary, grid: FloatArray, level: float) -> float:
+    """BNR Cor 3.7 as printed on a grid: inf{t : ψ(t) >= E}, i.e. the least noisy such time."""
+    return float(grid[boundary(grid) >= level].min())
+
+
+def _map_simulator(boundary: Boundary, t_stop: float, level: float) -> partial[BoolArray]:
+    fx, fxp = neighbours(boundary.sensitivity, 1)
+    full = _grid(boundary).array
+    grid = TimeGrid(full[full >= t_stop])
+    bm = BrownianNoiseReduction(grid, boundary.sensitivity, LossAbove(_Constant(level), fx, fxp))
+    return partial(ex_post_exceeds, bm, fx, fxp, _Constant(level))
+
+
+@register(QUICK, PAPER)
+def bnr_cor37_time_map(suite: str) -> list[Audit]:
+    """Corrected vs printed time map of BNR Cor 3.7, linear boundary, sensitivity 1."""
+    psi = _boundary("linear", 1.0)
+    wrong = _quartered(psi)
+    level = _TUNED_AT
+    grid = _grid(psi).array
+    corrected, printed = psi.time_for(level), _printed_time(psi, grid, level)
+    n = runs(suite, 20_000, 400_000)
+    common = (
+        f"BM, linear boundary (delta={_DELTA:g}), target E={level:g}: the run walks the grid down "
+        "to the map's time and claims (E, delta)-ex-post privacy; the adversary stops once L > E. "
+    )
+    return [
+        Audit(
+            name="bnr-cor3.7-time-map/corrected",
+            source="BNR Cor 3.7 (corrected, THEORY §3)",
+            statement=common
+            + f"Map: smallest t with psi(t) <= E (t={corrected:.4g}). P(L > E) <= {_DELTA:g}",
+            claim=ProbabilityClaim(_DELTA),
+            simulate=_map_simulator(psi, corrected, level),
+            n=n,
+            twin=Twin(
+                "bnr-cor3.7-time-map/corrected/log-1-over-delta-quartered",
+                ProbabilityClaim(_DELTA),
+                _map_simulator(psi, wrong.time_for(level), level),
+            ),
+            chunk_size=25_000,
+        ),
+        Audit(
+            name="bnr-cor3.7-time-map/printed",
+            source="BNR Cor 3.7 (as printed)",
+            statement=common
+            + "Map as printed: inf{t : psi(t) >= E}, on a grid its least noisy time "
+            + f"(t={printed:.4g}, psi={float(psi(printed)):.3g}). P(L > E) <= {_DELTA:g}",
+            claim=ProbabilityClaim(_DELTA),
+            simulate=_map_simulator(psi, printed, level),
+            n=n,
+            twin=Twin("bnr-cor3.7-time-map/printed/claimed-at-delta-0.5", ProbabilityClaim(0.5)),
+            expected="refuted",
+            chunk_size=25_000,
+        ),
+    ]
+
+
+# --- APC Thm 4: one BM, printed vs corrected ------------------------------------------------
+
+
+def odometer_exceeds(
+    odometer: BrownianOdometer, time: float, n: int, rng: np.random.Generator
+) -> BoolArray:
+    """One BM stopped at ``time`` (sensitivity 1, d = 1): is its loss >= the odometer's bound?"""
+    fx, fxp = neighbours(1.0, 1)
+    bm = BrownianNoiseReduction(TimeGrid([time]))
+    tr = bm.run_batch(fx, n, rng)
+    loss = gaussian_loss(tr.values, tr.times, fx, fxp)
+    return np.asarray(loss >= odometer.bound_from_times(tr.times[:, None])[:, 0])
+
+
+_THM4_TIME, _THM4_GAMMA = 0.01, 1.0
+
+
+@register(QUICK, PAPER)
+def apc_thm4(suite: str) -> list[Audit]:
+    """APC Thm 4 with the drift (holds) and as printed without it (refuted) at V = 100."""
+    corrected = BrownianOdometer(_THM4_GAMMA, _DELTA)
+    printed = BrownianOdometer(_THM4_GAMMA, _DELTA, printed_apc_thm4=True)
+    n = runs(suite, 20_000, 400_000)
+    setting = f"one BM at t={_THM4_TIME:g} (V=1/t={1 / _THM4_TIME:g}), gamma={_THM4_GAMMA:g}"
+    return [
+        Audit(
+            name="apc-thm4/corrected",
+            source="APC Lemma 6.1, eq. 1 (Thm 4 with drift, THEORY §5)",
+            statement=f"{setting}: P(L >= 1/(2t) + psi(V)) <= {_DELTA:g}",
+            claim=ProbabilityClaim(_DELTA),
+            simulate=partial(odometer_exceeds, corrected, _THM4_TIME),
+            n=n,
+            twin=Twin(
+                "apc-thm4/corrected/printed-bound-without-drift",
+                ProbabilityClaim(_DELTA),
+                partial(odometer_exceeds, printed, _THM4_TIME),
+            ),
+        ),
+        Audit(
+            name="apc-thm4/printed",
+            source="APC Thm 4 (as printed)",
+            statement=f"{setting}: P(L >= psi(V)) <= {_DELTA:g} (no drift term)",
+            claim=ProbabilityClaim(_DELTA),
+            simulate=partial(odometer_exceeds, printed, _THM4_TIME),
+            n=n,
+            twin=Twin("apc-thm4/printed/claimed-at-delta-0.5", ProbabilityClaim(0.5)),
+            expected="refuted",
+        ),
+    ]
+
+
+# --- backward martingale at reverse stopping times -------------------------------------------
+
+_REVERSE_TIMES = tuple(np.geomspace(8.0, 0.25, 40))
+_LAMBDA = 1.0
+
+
+def _log_e_values(
+    b: FloatArray, times: FloatArray, lam: float | FloatArray, drift: float
+) -> FloatArray:
+    """``λB(t)/t − drift·λ²/t`` along the grid: log M(t) when drift = 1/2 (APC Lemma 6.1)."""
+    result: FloatArray = lam * b / times - drift * lam * lam / times
+    return result
+
+
+def _first_or_last(fired: BoolArray) -> IndexArray:
+    stop: IndexArray = np.where(fired.any(axis=-1), np.argmax(fired, axis=-1), fired.shape[-1] - 1)
+    return stop
+
+
+def stopped_backward_martingale(drift: float, n: int, rng: np.random.Generator) -> FloatArray:
+    """``M(τ)`` for τ a stopping time of the reversed filtration, one rule per run.
+
+    The grid is walked from large t to small; each run draws its rule from ``rng``: stop once
+    M(t) >= c (c in [1.5, 6]), once M(t) <= c (c in [0.2, 0.8]), once |B(t)| >= z·sqrt(t)
+    (z in [1, 2.5]), or at a fixed index. Each looks only at the path at times >= t.
+    """
+    times = np.asarray(_REVERSE_TIMES)
+    b = sample_brownian_grid(times, n, 1, rng)[..., 0]
+    log_m = _log_e_values(b, times, _LAMBDA, drift)
+    kind = rng.integers(0, 4, size=n)
+    up = math.log(1.5) + rng.random(n) * math.log(4.0)
+    down = math.log(0.2) + rng.random(n) * math.log(4.0)
+    z = 1.0 + 1.5 * rng.random(n)
+    fixed = rng.integers(0, times.size, size=n)
+    fired = np.select(
+        [kind[:, None] == 0, kind[:, None] == 1, kind[:, None] == 2],
+        [
+            log_m >= up[:, None],
+            log_m <= down[:, None],
+            np.abs(b) >= z[:, None] * np.sqrt(times),
+        ],
+        np.arange(times.size) == fixed[:, None],
+    )
+    stop = _first_or_last(fired)
+    result: FloatArray = np.exp(log_m[np.arange(n), stop])
+    return result
+
+
+@register(QUICK, PAPER)
+def backward_martingale_stopped(suite: str) -> Audit:
+    """E[M(τ)] <= 1 at reverse stopping times (APC Lemma 6.1)."""
+    return Audit(
+        name="backward-martingale-stopped",
+        source="APC Lemma 6.1",
+        statement=(
+            f"E[exp(lam B(tau)/tau - lam^2/(2 tau))] <= 1, lam={_LAMBDA:g}, tau a stopping time "
+            f"of the reversed filtration on {len(_REVERSE_TIMES)} times in [0.25, 8] "
+            "(4 rule families drawn per run)"
+        ),
+        claim=EValueClaim(),
+        simulate=partial(stopped_backward_martingale, 0.5),
+        n=runs(suite, 20_000, 1_000_000),
+        twin=Twin(
+            "backward-martingale-stopped/drift-lam2-over-4t",
+            EValueClaim(),
+            partial(stopped_backward_martingale, 0.25),
+        ),
+    )
+
+
+# --- sequences of adaptively chosen BMs: Ville and the BM odometer ---------------------------
+
+# Grids the analyst picks from after each BM (by the sign and size of the last released value).
+_MENU = (
+    tuple(np.geomspace(20.0, 0.5, 24)),
+    tuple(np.geomspace(4.0, 0.05, 32)),
+    tuple(np.geomspace(1.0, 0.2, 12)),
+)
+_ROUNDS = 6
+_LAMBDAS = (0.5, 1.0, 2.0)
+
+
+def _choice(last: FloatArray, options: int) -> IndexArray:
+    """The analyst's adaptive choice from the previous released value (deterministic)."""
+    bins = np.floor(np.abs(last) * 3.0).astype(np.intp) + (last > 0)
+    choice: IndexArray = bins % options
+    return choice
+
+
+def _round_paths(
+    choice: IndexArray, rng: np.random.Generator
+) -> list[tuple[IndexArray, FloatArray, FloatArray]]:
+    """For each menu grid: (runs that chose it, its times, their B paths (runs, K))."""
+    out = []
+    for g, grid in enumerate(_MENU):
+        rows = np.flatnonzero(choice == g)
+        if rows.size:
+            times = np.asarray(grid)
+            out.append((rows, times, sample_brownian_grid(times, rows.size, 1, rng)[..., 0]))
+    return out
+
+
+def ville_product_crosses(
+    drift: float, delta: float, n: int, rng: np.random.Generator
+) -> BoolArray:
+    """Does ``∏_(i<=m) M_i(τ_i)`` reach 1/delta for some m (APC eq. 1, Ville)?
+
+    BM i has a grid and a λ_i chosen from the previous released value; it is walked from large
+    t to small and stopped as soon as the running product reaches 1/delta (else at its end).
+    """
+    log_product = np.zeros(n)
+    last = np.zeros(n)
+    crossed = np.zeros(n, dtype=np.bool_)
+    target = math.log(1.0 / delta)
+    for _ in range(_ROUNDS):
+        lam = np.asarray(_LAMBDAS)[_choice(last, len(_LAMBDAS))]
+        for rows, times, b in _round_paths(_choice(-last, len(_MENU)), rng):
+            log_m = log_product[rows, None] + _log_e_values(b, times, lam[rows, None], drift)
+            stop = _first_or_last(log_m >= target)
+            pick = np.arange(rows.size)
+            log_product[rows] = log_m[pick, stop]
+            last[rows] = b[pick, stop] / times[stop]
+        crossed |= log_product >= target
+    return crossed
+
+
+def odometer_sequence_exceeds(
+    odometer: BrownianOdometer, n: int, rng: np.random.Generator
+) -> BoolArray:
+    """Does the running loss of a sequence of adaptive BMs reach the odometer at some prefix?
+
+    Sensitivity 1, loss of BM i stopped at t: L_i = 1/(2t) + W_i(t)/t (APC Thm 3). BM i's grid
+    is chosen from the previous released value; the adversary stops it as soon as the running
+    loss reaches the bound for the running V = Σ 1/t_i (else at its end).
+    """
+    loss = np.zeros(n)
+    volume = np.zeros(n)
+    last = np.zeros(n)
+    crossed = np.zeros(n, dtype=np.bool_)
+    for _ in range(_ROUNDS):
+        for rows, times, b in _round_paths(_choice(last, len(_MENU)), rng):
+            running = loss[rows, None] + 0.5 / times + b / times
+            v = volume[rows, None] + 1.0 / times
+            stop = _first_or_last(running >= odometer.bound_at(v))
+            pick = np.arange(rows.size)
+            loss[rows], volume[rows] = running[pick, stop], v[pick, stop]
+            last[rows] = b[pick, stop] / times[stop]
+        crossed |= loss >= odometer.bound_at(volume)
+    return crossed
+
+
+@register(QUICK, PAPER)
+def apc_eq1_ville(suite: str) -> Audit:
+    """Ville's inequality for the product of stopped e-values of adaptive BMs (APC eq. 1)."""
+    return Audit(
+        name="apc-eq1-ville",
+        source="APC eq. 1, Lemma 6.1",
+        statement=(
+            f"{_ROUNDS} BMs, grids and lam_i in {{0.5, 1, 2}} chosen from past outputs, each "
+            f"stopped at a reverse stopping time: P(exists m: prod M_i >= 1/delta) <= {_DELTA:g}"
+        ),
+        claim=ProbabilityClaim(_DELTA),
+        simulate=partial(ville_product_crosses, 0.5, _DELTA),
+        n=runs(suite, 20_000, 400_000),
+        twin=Twin(
+            "apc-eq1-ville/drift-lam2-over-4t",
+            ProbabilityClaim(_DELTA),
+            partial(ville_product_crosses, 0.25, _DELTA),
+        ),
+    )
+
+
+@register(PAPER)
+def apc_eq1_odometer(suite: str) -> Audit:
+    """The corrected BM odometer over a sequence of adaptive BMs (APC Lemma 6.1, eq. 1)."""
+    return Audit(
+        name="apc-eq1-odometer",
+        source="APC Lemma 6.1, eq. 1 (Thm 4 with drift)",
+        statement=(
+            f"{_ROUNDS} BMs with adaptive grids, adversarial stops: P(exists m: sum L_i >= "
+            f"V_m/2 + psi(V_m; {_THM4_GAMMA:g}, {_DELTA:g})) <= {_DELTA:g}"
+        ),
+        claim=ProbabilityClaim(_DELTA),
+        simulate=partial(odometer_sequence_exceeds, BrownianOdometer(_THM4_GAMMA, _DELTA)),
+        n=runs(suite, 20_000, 400_000),
+        twin=Twin(
+            "apc-eq1-odometer/printed-without-drift",
+            ProbabilityClaim(_DELTA),
+            partial(
+                odometer_sequence_exceeds,
+                BrownianOdometer(_THM4_GAMMA, _DELTA, printed_apc_thm4=True),
+            ),
+        ),
+    )
