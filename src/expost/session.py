@@ -20,8 +20,11 @@ charged at its worst case. A session object is not thread-safe.
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from fractions import Fraction
+from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
@@ -29,8 +32,8 @@ import numpy as np
 import numpy.typing as npt
 from attrs import frozen
 
-from expost._validation import finite_array, positive
-from expost.errors import InvalidParameter
+from expost._validation import positive
+from expost.errors import InvalidParameter, LedgerCorrupted
 from expost.filters import (
     ApproxDPFilter,
     BrownianCost,
@@ -62,6 +65,9 @@ from expost.mechanisms import (
     ReducedAboveThreshold,
     Transcript,
 )
+from expost.mechanisms.additive import _value as _additive_value
+from expost.mechanisms.exponential import _allowed, _scores
+from expost.mechanisms.noise_reduction import _value as _path_value
 from expost.processes.brownian import _generator
 from expost.stopping import Never, RelativeError, StoppingRule
 
@@ -113,10 +119,12 @@ def _zcdp_cost(f: SessionFilter, rho: float, what: str) -> Cost:
     raise _refuse(f, f"{what}, a zCDP round: use a ZCDPFilter, UnifiedFilter or ConcurrentFilter")
 
 
-def _pure_cost(f: SessionFilter, eps: float, rho: float | None, what: str) -> Cost:
-    """A pure eps-DP round; ``rho`` is its zCDP cost (default eps²/2, APC Lemma 2.1)."""
+def _pure_cost(f: SessionFilter, eps: float, what: str, *, bounded_range: bool = False) -> Cost:
+    """A pure eps-DP round: eps²/2 zCDP (APC Lemma 2.1), or eps²/8 if eps-bounded-range
+    (Cesar–Rogers), rounded up like every conversion to rho (`DPCost.rho`)."""
     if isinstance(f, _RHO_FILTERS):
-        return ZCDPCost(eps * eps / 2.0 if rho is None else rho)
+        rho = DPCost(eps).rho
+        return ZCDPCost(rho / 4.0 if bounded_range else rho)  # /4 is exact
     if isinstance(f, ApproxDPFilter):
         return DPCost(eps)
     if isinstance(f, ExPostFilter):
@@ -128,7 +136,16 @@ def _ex_post_cost(f: SessionFilter, bound: float, delta: float, worst_eps: float
     """An ex-post round; filters without an ex-post budget pay its worst case as pure DP."""
     if isinstance(f, ExPostFilter | ConcurrentFilter):
         return ExPostCost(bound, delta)
-    return _pure_cost(f, worst_eps, None, "an ex-post round")
+    return _pure_cost(f, worst_eps, "an ex-post round")
+
+
+def _bm_eps(sensitivity: float, time: float) -> float:
+    """The smallest float eps with eps² >= Δ²/t (exactly): a BM at t priced as a DP level."""
+    eps = sensitivity / math.sqrt(time)
+    exact = Fraction(sensitivity) ** 2 / Fraction(time)
+    while Fraction(eps) ** 2 < exact:
+        eps = math.nextafter(eps, math.inf)
+    return eps
 
 
 def _encode(cost: Cost) -> dict[str, Any]:
@@ -151,15 +168,45 @@ def _describe(f: Any) -> dict[str, Any]:
     return out
 
 
-def _replay(initial: SessionFilter, entries: Iterable[LedgerEntry]) -> SessionFilter:
-    """The filter after the ledger's rounds: each at its settled cost, else at its request."""
-    costs: dict[int, Cost] = {}
-    for entry in entries:
-        costs[int(entry.record["round"])] = _decode(entry.record["cost"])
-    f = initial
-    for key in sorted(costs):
-        f = f.spend(costs[key])
-    return f
+class _Replay:
+    """The filter a ledger implies, brought up to date from the entries appended since.
+
+    A round is charged at its reservation until its settlement replaces it; a reservation
+    never settled (its process died) stays charged at its request. Settled rounds are spent
+    once, in settlement order, and the few open reservations on top of them, so an update
+    costs one `spend` per new entry (not a replay of the whole ledger).
+    """
+
+    def __init__(self, initial: SessionFilter, path: Path) -> None:
+        self._settled = initial
+        self._open: dict[int, Cost] = {}
+        self._seen = 0
+        self._rounds = 0
+        self._path = path
+
+    @property
+    def rounds(self) -> int:
+        """How many rounds the ledger holds (reserved, settled or not)."""
+        return self._rounds
+
+    def update(self, entries: Sequence[LedgerEntry]) -> SessionFilter:
+        for entry in entries[self._seen :]:
+            key, cost = int(entry.record["round"]), _decode(entry.record["cost"])
+            if entry.kind == "reserve" and key == self._rounds:
+                self._open[key] = cost
+                self._rounds += 1
+            elif entry.kind == "settle" and self._open.pop(key, None) is not None:
+                self._settled = self._settled.spend(cost)
+            else:
+                raise LedgerCorrupted(
+                    self._path,
+                    f"entry {entry.index} ({entry.kind} of round {key}) is out of order",
+                )
+        self._seen = max(self._seen, len(entries))
+        f = self._settled
+        for cost in self._open.values():
+            f = f.spend(cost)
+        return f
 
 
 # ----------------------------------------------------------------------------- session
@@ -185,9 +232,9 @@ class PrivateSession:
                 "filter", filter, "must be one of " + ", ".join(c.__name__ for c in _FILTERS)
             )
         self._rng = _generator(rng)
-        self._initial = filter
         self._filter: SessionFilter = filter
         self._history: list[Round] = []
+        self._running = False
         self._ledger: Ledger | None = None
         if ledger is not None:
             if filter.rounds:
@@ -195,7 +242,8 @@ class PrivateSession:
                     "filter", filter, "must have no recorded rounds when a ledger is used"
                 )
             self._ledger = Ledger.open(ledger, {"format": _FORMAT, "filter": _describe(filter)})
-            self._filter = _replay(filter, self._ledger.entries())
+            self._replay = _Replay(filter, self._ledger.path)
+            self._filter = self._replay.update(self._ledger.entries())
 
     # -- state ---------------------------------------------------------------------------
 
@@ -244,12 +292,19 @@ class PrivateSession:
         run: Callable[[], R],
         realised: Callable[[R], Cost],
     ) -> R:
+        if self._running:  # without a ledger the running round's reservation is not recorded
+            raise InvalidParameter(
+                "mechanism", mechanism, "a round is running: a stopping rule may not start another"
+            )
         key = self._reserve(mechanism, request)
+        self._running = True
         try:
             result = run()
         except BaseException:
             self._settle(key, request, request)
             raise
+        finally:
+            self._running = False
         cost = realised(result)
         self._settle(key, request, cost)
         self._history.append(Round(len(self._history), mechanism, request, cost, result))
@@ -259,15 +314,14 @@ class PrivateSession:
         if self._ledger is None:
             self._filter.check(request)
             return len(self._history)
-        initial = self._initial
+        replay = self._replay
 
         def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
-            _replay(initial, entries).check(request)
-            key = len({int(e.record["round"]) for e in entries})
-            return {"round": key, "mechanism": mechanism, "cost": _encode(request)}
+            replay.update(entries).check(request)
+            return {"round": replay.rounds, "mechanism": mechanism, "cost": _encode(request)}
 
         entry = self._ledger.append("reserve", decide)
-        self._filter = _replay(initial, self._ledger.entries())
+        self._filter = replay.update(self._ledger.entries())
         return int(entry.record["round"])
 
     def _settle(self, key: int, request: Cost, cost: Cost) -> None:
@@ -275,22 +329,22 @@ class PrivateSession:
             self._filter = self._filter.spend(cost)
             return
         self._ledger.append("settle", lambda _entries: {"round": key, "cost": _encode(cost)})
-        self._filter = _replay(self._initial, self._ledger.entries())
+        self._filter = self._replay.update(self._ledger.entries())
 
     # -- zCDP and pure DP mechanisms ---------------------------------------------------------
 
     def gaussian(self, value: npt.ArrayLike, sensitivity: float, rho: float) -> npt.NDArray[Any]:
         """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round."""
         mechanism = GaussianMechanism(sensitivity, rho)
-        v = finite_array("value", value)
+        v = _additive_value(value)
         cost = _zcdp_cost(self._filter, mechanism.guarantee().rho, "the Gaussian mechanism")
         return self._round("gaussian", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
 
     def laplace(self, value: npt.ArrayLike, sensitivity: float, eps: float) -> npt.NDArray[Any]:
         """Release ``value + Lap(Δ1/eps)``: a pure eps-DP round."""
         mechanism = LaplaceMechanism(sensitivity, eps)
-        v = finite_array("value", value)
-        cost = _pure_cost(self._filter, eps, None, "the Laplace mechanism")
+        v = _additive_value(value)
+        cost = _pure_cost(self._filter, eps, "the Laplace mechanism")
         return self._round("laplace", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
 
     def exponential_mechanism(
@@ -306,12 +360,13 @@ class PrivateSession:
         Costs eps²/8 zCDP for monotone scores, (2·eps)²/8 otherwise (Cesar–Rogers).
         """
         mechanism = ExponentialMechanism(eps, monotone, sensitivity)
-        s = finite_array("scores", scores)
+        s = _scores(scores, max_ndim=1)
+        allowed = _allowed(candidates, s.shape)
         dp = mechanism.dp_guarantee().eps
-        cost = _pure_cost(self._filter, dp, mechanism.guarantee().rho, "the exponential mechanism")
+        cost = _pure_cost(self._filter, dp, "the exponential mechanism", bounded_range=True)
 
         def run() -> int:
-            return mechanism.run(s, self._rng, candidates=candidates)
+            return mechanism.run(s, self._rng, candidates=allowed)
 
         return self._round("exponential", cost, run, lambda _: cost)
 
@@ -320,7 +375,7 @@ class PrivateSession:
     ) -> AboveThresholdResult:
         """AboveThreshold (sparse vector, Lyu et al. 2017): a pure eps-DP round."""
         mechanism = AboveThreshold(eps, threshold, sensitivity)
-        cost = _pure_cost(self._filter, eps, None, "AboveThreshold")
+        cost = _pure_cost(self._filter, eps, "AboveThreshold")
 
         def run() -> AboveThresholdResult:
             return mechanism.run(utilities, self._rng)
@@ -341,7 +396,7 @@ class PrivateSession:
         charged the sum of the tries made.
         """
         rule = RelativeError(0.1) if stop is None else stop
-        v = finite_array("value", value)
+        v = _additive_value(value)
         cap = self._doubling_cap(sensitivity, start_eps2, ratio, rule)
         request = _zcdp_cost(self._filter, cap.guarantee().rho, "the doubling method")
 
@@ -368,6 +423,16 @@ class PrivateSession:
         self, grid: TimeGrid | EpsilonGrid | OpenEpsilonGrid, sensitivity: float
     ) -> TimeGrid | EpsilonGrid:
         """Clip an eps grid to what the budget allows (APC Sec. 7: "as far as the budget allows")."""
+        if not isinstance(grid, TimeGrid | EpsilonGrid | OpenEpsilonGrid):
+            raise InvalidParameter(
+                "grid", grid, "must be a TimeGrid, EpsilonGrid or OpenEpsilonGrid"
+            )
+        if not isinstance(grid, TimeGrid) and grid.sensitivity != sensitivity:
+            raise InvalidParameter(
+                "sensitivity",
+                sensitivity,
+                f"must equal the grid's sensitivity {grid.sensitivity!r}",
+            )
         f = self._filter
         if isinstance(grid, TimeGrid) or (
             isinstance(grid, EpsilonGrid) and not isinstance(f, (*_RHO_FILTERS, BrownianFilter))
@@ -396,7 +461,7 @@ class PrivateSession:
         (BNR Thm 3.6).
         """
         d = positive("sensitivity", sensitivity)
-        v = finite_array("value", value)
+        v = _path_value(value)
         mechanism = BrownianNoiseReduction(
             self._clipped(grid, d),
             d,
@@ -411,7 +476,7 @@ class PrivateSession:
             if mechanism.boundary is None:
                 raise _refuse(f, "a Brownian mechanism without a privacy boundary")
             bound = float(mechanism.boundary(t))
-            return _ex_post_cost(f, bound, mechanism.boundary.delta, d / np.sqrt(t))
+            return _ex_post_cost(f, bound, mechanism.boundary.delta, _bm_eps(d, t))
 
         request = price(mechanism.smallest_time)
 
@@ -433,7 +498,7 @@ class PrivateSession:
         Δ1/t_min as pure DP.
         """
         mechanism = LaplaceNoiseReduction(scales, sensitivity, Never() if stop is None else stop)
-        v = finite_array("value", value)
+        v = _path_value(value)
         worst = mechanism.guarantee().eps
         request = _ex_post_cost(self._filter, worst, 0.0, worst)
 
@@ -462,7 +527,7 @@ class PrivateSession:
         if not isinstance(self._filter, ExPostFilter | ConcurrentFilter):
             raise _refuse(self._filter, "ReducedAboveThreshold, an ex-post round")
         bm = BrownianNoiseReduction(grid, sensitivity, Never(), boundary)
-        v = finite_array("value", value)
+        v = _path_value(value)
         worst = 2.0 * float(boundary(bm.smallest_time))
         rat = ReducedAboveThreshold(threshold, worst / 2.0, sensitivity)
         request = ExPostCost(worst, boundary.delta)

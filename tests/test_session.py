@@ -1,0 +1,956 @@
+"""`PrivateSession`: the round protocol under every filter, adversarial analysts, privacy of the
+data, the shared ledger (real processes, SIGKILL) and a statistical check of the guarantee.
+
+Multi-process tests run tests/session_worker.py as real subprocesses on real ledger files.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import expost as ep
+from expost import (
+    ApproxDP,
+    ApproxDPFilter,
+    BrownianCost,
+    BrownianFilter,
+    BudgetExceeded,
+    ConcurrentFilter,
+    Cost,
+    DPCost,
+    EpsilonGrid,
+    ExPostCost,
+    ExPostFilter,
+    InvalidParameter,
+    LedgerMismatch,
+    MixturePrivacyBoundary,
+    OpenEpsilonGrid,
+    PrivateSession,
+    Released,
+    TimeGrid,
+    Transcript,
+    UnifiedFilter,
+    ZCDPCost,
+    ZCDPFilter,
+)
+from expost.session import SessionFilter
+from expost.stopping import AtIndex, Never, RelativeError, StoppingRule
+from expost.testing.strategies import eps_grids, stopping_rules, time_grids
+from tests import stats
+from tests.session_worker import HANG_GRID
+
+WORKER = Path(__file__).with_name("session_worker.py")
+WATCHDOG_S = 60.0
+RHO_FILTERS = (ZCDPFilter, UnifiedFilter, ConcurrentFilter)
+
+
+def _session(f: SessionFilter, seed: int = 0, **kwargs: Any) -> PrivateSession:
+    return PrivateSession(f, np.random.default_rng(seed), **kwargs)
+
+
+def _spent(s: PrivateSession) -> float:
+    spent = s.spent
+    assert isinstance(spent, float)
+    return spent
+
+
+def _left(s: PrivateSession) -> float:
+    left = s.remaining
+    assert isinstance(left, float)
+    return left
+
+
+def _dp(s: PrivateSession) -> ApproxDP:
+    claim = s.guarantee()
+    assert isinstance(claim, ApproxDP)
+    return claim
+
+
+def _rho(s: PrivateSession) -> float:
+    f = s.filter
+    assert isinstance(f, ZCDPFilter | UnifiedFilter)
+    return f.rho
+
+
+def _state(s: PrivateSession, rng: np.random.Generator) -> tuple[object, ...]:
+    """Everything a refused or invalid round must leave unchanged."""
+    return (s.spent, s.remaining, len(s.history), s.filter, s.guarantee(), rng.bit_generator.state)
+
+
+# ----------------------------------------------------------------------------- API contract
+
+
+def test_the_architecture_sketch_runs() -> None:
+    rng = np.random.default_rng(7)
+    filt = ep.UnifiedFilter.from_dp(eps=10.0, delta=1e-6)
+    session = ep.PrivateSession(filt, rng=rng)
+    counts = np.array([900.0, 400.0, 250.0, 30.0, 0.0])
+    top = session.exponential_mechanism(counts, eps=0.1, monotone=True)
+    run = session.brownian(
+        value=counts[top],
+        sensitivity=1.0,
+        grid=ep.EpsilonGrid.linear_in_eps2(1e-4, None, 1000),
+        stop=ep.stopping.RelativeError(alpha=0.1),
+    )
+    assert isinstance(run, ep.Transcript)
+    assert run.stopped
+    assert 0 <= top < counts.size
+    first, second = session.history
+    assert (first.mechanism, second.mechanism) == ("exponential", "brownian")
+    assert first.realised == ZCDPCost(DPCost(0.1).rho / 4.0)  # 0.1²/8, rounded up
+    assert second.realised == BrownianCost(run.time, 1.0)
+    assert session.spent == pytest.approx(0.1**2 / 8.0 + run.eps[-1] ** 2 / 2.0, rel=1e-12)
+    assert _left(session) == pytest.approx(filt.rho - _spent(session), rel=1e-12)
+    assert session.guarantee() == ApproxDP(10.0, 1e-6) or (
+        _dp(session).eps == pytest.approx(10.0, rel=1e-12)
+        and session.guarantee().delta == pytest.approx(1e-6, rel=1e-12)
+    )
+    assert ep.BudgetExceeded is BudgetExceeded
+
+
+def test_methods_return_released_values_and_record_rounds() -> None:
+    s = _session(ZCDPFilter(10.0), seed=3)
+    g = s.gaussian(np.array([1.0, 2.0]), sensitivity=1.0, rho=0.5)
+    lap = s.laplace(5.0, sensitivity=2.0, eps=1.0)
+    idx = s.exponential_mechanism([3.0, 1.0, 2.0], eps=1.0, monotone=False)
+    run = s.brownian(0.0, 2.0, TimeGrid([50.0, 20.0, 8.0]), stop=AtIndex(1))
+    assert g.shape == (2,)
+    assert np.shape(lap) == ()
+    assert isinstance(idx, int)
+    assert isinstance(run, Transcript)
+    assert [r.mechanism for r in s.history] == ["gaussian", "laplace", "exponential", "brownian"]
+    assert [r.index for r in s.history] == [0, 1, 2, 3]
+    assert [r.realised for r in s.history] == [
+        ZCDPCost(0.5),
+        ZCDPCost(0.5),
+        ZCDPCost(0.5),  # not monotone: (2·eps)²/8
+        BrownianCost(20.0, 2.0),
+    ]
+    assert s.history[3].request == BrownianCost(8.0, 2.0)
+    assert s.spent == pytest.approx(1.6, rel=1e-15)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        s.history[0].index = 5  # type: ignore[misc]
+    assert isinstance(s.history, tuple)
+
+
+# ----------------------------------------------------------------------------- each filter
+
+
+def _brownian_with_boundary(s: PrivateSession) -> object:
+    psi = MixturePrivacyBoundary(10.0, 1e-3)
+    return s.brownian(0.0, 1.0, TimeGrid([400.0, 200.0]), boundary=psi)
+
+
+CALLS: dict[str, Callable[[PrivateSession], object]] = {
+    "gaussian": lambda s: s.gaussian(0.0, 1.0, 0.01),
+    "laplace": lambda s: s.laplace(0.0, 1.0, 0.1),
+    "exponential": lambda s: s.exponential_mechanism([1.0, 2.0], 0.1, True),
+    "brownian": lambda s: s.brownian(0.0, 1.0, TimeGrid([400.0, 200.0])),
+    "brownian-open": lambda s: s.brownian(0.0, 1.0, EpsilonGrid.linear_in_eps2(1e-3, None, 5)),
+    "brownian-boundary": _brownian_with_boundary,
+}
+FILTERS: dict[str, tuple[SessionFilter, set[str]]] = {
+    "zcdp": (ZCDPFilter(1.0), set(CALLS)),
+    "unified": (UnifiedFilter.from_dp(2.0, 1e-6), set(CALLS)),
+    "concurrent": (ConcurrentFilter(ZCDPFilter(1.0), ExPostFilter(1.0), 1e-6), set(CALLS)),
+    "brownian": (BrownianFilter(1.0, 1e-6), {"brownian", "brownian-open", "brownian-boundary"}),
+    "approx-dp": (ApproxDPFilter(2.0, 0.0, 1e-6), {"laplace", "exponential", "brownian-boundary"}),
+    "ex-post": (ExPostFilter(2.0, 0.01), {"laplace", "exponential", "brownian-boundary"}),
+}
+
+
+@pytest.mark.parametrize("filter_name", FILTERS)
+@pytest.mark.parametrize("call", CALLS)
+def test_each_filter_charges_what_it_can_and_refuses_the_rest(filter_name: str, call: str) -> None:
+    f, accepted = FILTERS[filter_name]
+    rng = np.random.default_rng(1)
+    s = PrivateSession(f, rng)
+    before = _state(s, rng)
+    if call in accepted:
+        CALLS[call](s)
+        assert len(s.history) == 1
+        assert s.filter.rounds == 1
+    else:
+        with pytest.raises(InvalidParameter, match=r"filter|grid") as info:
+            CALLS[call](s)
+        assert "cannot charge" in str(info.value) or "open grid" in str(info.value)
+        assert _state(s, rng) == before
+
+
+def test_what_each_filter_is_charged() -> None:
+    psi = MixturePrivacyBoundary(10.0, 1e-3)
+    charges: list[tuple[SessionFilter, Cost, Cost]] = [
+        (ZCDPFilter(1.0), ZCDPCost(DPCost(0.2).rho), ZCDPCost(DPCost(0.4).rho / 4.0)),
+        (ApproxDPFilter(5.0, 0.0, 1e-6), DPCost(0.2), DPCost(0.4)),
+        (ExPostFilter(2.0), ExPostCost(0.2), ExPostCost(0.4)),
+    ]
+    for f, laplace, exponential in charges:
+        s = _session(f)
+        s.laplace(0.0, 1.0, 0.2)
+        s.exponential_mechanism([0.0, 1.0], 0.2, False)
+        assert [r.realised for r in s.history] == [laplace, exponential]
+    assert Fraction(DPCost(0.2).rho) >= Fraction(0.2) ** 2 / 2  # conversions round up
+    s = _session(ExPostFilter(2.0, 0.01))
+    run = s.brownian(0.0, 1.0, TimeGrid([400.0, 200.0]), stop=AtIndex(0), boundary=psi)
+    assert s.history[0].request == ExPostCost(psi(200.0), 1e-3)
+    assert s.history[0].realised == ExPostCost(psi(400.0), 1e-3)
+    assert run.ex_post is not None
+    assert run.ex_post.bound == psi(400.0)
+    s = _session(ApproxDPFilter(2.0, 0.0, 1e-6))
+    s.brownian(0.0, 1.0, TimeGrid([400.0, 100.0]), stop=AtIndex(0), boundary=psi)
+    assert s.history[0].request == DPCost(0.1)
+    assert s.history[0].realised == DPCost(0.05)
+
+
+def test_guarantee_is_the_theorem_of_each_filter() -> None:
+    rho_star = ep.rho_for_dp(3.0, 1e-5)
+    ell = math.log(1.0 / 1e-5)
+    cases: list[tuple[SessionFilter, ApproxDP | ep.ZCDP]] = [
+        (ZCDPFilter(0.7, 1e-4), ep.ZCDP(0.7, 1e-4)),
+        (UnifiedFilter(0.7, 1e-4), ep.ZCDP(0.7, 1e-4)),
+        (
+            UnifiedFilter.from_dp(3.0, 1e-5),
+            ApproxDP(rho_star + 2.0 * math.sqrt(rho_star * ell), 1e-5),
+        ),
+        (BrownianFilter(0.7, 1e-5), ApproxDP(0.7 + 2.0 * math.sqrt(0.7 * ell), 1e-5)),
+        (ApproxDPFilter(3.0, 1e-4, 1e-5), ApproxDP(3.0, 1e-4 + 1e-5)),
+        (ExPostFilter(3.0, 1e-4), ApproxDP(3.0, 1e-4)),
+        (
+            ConcurrentFilter(ZCDPFilter(0.7, 1e-4), ExPostFilter(0.5, 1e-3), 1e-5),
+            ApproxDP(0.7 + 2.0 * math.sqrt(0.7 * ell) + 0.5, 1e-4 + 1e-3 + 1e-5),
+        ),
+    ]
+    for f, claim in cases:
+        got = _session(f).guarantee()
+        assert type(got) is type(claim)
+        assert attrs.astuple(got) == pytest.approx(attrs.astuple(claim), rel=1e-12), f
+    assert _dp(_session(UnifiedFilter.from_dp(3.0, 1e-5))).eps == pytest.approx(3.0)
+
+
+# ----------------------------------------------------------------------------- adversarial analysts
+
+
+@dataclass(frozen=True)
+class Gauss:
+    rho: float
+    sensitivity: float
+
+
+@dataclass(frozen=True)
+class Lap:
+    eps: float
+    sensitivity: float
+
+
+@dataclass(frozen=True)
+class Expo:
+    eps: float
+    monotone: bool
+
+
+@dataclass(frozen=True)
+class BM:
+    grid: TimeGrid | EpsilonGrid | OpenEpsilonGrid
+    sensitivity: float
+    stop: StoppingRule
+    boundary: bool
+
+
+@dataclass(frozen=True)
+class Bad:
+    kind: str
+
+
+Request = Gauss | Lap | Expo | BM | Bad
+BAD_KINDS = ("nan-value", "inf-scores", "bad-sensitivity", "nan-rho", "matrix-value", "bad-grid")
+PSI_DELTA = 1e-3
+
+
+def _psi(sensitivity: float) -> MixturePrivacyBoundary:
+    return MixturePrivacyBoundary(10.0, PSI_DELTA, sensitivity)
+
+
+_level = st.floats(1e-3, 1.0)
+_sensitivity = st.sampled_from([0.5, 1.0, 2.0])
+
+
+def _bm(sensitivity: float) -> st.SearchStrategy[BM]:
+    grids = st.one_of(
+        time_grids(1, 8, lo=0.05, hi=1e3),
+        eps_grids(1, 8, lo=1e-2, hi=2.0, sensitivities=st.just(sensitivity)),
+        st.builds(
+            EpsilonGrid.linear_in_eps2,
+            st.floats(1e-4, 0.5),
+            st.none(),
+            st.integers(1, 30),
+            st.just(sensitivity),
+        ),
+    )
+    return st.builds(BM, grids, st.just(sensitivity), stopping_rules(6), st.booleans())
+
+
+requests: st.SearchStrategy[Request] = st.one_of(
+    st.builds(Gauss, _level, _sensitivity),
+    st.builds(Lap, _level, _sensitivity),
+    st.builds(Expo, _level, st.booleans()),
+    _sensitivity.flatmap(_bm),
+    st.builds(Bad, st.sampled_from(BAD_KINDS)),
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """Round k asks ``high`` if the last released value exceeds ``threshold``, else ``low``."""
+
+    low: Request
+    high: Request
+    threshold: float
+
+
+_prob = st.floats(1e-6, 0.2)
+filters: st.SearchStrategy[SessionFilter] = st.one_of(
+    st.builds(ZCDPFilter, st.floats(0.05, 2.0)),
+    st.builds(UnifiedFilter.from_dp, st.floats(0.3, 5.0), _prob),
+    st.builds(BrownianFilter, st.floats(0.05, 2.0), _prob),
+    st.builds(ApproxDPFilter, st.floats(0.3, 5.0), st.just(0.0), _prob),
+    st.builds(ExPostFilter, st.floats(0.1, 3.0), st.floats(0.0, 0.05)),
+    st.builds(
+        ConcurrentFilter,
+        st.builds(ZCDPFilter, st.floats(0.05, 2.0)),
+        st.builds(ExPostFilter, st.floats(0.1, 3.0), st.floats(0.0, 0.05)),
+        _prob,
+    ),
+)
+
+
+def _charge_bm(f: SessionFilter, r: BM, time: float) -> Cost | None:
+    """What a BM stopped (or requested) at ``time`` costs under ``f``; None: not chargeable."""
+    if isinstance(f, (*RHO_FILTERS, BrownianFilter)):
+        return BrownianCost(time, r.sensitivity)
+    if not r.boundary:
+        return None
+    if isinstance(f, ExPostFilter):
+        return ExPostCost(_psi(r.sensitivity)(time), PSI_DELTA)
+    return DPCost(_smallest_eps_covering(Fraction(r.sensitivity) ** 2 / Fraction(time)))
+
+
+def _smallest_eps_covering(eps2: Fraction) -> float:
+    """The smallest float eps with eps² >= eps2 (bisection on the floats' bit patterns)."""
+    lo, hi = 0, struct.unpack("<q", struct.pack("<d", math.inf))[0]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if Fraction(struct.unpack("<d", struct.pack("<q", mid))[0]) ** 2 >= eps2:
+            hi = mid
+        else:
+            lo = mid
+    value: float = struct.unpack("<d", struct.pack("<q", hi))[0]
+    return value
+
+
+def _expected_request(f: SessionFilter, r: Request) -> Cost | None:
+    """The worst-case cost the session must ask the filter for; None: InvalidParameter."""
+    rho_like = isinstance(f, RHO_FILTERS)
+    if isinstance(r, Bad) or (isinstance(f, BrownianFilter) and not isinstance(r, BM)):
+        return None
+    if isinstance(r, Gauss):
+        return ZCDPCost(r.rho) if rho_like else None
+    if isinstance(r, Lap | Expo):
+        pure = r.eps if isinstance(r, Lap) or r.monotone else 2.0 * r.eps
+        if rho_like:  # eps²/2, or (bounded range)²/8, rounded up
+            return ZCDPCost(DPCost(pure).rho / (1.0 if isinstance(r, Lap) else 4.0))
+        return DPCost(pure) if isinstance(f, ApproxDPFilter) else ExPostCost(pure)
+    d = r.sensitivity
+    if isinstance(r.grid, TimeGrid):
+        return _charge_bm(f, r, r.grid.smallest)
+    if not isinstance(f, (*RHO_FILTERS, BrownianFilter)):
+        return (
+            None if isinstance(r.grid, OpenEpsilonGrid) else _charge_bm(f, r, r.grid.times.smallest)
+        )
+    top = f.max_bm_eps(d)
+    if r.grid.first_eps > top:
+        return BrownianCost.from_eps(r.grid.first_eps, d)  # not admitted
+    if isinstance(r.grid, OpenEpsilonGrid) and r.grid.num == 1:
+        return BrownianCost(d * d / r.grid.start, d)  # a one-point grid is its start
+    if isinstance(r.grid, OpenEpsilonGrid):
+        return BrownianCost.from_eps(top, d)  # the last point is exactly the budget's max eps
+    eps2 = r.grid.eps2[r.grid.eps <= top]
+    return BrownianCost(d * d / eps2[-1], d)
+
+
+def _call(s: PrivateSession, r: Request, x: float) -> float:
+    """Run request ``r`` on private value ``x``; return the released scalar."""
+    if isinstance(r, Gauss):
+        return float(s.gaussian(x, r.sensitivity, r.rho))
+    if isinstance(r, Lap):
+        return float(s.laplace(x, r.sensitivity, r.eps))
+    if isinstance(r, Expo):
+        return float(s.exponential_mechanism([x, 0.0, -x], r.eps, r.monotone))
+    if isinstance(r, BM):
+        psi = _psi(r.sensitivity) if r.boundary else None
+        return float(s.brownian(x, r.sensitivity, r.grid, r.stop, psi).value[0])
+    bad: dict[str, Callable[[], object]] = {
+        "nan-value": lambda: s.gaussian(math.nan, 1.0, 0.01),
+        "inf-scores": lambda: s.exponential_mechanism([x, math.inf], 0.1, True),
+        "bad-sensitivity": lambda: s.brownian(x, -1.0, TimeGrid([100.0])),
+        "nan-rho": lambda: s.gaussian(x, 1.0, math.nan),
+        "matrix-value": lambda: s.brownian(np.full((2, 2), x), 1.0, TimeGrid([100.0])),
+        "bad-grid": lambda: s.brownian(x, 1.0, EpsilonGrid([0.1, 0.2], 2.0)),
+    }
+    bad[r.kind]()
+    raise AssertionError(f"{r.kind} was accepted")
+
+
+def _exact(cost: Cost) -> tuple[Fraction, Fraction]:
+    """(amount in the filter's unit, delta) of a cost, exactly, from its definition."""
+    if isinstance(cost, ZCDPCost):
+        return Fraction(cost.rho), Fraction(cost.delta)
+    if isinstance(cost, BrownianCost):
+        return Fraction(cost.sensitivity) ** 2 / (2 * Fraction(cost.time)), Fraction(0)
+    if isinstance(cost, DPCost):
+        return Fraction(cost.eps) ** 2 / 2, Fraction(cost.delta)
+    return Fraction(cost.bound), Fraction(cost.delta)
+
+
+def _budgets(f: SessionFilter) -> list[tuple[tuple[Cost, ...], float, float]]:
+    """(realised costs, amount budget, delta budget) of each additive part of ``f``."""
+    if isinstance(f, ConcurrentFilter):
+        return [*_budgets(f.zcdp), *_budgets(f.ex_post)]
+    if isinstance(f, ApproxDPFilter):
+        return [(f.realised, f.rho_budget, f.delta_prime)]
+    if isinstance(f, ExPostFilter):
+        return [(f.realised, f.eps, f.delta)]
+    return [(f.realised, f.rho, 0.0 if isinstance(f, BrownianFilter) else f.delta)]
+
+
+def _amount(cost: Cost) -> float:
+    return cost.bound if isinstance(cost, ExPostCost) else cost.rho
+
+
+def _assert_within_budget(f: SessionFilter, ours: list[Cost]) -> None:
+    parts = _budgets(f)
+    assert sorted(map(repr, (c for p in parts for c in p[0]))) == sorted(map(repr, ours))
+    for realised, budget, delta_budget in parts:
+        assert math.fsum([*(_amount(c) for c in realised), -budget]) <= 0.0
+        exact = [_exact(c) for c in realised]
+        assert sum((a for a, _ in exact), Fraction(0)) <= Fraction(budget)
+        assert sum((d for _, d in exact), Fraction(0)) <= Fraction(delta_budget)
+
+
+def _true_cost(f: SessionFilter, r: Request, result: object) -> Fraction:
+    """The round's cost in the filter's unit, exactly, from the mechanism's definition."""
+    if isinstance(r, BM):
+        assert isinstance(result, Transcript)
+        if isinstance(f, ExPostFilter):
+            return Fraction(_psi(r.sensitivity)(result.time))
+        return Fraction(r.sensitivity) ** 2 / (2 * Fraction(result.time))
+    if isinstance(r, Gauss):
+        return Fraction(r.rho)
+    assert isinstance(r, Lap | Expo)
+    pure = Fraction(r.eps) * (1 if isinstance(r, Lap) or r.monotone else 2)
+    if isinstance(f, ExPostFilter):
+        return pure
+    return pure**2 / (2 if isinstance(r, Lap) or isinstance(f, ApproxDPFilter) else 8)
+
+
+def _check_round(s: PrivateSession, rng: np.random.Generator, r: Request, x: float) -> float | None:
+    """One round with every invariant checked; the released value, or None if refused."""
+    f, expected = s.filter, _expected_request(s.filter, r)
+    before, rounds_before = _state(s, rng), len(s.history)
+    try:
+        released = _call(s, r, x)
+    except BudgetExceeded:
+        assert expected is not None
+        assert not f.admits(expected)
+        assert _state(s, rng) == before
+        return None
+    except InvalidParameter:
+        assert expected is None, r
+        assert _state(s, rng) == before
+        return None
+    assert expected is not None
+    assert f.admits(expected)
+    last = s.history[-1]
+    assert last.request == expected
+    assert len(s.history) == rounds_before + 1
+    assert s.filter.rounds == f.rounds + 1
+    if isinstance(r, BM):
+        assert isinstance(last.result, Transcript)
+        assert last.realised == _charge_bm(f, r, last.result.time)
+    else:
+        assert last.realised == expected
+    assert _exact(last.realised)[0] <= _exact(expected)[0]
+    assert _exact(last.realised)[0] >= _true_cost(f, r, last.result)
+    assert s.guarantee() == before[4]
+    return released
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    f=filters,
+    steps=st.lists(st.builds(Step, requests, requests, st.floats(-2.0, 2.0)), max_size=8),
+    x=st.floats(-3.0, 3.0),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_adversarial_analyst_never_overspends(
+    f: SessionFilter, steps: list[Step], x: float, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    s = PrivateSession(f, rng)
+    released: list[float] = []
+    for step in steps:
+        request = step.high if released and released[-1] > step.threshold else step.low
+        value = _check_round(s, rng, request, x)
+        if value is not None:
+            released.append(value)
+        _assert_within_budget(s.filter, [r.realised for r in s.history])
+    assert len(s.history) == len(released)
+
+
+def test_refused_round_changes_nothing_even_with_a_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "budget.sqlite"
+    rng = np.random.default_rng(5)
+    s = PrivateSession(UnifiedFilter(1.0), rng, ledger=path)
+    s.gaussian(0.0, 1.0, 0.75)
+    before, data = _state(s, rng), path.read_bytes()
+    for call in (
+        lambda: s.gaussian(0.0, 1.0, 0.5),
+        lambda: s.brownian(0.0, 1.0, TimeGrid([10.0, 1.0])),
+        lambda: s.brownian(0.0, 1.0, EpsilonGrid.linear_in_eps2(0.6, None, 10)),
+    ):
+        with pytest.raises(BudgetExceeded):
+            call()
+        assert _state(s, rng) == before
+        assert path.read_bytes() == data
+    s.close()
+
+
+def test_a_stopping_rule_may_not_start_another_round() -> None:
+    rng = np.random.default_rng(2)
+    s = PrivateSession(ZCDPFilter(1.0), rng)
+    nested: list[BaseException] = []
+
+    def greedy(released: Released) -> bool:
+        try:
+            s.gaussian(0.0, 1.0, 0.9)
+        except InvalidParameter as exc:
+            nested.append(exc)
+        return True
+
+    s.brownian(0.0, 1.0, TimeGrid([4.0, 1.0]), stop=greedy)  # request 0.5, realised 0.125
+    assert len(nested) == 1
+    assert "a round is running" in str(nested[0])
+    assert [r.mechanism for r in s.history] == ["brownian"]
+    assert s.spent == 0.125
+    s.gaussian(0.0, 1.0, 0.5)  # the guard is released after the round
+
+
+# ----------------------------------------------------------------------------- Brownian rounds
+
+
+def test_brownian_is_admitted_on_the_smallest_time_and_charged_where_it_stopped() -> None:
+    d, grid = 2.0, TimeGrid([80.0, 20.0, 8.0])
+    exact = ZCDPFilter(d * d / (2.0 * 8.0))  # exactly the worst case
+    s = _session(exact)
+    run = s.brownian(1.0, d, grid, stop=AtIndex(1))
+    assert run.time == 20.0
+    assert s.history[0].request == BrownianCost(8.0, d)
+    assert s.spent == d * d / (2.0 * 20.0)
+    short = _session(ZCDPFilter(math.nextafter(d * d / 16.0, 0.0)))
+    with pytest.raises(BudgetExceeded):
+        short.brownian(1.0, d, grid, stop=AtIndex(0))
+    assert short.spent == 0.0
+
+
+@pytest.mark.parametrize("sensitivity", [1.0, 0.3, 3.0])
+def test_open_grid_ends_exactly_at_the_budgets_max_eps(sensitivity: float) -> None:
+    f = UnifiedFilter.from_dp(1.0, 1e-3).spend(ZCDPCost(0.01))
+    s = _session(f)
+    top = f.max_bm_eps(sensitivity)
+    grid = EpsilonGrid.linear_in_eps2(1e-4, None, 50, sensitivity=sensitivity)
+    run = s.brownian(0.0, sensitivity, grid, stop=Never())
+    assert run.eps[-1] == top
+    assert run.eps.size == 50
+    assert s.history[0].request == BrownianCost.from_eps(top, sensitivity)
+    assert _left(s) <= f.remaining - top * top / 2.0 + 1e-15
+    assert not s.filter.admits(BrownianCost.from_eps(math.nextafter(top, 1.0), sensitivity))
+
+
+def test_closed_eps_grid_is_clipped_and_geometric_open_grid_stays_within_budget() -> None:
+    s = _session(ZCDPFilter(0.0201))
+    run = s.brownian(0.0, 1.0, EpsilonGrid([0.05, 0.1, 0.15, 0.2, 0.25]), stop=Never())
+    assert run.eps.tolist() == [0.05, 0.1, 0.15, 0.2]
+    assert s.history[0].request == BrownianCost.from_eps(0.2)
+    s = _session(ZCDPFilter(0.02))
+    geometric = EpsilonGrid.geometric_in_eps2(1e-4, None, 2.0)
+    run = s.brownian(0.0, 1.0, geometric, stop=Never())
+    assert run.eps[-1] ** 2 <= 0.04 < 2.0 * run.eps[-1] ** 2
+    assert _left(s) < _rho(s) / 2.0
+
+
+@pytest.mark.parametrize(
+    "grid",
+    [
+        EpsilonGrid.linear_in_eps2(0.05, None, 10),
+        EpsilonGrid([0.25, 0.5]),
+        TimeGrid([100.0, 15.0]),
+    ],
+    ids=["open", "closed", "times"],
+)
+def test_grid_whose_first_point_is_unaffordable_is_refused(
+    grid: TimeGrid | EpsilonGrid | OpenEpsilonGrid,
+) -> None:
+    rng = np.random.default_rng(0)
+    s = PrivateSession(ZCDPFilter(0.02), rng)
+    before = _state(s, rng)
+    with pytest.raises(BudgetExceeded) as info:
+        s.brownian(0.0, 1.0, grid)
+    assert info.value.remaining == 0.02
+    assert info.value.spent == 0.0
+    assert _state(s, rng) == before
+
+
+def test_stopping_rule_that_raises_leaves_the_round_charged_at_its_request() -> None:
+    class Peeked(Exception):
+        pass
+
+    seen: list[int] = []
+
+    def rule(released: Released) -> bool:
+        seen.append(released.count)
+        if released.count == 2:
+            raise Peeked
+        return False
+
+    s = _session(UnifiedFilter(1.0))
+    with pytest.raises(Peeked):
+        s.brownian(0.0, 1.0, TimeGrid([100.0, 10.0, 2.0]), stop=rule)
+    assert seen == [1, 2]
+    assert s.history == ()
+    assert isinstance(s.filter, UnifiedFilter)
+    assert s.filter.realised == (BrownianCost(2.0, 1.0),)
+    assert s.spent == 0.25
+
+
+# ----------------------------------------------------------------------------- privacy
+
+
+PRIVATE = 1234.5678901234567
+
+
+def _packed(value: float) -> list[bytes]:
+    return [struct.pack("<d", value), struct.pack(">d", value)]
+
+
+def test_results_and_session_hold_no_private_value() -> None:
+    s = _session(ZCDPFilter(5.0), seed=9)
+    released = [
+        s.gaussian(PRIVATE, 1.0, 0.1),
+        s.laplace([PRIVATE, 1.0], 1.0, 0.5),
+        s.exponential_mechanism([PRIVATE, 2.0, 3.0], 0.5, True),
+        s.brownian(PRIVATE, 1.0, EpsilonGrid.linear_in_eps2(1e-3, None, 20), RelativeError(0.01)),
+        s.brownian(np.array([PRIVATE, -PRIVATE]), 1.0, TimeGrid([9.0, 4.0]), AtIndex(1)),
+    ]
+    assert len(s.history) == len(released)
+    state = {k: v for k, v in vars(s).items() if k != "_rng"}
+    blob = pickle.dumps((state, s.history, released))
+    for needle in _packed(PRIVATE) + _packed(-PRIVATE):
+        assert needle not in blob
+    assert repr(PRIVATE) not in repr(state)
+    planted = pickle.dumps((state, s.history, [PRIVATE]))  # the scan finds a stored value
+    assert any(needle in planted for needle in _packed(PRIVATE))
+
+
+def test_ledger_file_holds_no_private_value(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    s = _session(ZCDPFilter(5.0), ledger=path)
+    s.gaussian(PRIVATE, 1.0, 0.1)
+    s.brownian(PRIVATE, 1.0, TimeGrid([9.0, 4.0]), AtIndex(0))
+    s.close()
+    data = path.read_bytes()
+    for needle in [*_packed(PRIVATE), repr(PRIVATE).encode(), b"1234.56"]:
+        assert needle not in data
+
+
+def test_stopping_rules_see_only_released_views() -> None:
+    views: list[Released] = []
+    snapshots: list[np.ndarray[Any, np.dtype[np.float64]]] = []
+
+    def rule(released: Released) -> bool:
+        views.append(released)
+        snapshots.append(released.values.copy())
+        with pytest.raises(ep.NotAStoppingTime):
+            getattr(released, "value")  # noqa: B009 -- asking for the private value
+        with pytest.raises(AttributeError):
+            released.count = 0  # type: ignore[misc]
+        return released.count == 3
+
+    s = _session(UnifiedFilter(1.0))
+    run = s.brownian(PRIVATE, 1.0, TimeGrid([100.0, 50.0, 25.0, 10.0]), stop=rule)
+    assert all(type(v) is Released for v in views)
+    assert len(views) == 3
+    for k, snap in enumerate(snapshots, 1):
+        np.testing.assert_array_equal(snap, run.released[:k])
+        assert not np.any(snap == PRIVATE)
+
+
+# ----------------------------------------------------------------------------- the ledger
+
+
+def test_reopening_the_ledger_resumes_the_spend(tmp_path: Path) -> None:
+    path = tmp_path / "budget.sqlite"
+    f = UnifiedFilter.from_dp(5.0, 1e-6)
+    with_ledger = _session(f, ledger=path)
+    with_ledger.gaussian(0.0, 1.0, 0.1)
+    with_ledger.brownian(0.0, 1.0, TimeGrid([30.0, 10.0]), stop=AtIndex(0))
+    with_ledger.close()
+    again = _session(f, seed=1, ledger=path)
+    assert again.spent == with_ledger.spent == pytest.approx(0.1 + 1 / 60, rel=1e-15)
+    assert again.filter == with_ledger.filter
+    assert again.history == ()
+    again.laplace(0.0, 1.0, 0.5)
+    again.close()
+    third = _session(f, ledger=path)
+    assert third.spent == pytest.approx(0.1 + 1 / 60 + 0.125, rel=1e-15)
+    assert _left(third) == pytest.approx(f.rho - _spent(third), rel=1e-12)
+    third.close()
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        UnifiedFilter.from_dp(5.0, 1e-6, conversion="cks"),
+        UnifiedFilter.from_dp(5.0, 1e-5),
+        ZCDPFilter(ep.rho_for_dp(5.0, 1e-6)),
+        UnifiedFilter(ep.rho_for_dp(5.0, 1e-6)),
+    ],
+)
+def test_a_different_filter_for_the_same_ledger_is_refused(
+    tmp_path: Path, other: SessionFilter
+) -> None:
+    path = tmp_path / "budget.sqlite"
+    first = _session(UnifiedFilter.from_dp(5.0, 1e-6), ledger=path)
+    first.gaussian(0.0, 1.0, 0.1)
+    first.close()
+    data = path.read_bytes()
+    with pytest.raises(LedgerMismatch):
+        _session(other, ledger=path)
+    assert path.read_bytes() == data
+
+
+def test_a_filter_with_rounds_cannot_start_a_ledger(tmp_path: Path) -> None:
+    with pytest.raises(InvalidParameter, match="no recorded rounds"):
+        _session(ZCDPFilter(1.0).spend(ZCDPCost(0.1)), ledger=tmp_path / "l")
+    assert not (tmp_path / "l").exists()
+
+
+def test_two_sessions_in_one_process_share_a_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite"
+    a, b = _session(ZCDPFilter(1.0), ledger=path), _session(ZCDPFilter(1.0), seed=1, ledger=path)
+    a.gaussian(0.0, 1.0, 0.5)
+    b.gaussian(0.0, 1.0, 0.25)
+    with pytest.raises(BudgetExceeded) as info:
+        a.gaussian(0.0, 1.0, 0.5)
+    assert (info.value.spent, info.value.remaining) == (0.75, 0.25)  # read under the lock
+    assert a.spent == 0.5
+    assert len(a.history) == 1
+    a.gaussian(0.0, 1.0, 0.25)
+    assert a.spent == 1.0
+    assert [r.index for r in a.history] == [0, 1]
+    a.close()
+    b.close()
+
+
+class Workers:
+    """Starts tests/session_worker.py processes; kills any still running at teardown."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, *args: object) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, str(WORKER), *map(str, args)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        watchdog = threading.Timer(WATCHDOG_S, proc.kill)
+        watchdog.daemon = True
+        watchdog.start()
+        self.procs.append(proc)
+        return proc
+
+    @staticmethod
+    def line(proc: subprocess.Popen[str]) -> str:
+        assert proc.stdout is not None
+        text = proc.stdout.readline()
+        if not text:
+            proc.kill()
+            _, err = proc.communicate()
+            pytest.fail(f"worker {proc.args!r} ended early: {err}")
+        return text.strip()
+
+    @staticmethod
+    def send(proc: subprocess.Popen[str]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+
+
+@pytest.fixture
+def workers() -> Iterator[Workers]:
+    pool = Workers()
+    yield pool
+    pool.stop()
+
+
+def _ledger_rounds(path: Path, rho: float) -> dict[int, dict[str, Any]]:
+    """Round → {"reserve": cost, "settle": cost} as committed in the session ledger."""
+    s = _session(ZCDPFilter(rho), ledger=path)
+    assert s._ledger is not None
+    rounds: dict[int, dict[str, Any]] = {}
+    for entry in s._ledger.entries():
+        rounds.setdefault(int(entry.record["round"]), {})[entry.kind] = entry.record["cost"]
+    s.close()
+    return rounds
+
+
+def test_processes_sharing_a_ledger_cannot_jointly_overspend(
+    tmp_path: Path, workers: Workers
+) -> None:
+    budget, cost = 1.3, 0.125
+    path = tmp_path / "shared.sqlite"
+    _session(ZCDPFilter(budget), ledger=path).close()  # both workers open an existing file
+    procs = [workers.start("loop", path, budget, cost) for _ in range(2)]
+    for proc in procs:
+        assert workers.line(proc) == "ready"
+    for proc in procs:
+        workers.send(proc)
+    admitted = 0
+    for proc in procs:
+        while workers.line(proc) != "done":
+            admitted += 1
+        assert proc.wait() == 0
+    rounds = _ledger_rounds(path, budget)
+    assert admitted == len(rounds) == math.floor(budget / cost) == 10
+    assert all(r["settle"]["rho"] == cost for r in rounds.values())
+    resumed = _session(ZCDPFilter(budget), ledger=path)
+    assert resumed.spent == 10 * cost <= budget
+    assert not resumed.filter.admits(ZCDPCost(cost))
+    resumed.close()
+
+
+def test_sigkill_loses_no_admitted_round(tmp_path: Path, workers: Workers) -> None:
+    path = tmp_path / "budget.sqlite"
+    proc = workers.start("loop", path, 1000.0, 1.0)
+    assert workers.line(proc) == "ready"
+    workers.send(proc)
+    printed = [int(workers.line(proc)) for _ in range(4)]
+    proc.send_signal(signal.SIGKILL)
+    rest, _ = proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    printed += [int(line) for line in rest.splitlines(keepends=True) if line.endswith("\n")]
+    assert printed == list(range(len(printed)))
+    rounds = _ledger_rounds(path, 1000.0)
+    assert all(k in rounds and "settle" in rounds[k] for k in printed)
+    assert len(rounds) - len(printed) in (0, 1)
+    resumed = _session(ZCDPFilter(1000.0), ledger=path)
+    assert _spent(resumed) >= math.fsum(1.0 for _ in printed)
+    assert resumed.spent == float(len(rounds))  # an unsettled reservation is charged in full
+    resumed.close()
+
+
+def test_reservation_without_settlement_stays_charged(tmp_path: Path, workers: Workers) -> None:
+    path = tmp_path / "budget.sqlite"
+    proc = workers.start("hang", path, 1.0)
+    assert workers.line(proc) == "stopping"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    rounds = _ledger_rounds(path, 1.0)
+    assert list(rounds) == [0]
+    assert set(rounds[0]) == {"reserve"}
+    resumed = _session(ZCDPFilter(1.0), ledger=path)
+    request = BrownianCost(HANG_GRID.smallest, 1.0)
+    assert resumed.spent == request.rho == 0.125
+    resumed.gaussian(0.0, 1.0, 0.875)
+    with pytest.raises(BudgetExceeded):
+        resumed.gaussian(0.0, 1.0, 1e-9)
+    resumed.close()
+
+
+# ----------------------------------------------------------------------------- statistical check
+
+FX, DISTANCE = 2.0, 1.0
+AUDIT_EPS, AUDIT_DELTA, AUDIT_N = 1.0, 0.1, 1500
+CLOSED = EpsilonGrid.linear_in_eps2(1e-3, 0.04, 8)
+OPEN = EpsilonGrid.linear_in_eps2(1e-3, None, 8)
+RULE = RelativeError(0.3)
+
+
+def _interaction(rng: np.random.Generator) -> tuple[float, PrivateSession]:
+    """One full adaptive session; its exact privacy loss at f(x) = FX, f(x') = FX + DISTANCE.
+
+    A release y with Gaussian noise of variance σ² (a BM stopped at t: σ² = t, APC Thm 3)
+    has loss (|y − f(x')|² − |y − f(x)|²)/(2σ²).
+    """
+    s = PrivateSession(UnifiedFilter.from_dp(AUDIT_EPS, AUDIT_DELTA), rng)
+    loss, last = 0.0, FX
+    while True:
+        try:
+            if last > FX:
+                y, var = float(s.gaussian(FX, DISTANCE, 0.01)), DISTANCE**2 / 0.02
+            else:
+                run = s.brownian(FX, DISTANCE, CLOSED, stop=RULE)
+                y, var = float(run.value[0]), run.time
+        except BudgetExceeded:
+            try:
+                run = s.brownian(FX, DISTANCE, OPEN, stop=RULE)
+                y, var = float(run.value[0]), run.time
+            except BudgetExceeded:
+                return loss, s
+        loss += ((y - FX - DISTANCE) ** 2 - (y - FX) ** 2) / (2.0 * var)
+        last = y
+
+
+def test_total_loss_exceeds_the_guarantee_with_probability_at_most_delta() -> None:
+    rng = np.random.default_rng(20240611)
+    losses, rounds = np.empty(AUDIT_N), np.empty(AUDIT_N)
+    for i in range(AUDIT_N):
+        losses[i], s = _interaction(rng)
+        rounds[i] = len(s.history)
+        assert _left(s) < 5e-4  # the analyst spent (nearly) everything
+    claim = s.guarantee()
+    assert isinstance(claim, ApproxDP)
+    assert claim.delta == pytest.approx(AUDIT_DELTA)
+    assert rounds.mean() > 3.0
+    assert len({r.mechanism for r in s.history}) <= 2
+    hits = int(np.sum(losses > claim.eps))
+    assert stats.rate_is_at_most(hits, AUDIT_N, claim.delta)
+    # planted twin: the claimed eps rho + sqrt(rho·log(1/delta))/2 is refuted
+    rho = _rho(s)
+    twin_eps = rho + math.sqrt(rho * math.log(1.0 / AUDIT_DELTA)) / 2.0
+    twin_hits = int(np.sum(losses > twin_eps))
+    assert not stats.rate_is_at_most(twin_hits, AUDIT_N, claim.delta)
