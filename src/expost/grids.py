@@ -28,7 +28,14 @@ from expost._validation import (
 )
 from expost.errors import InvalidParameter
 
-__all__ = ["EpsilonGrid", "GridSpec", "HasTimeFor", "OpenEpsilonGrid", "TimeGrid"]
+__all__ = [
+    "ClippedGrids",
+    "EpsilonGrid",
+    "GridSpec",
+    "HasTimeFor",
+    "OpenEpsilonGrid",
+    "TimeGrid",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -431,6 +438,77 @@ class OpenEpsilonGrid:
             eps2 = _geometric(self.start, top, self.ratio)
         eps2 = eps2[np.sqrt(eps2) <= m]
         return EpsilonGrid._build(eps2, self.sensitivity, "max_eps", max_eps)
+
+    def clip_each(self, max_eps: npt.ArrayLike) -> ClippedGrids:
+        """``clip`` at a different level per trial, as rows of one common length (`ClippedGrids`)."""
+        m = np.asarray(max_eps, dtype=np.float64)
+        top = m * m
+        if m.ndim != 1 or m.size == 0 or not np.all(np.isfinite(top)) or np.any(m <= 0.0):
+            raise InvalidParameter("max_eps", m.shape, "must be a non-empty 1-d array of eps > 0")
+        if np.any(top < self.start):
+            raise InvalidParameter(
+                "max_eps", max_eps, f"gives max_eps² < start = {self.start!r} for some trial"
+            )
+        if self.shape == "linear":
+            assert self.num is not None  # checked at construction
+            return ClippedGrids(self, top, np.full(top.size, self.num - 1, dtype=np.intp))
+        assert self.ratio is not None  # checked at construction
+        points = _geometric(self.start, float(top.max()), self.ratio)
+        last = np.searchsorted(points, top, side="right") - 1
+        return ClippedGrids(self, top, last.astype(np.intp))
+
+
+@frozen(eq=False)
+class ClippedGrids:
+    """An `OpenEpsilonGrid` closed at its own level in each trial (`OpenEpsilonGrid.clip_each`).
+
+    Row i holds the eps² of ``grid.clip(max_eps[i])`` (``top[i]`` = max_eps[i]²), then repeats
+    of its last point up to the common ``length``: a repeated level repeats the Brownian iterate
+    at no cost, so walking a row is walking trial i's clipped grid. Points are computed on demand.
+    """
+
+    grid: OpenEpsilonGrid
+    top: FloatArray
+    last: npt.NDArray[np.intp]
+
+    @property
+    def trials(self) -> int:
+        """How many rows."""
+        return int(self.top.size)
+
+    @property
+    def length(self) -> int:
+        """The common row length K."""
+        return int(self.last.max()) + 1
+
+    def eps2(
+        self, rows: npt.NDArray[np.intp] | None = None, lo: int = 0, hi: int | None = None
+    ) -> FloatArray:
+        """The eps² of points lo..hi−1 for the trials ``rows`` (default all): (len(rows), hi − lo)."""
+        top = self.top if rows is None else self.top[rows]
+        last = self.last if rows is None else self.last[rows]
+        k = np.arange(lo, self.length if hi is None else hi)
+        return self._points(top, last, k[None, :])
+
+    def at(self, index: npt.NDArray[np.intp]) -> FloatArray:
+        """The eps² of point ``index[i]`` of every trial i: shape (trials,)."""
+        return self._points(self.top, self.last, np.asarray(index)[:, None])[:, 0]
+
+    def _points(
+        self, top: FloatArray, last: npt.NDArray[np.intp], k: npt.NDArray[np.intp]
+    ) -> FloatArray:
+        index = np.minimum(k, last[:, None])
+        g = self.grid
+        if g.shape == "geometric":
+            assert g.ratio is not None  # checked at construction
+            out: FloatArray = g.start * g.ratio ** index.astype(np.float64)
+            return out
+        assert g.num is not None  # checked at construction
+        step = (top - g.start) / max(g.num - 1, 1)
+        # as _linear: linspace's start + k·step, the last point exactly top, none beyond it
+        points = np.minimum(g.start + index * step[:, None], top[:, None])
+        result: FloatArray = np.where(index == g.num - 1, top[:, None], points)
+        return result
 
 
 GridSpec = EpsilonGrid | OpenEpsilonGrid

@@ -7,7 +7,12 @@ per-row operation that bounds the sensitivities (BNR Sec. 6), never a data-wide 
 
 from __future__ import annotations
 
+import csv
 import importlib
+import io
+import json
+import os
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -179,3 +184,85 @@ def load_bundled(name: str) -> ERMData:
         )
     rows = normalise_rows(_standardise(np.column_stack([x, t])))
     return ERMData(rows[:, :-1], rows[:, -1], name, "regression")
+
+
+# ----------------------------------------------------------------------------- histograms (APC Sec. 7)
+
+__all__ += ["load_counts", "zipf_counts", "zipf_probabilities"]
+
+
+def zipf_probabilities(support: int = 300, exponent: float = 0.75) -> FloatArray:
+    """P(k) ∝ k^(−exponent) on {1, …, support} (APC Sec. 7: support 300, exponent 0.75)."""
+    m = positive_int("support", support)
+    a = positive("exponent", exponent)
+    weights = np.arange(1, m + 1, dtype=np.float64) ** -a
+    out: FloatArray = weights / weights.sum()
+    return out
+
+
+def zipf_counts(
+    rng: np.random.Generator,
+    n: int,
+    trials: int | None = None,
+    support: int = 300,
+    exponent: float = 0.75,
+) -> FloatArray:
+    """The histogram of n Zipf draws (APC Sec. 7): shape (support,), or (trials, support) for
+    ``trials`` independent data sets. Each person adds one to one count (ℓ∞ sensitivity 1)."""
+    rng = _generator(rng)
+    size = positive_int("n", n)
+    p = zipf_probabilities(support, exponent)
+    shape = None if trials is None else positive_int("trials", trials)
+    out: FloatArray = rng.multinomial(size, p, size=shape).astype(np.float64)
+    return out
+
+
+def load_counts(path: str | os.PathLike[str]) -> FloatArray:
+    """A histogram from a file: JSON (a list of counts or an object label → count) or CSV
+    (one count per line, or ``label,count`` lines; a header line is skipped).
+
+    Counts must be finite and >= 0; at least two are needed (the exponential mechanism chooses).
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidParameter("counts", str(p), f"cannot be read ({exc.strerror})") from exc
+    raw = _json_counts(text, p) if p.suffix.lower() == ".json" else _csv_counts(text, p)
+    try:
+        counts = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameter("counts", str(p), "must hold numbers only") from exc
+    if counts.ndim != 1 or counts.size < 2:
+        raise InvalidParameter("counts", str(p), "must hold at least two counts")
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0.0):
+        raise InvalidParameter("counts", str(p), "counts must be finite and >= 0")
+    return counts
+
+
+def _json_counts(text: str, path: Path) -> list[object]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidParameter("counts", str(path), f"is not valid JSON ({exc.msg})") from exc
+    if isinstance(data, dict):
+        return list(data.values())
+    if isinstance(data, list):
+        return data
+    raise InvalidParameter("counts", str(path), "JSON must be a list or an object of counts")
+
+
+def _csv_counts(text: str, path: Path) -> list[object]:
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    values: list[object] = []
+    for number, row in enumerate(rows):
+        cell = row[-1].strip()
+        try:
+            values.append(float(cell))
+        except ValueError:
+            if number == 0:  # a header
+                continue
+            raise InvalidParameter(
+                "counts", str(path), f"line {number + 1}: {cell!r} is not a number"
+            ) from None
+    return values

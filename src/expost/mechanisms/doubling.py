@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import converters, field, frozen, validators
 
-from expost._validation import as_float, positive, positive_int, validator
+from expost._validation import as_float, finite_array, positive, positive_int, validator
 from expost.errors import InvalidParameter
 from expost.grids import EpsilonGrid, _read_only
 from expost.guarantees import ZCDP
@@ -154,6 +154,11 @@ class DoublingMethod:
         """The worst case: every try up to the cap made, Σ_i eps_i²/2-zCDP (APC Lemma 2.2)."""
         return ZCDP(float(self._cumulative_cost()[-1]))
 
+    @property
+    def cumulative_cost(self) -> FloatArray:
+        """Σ_(i<=k) eps_i²/2 for k = 1, …, len(grid): what a run that made k tries is charged."""
+        return _read_only(self._cumulative_cost())
+
     def _cumulative_cost(self) -> FloatArray:
         return np.cumsum(self._grid.rho)
 
@@ -191,11 +196,45 @@ class DoublingMethod:
         """
         v = _value(value)
         n = _trials(trials)
-        g = _generator(rng)
+        return self._run_rows(np.broadcast_to(v, (n, *v.shape)), _generator(rng), None)
+
+    def run_trials(
+        self,
+        values: npt.ArrayLike,
+        rng: np.random.Generator,
+        max_tries: npt.ArrayLike | None = None,
+    ) -> DoublingBatch:
+        """Independent runs, one per row of ``values`` (trials,) or (trials, d), as `run_batch`.
+
+        ``max_tries`` (trials,) caps each trial's tries (1 <= cap <= len(grid)), e.g. at what each
+        trial's remaining budget affords; a trial stopped by its cap is a failure and pays its tries.
+        """
+        rows = finite_array("values", values)
+        if not 1 <= rows.ndim <= 2 or rows.size == 0:
+            raise InvalidParameter("values", rows.shape, "must have shape (trials,) or (trials, d)")
+        caps = None
+        if max_tries is not None:
+            caps = np.asarray(max_tries)
+            count = len(self._grid)
+            if (
+                caps.shape != rows.shape[:1]
+                or caps.dtype.kind not in "iu"
+                or np.any(caps < 1)
+                or np.any(caps > count)
+            ):
+                raise InvalidParameter(
+                    "max_tries", max_tries, f"must be {rows.shape[0]} integers in [1, {count}]"
+                )
+        return self._run_rows(rows, _generator(rng), caps)
+
+    def _run_rows(
+        self, rows: FloatArray, g: np.random.Generator, caps: npt.NDArray[np.integer] | None
+    ) -> DoublingBatch:
+        n, shape = rows.shape[0], rows.shape[1:]
         sigma = np.array([m.sigma for m in self.tries])
         count = sigma.size
-        noise = g.standard_normal((n, count, *v.shape))
-        values = v + noise * sigma.reshape(count, *([1] * v.ndim))
+        noise = g.standard_normal((n, count, *shape))
+        values = rows[:, None] + noise * sigma.reshape(count, *([1] * len(shape)))
         paths = values.reshape(n, count, -1)
         times = self._grid.times.array
         if isinstance(self.stop, BatchStoppingRule):
@@ -203,9 +242,11 @@ class DoublingMethod:
         else:
             found = (run_rule_on_path(self.stop, path, times, self.sensitivity) for path in paths)
             stopped = np.fromiter((-1 if k is None else k for k in found), np.intp, count=n)
+        if caps is not None:
+            stopped = np.where(stopped < caps, stopped, -1)
         success = stopped >= 0
         success.flags.writeable = False
-        made = np.where(success, stopped + 1, count)
+        made = np.where(success, stopped + 1, count if caps is None else caps)
         return DoublingBatch(
             stopped_at=_locked(stopped),
             success=success,

@@ -22,6 +22,7 @@ from expost._validation import as_float, finite_array, positive, positive_int, v
 from expost.boundaries import PrivacyBoundary
 from expost.errors import InvalidParameter
 from expost.grids import (
+    ClippedGrids,
     EpsilonGrid,
     OpenEpsilonGrid,
     TimeGrid,
@@ -55,6 +56,7 @@ __all__ = [
     "PrivacyBoundaryWithDelta",
     "SkellamNoiseReduction",
     "TimeFunction",
+    "brownian_trials",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -315,7 +317,11 @@ class BrownianNoiseReduction:
         rule = _batch_rule(self.stop)
         step = positive_int("chunk", chunk) if isinstance(rule, _VectorisedRule) else None
         times, s, eps, rho = self._grid_arrays()
-        index, stopped, values = _lazy_brownian(v, n, rng, rule, times, s, self.sensitivity, step)
+        rows = np.broadcast_to(v, (n, v.size))
+        columns = _shared_columns(times, s)
+        index, stopped, values = _lazy_brownian(
+            rows, rng, rule, columns, times.size, self.sensitivity, step
+        )
         t = times[index]
         bound = None if self.boundary is None else np.asarray(self.boundary(t))
         delta = None if self.boundary is None else self.boundary.delta
@@ -364,36 +370,50 @@ def _adaptive_range(
     return first, smallest
 
 
+Columns = Callable[[IntArray, int, int], tuple[FloatArray, FloatArray]]
+"""(times t, privacy times s = 1/t) of grid points lo..hi−1 for the trials ``rows``: each
+(hi − lo,) when every trial shares the grid, else (len(rows), hi − lo)."""
+
+
 def _lazy_brownian(
     value: FloatArray,
-    trials: int,
     rng: np.random.Generator,
     rule: BatchStoppingRule,
-    times: FloatArray,
-    s: FloatArray,
+    columns: Columns,
+    K: int,
     sensitivity: float,
     chunk: int | None,
+    grow: bool = False,
 ) -> tuple[IntArray, npt.NDArray[np.bool_], FloatArray]:
-    """Walk X forward in privacy time s, ``chunk`` grid points at a time (None: all at once)."""
-    K, d = times.size, value.size
+    """Walk X forward in privacy time s, ``chunk`` grid points at a time (None: all at once).
+
+    ``value`` (trials, d); the grid's K points come from ``columns`` a block at a time, so
+    per-trial grids are never built beyond the points walked. ``grow``: each block twice the
+    last (few trials walk far, so fewer, larger blocks for them).
+    """
+    trials, d = value.shape
     width = K if chunk is None else chunk
+    fires = rule._fires if isinstance(rule, _VectorisedRule) else None  # grid checked already
     index: IntArray = np.full(trials, K - 1, dtype=np.intp)
     stopped = np.zeros(trials, dtype=np.bool_)
     values = np.empty((trials, d))
     position = np.zeros((trials, d))
+    previous = np.zeros(trials)
     active = np.arange(trials)
-    previous = 0.0
-    for start in range(0, K, width):
+    start = 0
+    while start < K:
         end = min(start + width, K)
-        block = s[start:end]
+        seen, s = columns(active, start, end)
+        block = np.broadcast_to(s, (active.size, end - start))
         steps = rng.standard_normal((active.size, end - start, d))
-        steps *= np.sqrt(np.diff(block, prepend=previous))[:, None]
+        steps *= np.sqrt(np.diff(block, axis=1, prepend=previous[active, None]))[..., None]
         steps[:, 0] += position[active]
         np.cumsum(steps, axis=1, out=steps)
-        iterates = value + steps / block[:, None]
-        fired = np.asarray(
-            rule.stops(iterates, times[start:end], sensitivity, start=start), dtype=np.bool_
-        )
+        iterates = value[active, None, :] + steps / block[..., None]
+        if fires is None:
+            fired = np.asarray(rule.stops(iterates, seen, sensitivity, start=start), dtype=bool)
+        else:
+            fired = fires(iterates, seen, sensitivity, np.arange(start, end))
         hit = fired.any(axis=1)
         first = np.argmax(fired, axis=1)
         done = active[hit]
@@ -404,10 +424,97 @@ def _lazy_brownian(
         if active.size == 0:
             break
         position[active] = steps[:, -1]
-        previous = float(block[-1])
+        previous[active] = block[~hit, -1]
+        start, width = end, 2 * width if grow else width
     else:
         values[active] = iterates[:, -1]
     return index, stopped, values
+
+
+def _shared_columns(times: FloatArray, s: FloatArray) -> Columns:
+    return lambda _rows, lo, hi: (times[lo:hi], s[lo:hi])
+
+
+def _level_columns(levels: Callable[[IntArray, int, int], FloatArray], d: float) -> Columns:
+    def columns(rows: IntArray, lo: int, hi: int) -> tuple[FloatArray, FloatArray]:
+        s = levels(rows, lo, hi) / (d * d)
+        return 1.0 / s, s
+
+    return columns
+
+
+def brownian_trials(
+    values: npt.ArrayLike,
+    grids: ClippedGrids | npt.ArrayLike,
+    stop: object,
+    rng: np.random.Generator,
+    *,
+    sensitivity: float = 1.0,
+    chunk: int = _CHUNK,
+) -> BatchTranscript:
+    """Independent Brownian mechanisms, each trial with its own value and grid (APC Def 4.4, Sec. 7).
+
+    ``values`` (trials,) or (trials, d). ``grids``: `ClippedGrids` (one open grid clipped at
+    each trial's budget, APC Sec. 7) or an array (trials, K) of eps² per trial, noisiest first,
+    positive and non-decreasing (a repeated level repeats the iterate: a zero Brownian
+    increment). Times t = Δ²/eps². Walked lazily in privacy time like
+    `BrownianNoiseReduction.run_batch`, in blocks of ``chunk`` points that double as the walk
+    goes on (the few trials that walk far take few steps); stopped at eps² a trial costs
+    rho = eps²/2 (APC Thm 3). ``stop`` must be a built-in (memoryless) rule; it sees each
+    trial's own times. ``stop_index`` counts a padded row's repeats (a trial whose rule never
+    fired ends at K − 1).
+    """
+    rule = _rule(stop)
+    if not isinstance(rule, _VectorisedRule):
+        raise InvalidParameter("stop", stop, "must be a built-in rule (e.g. RelativeError)")
+    d = positive("sensitivity", sensitivity)
+    step = positive_int("chunk", chunk)
+    levels = grids if isinstance(grids, ClippedGrids) else _eps2_rows(grids)
+    n, K = levels.trials, levels.length
+    v = finite_array("values", values)
+    v = v[:, None] if v.ndim == 1 else v
+    if v.ndim != 2 or v.shape[0] != n or v.shape[1] == 0:
+        raise InvalidParameter("values", v.shape, f"must have shape ({n},) or ({n}, d)")
+    columns = _level_columns(levels.eps2, d)
+    index, stopped, released = _lazy_brownian(
+        v, _generator(rng), rule, columns, K, d, step, grow=True
+    )
+    level = levels.at(index)
+    return BatchTranscript(
+        index, released, d * d / level, np.sqrt(level), stopped, level / 2.0, None, None
+    )
+
+
+@frozen(eq=False)
+class _Eps2Rows:
+    """Explicit per-trial eps² rows (trials, K), with the `ClippedGrids` access pattern."""
+
+    array: FloatArray
+
+    @property
+    def trials(self) -> int:
+        return int(self.array.shape[0])
+
+    @property
+    def length(self) -> int:
+        return int(self.array.shape[1])
+
+    def eps2(self, rows: IntArray | None = None, lo: int = 0, hi: int | None = None) -> FloatArray:
+        picked = self.array if rows is None else self.array[rows]
+        return picked[:, lo:hi]
+
+    def at(self, index: IntArray) -> FloatArray:
+        out: FloatArray = self.array[np.arange(self.trials), index]
+        return out
+
+
+def _eps2_rows(eps2: npt.ArrayLike) -> _Eps2Rows:
+    e2 = finite_array("grids", eps2)
+    if e2.ndim != 2 or e2.shape[0] == 0 or e2.shape[1] == 0:
+        raise InvalidParameter("grids", e2.shape, "must have shape (trials, K), K >= 1")
+    if np.any(e2 < np.finfo(np.float64).tiny) or np.any(np.diff(e2, axis=1) < 0.0):
+        raise InvalidParameter("grids", e2.shape, "rows must be positive and non-decreasing")
+    return _Eps2Rows(e2)
 
 
 @frozen

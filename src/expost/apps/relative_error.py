@@ -1,0 +1,568 @@
+"""APC Sec. 7: release as many counts as possible, each within relative error alpha (accuracy first).
+
+Protocol (THEORY §6). Each round the exponential mechanism (Gumbel-max, eps_EM, monotone counts:
+eps_EM²/8 zCDP) picks the top count among the elements not picked yet; the count is then released
+until the APC stopping condition holds (`RelativeError`), by
+
+- **bm**: a Brownian mechanism on ``grid_size`` eps² levels from ``start_eps2`` up to the largest
+  level the `UnifiedFilter` still admits (APC Thm 5, condition (3)), charged where it stopped;
+- **doubling**: fresh Gaussian tries at eps² = start, 2·start, 4·start, …, every try charged,
+  up to the longest schedule the budget admits (APC Sec. 7.1, Thm 1).
+
+A release whose last level fails is discarded and paid. A trial ends when the budget cannot pay
+the next exponential mechanism plus the cheapest release. Two engines run the same protocol:
+`run_interactive`, one `PrivateSession` per trial (the reference), and `run_batch`, every trial at
+once in lock-step rounds (`BatchBudget`, `ExponentialMechanism.run_batch`, `brownian_trials`,
+`DoublingMethod.run_trials`). Data: a fresh Zipf data set per trial (the paper does not say;
+its "1000 trials" then average over data and mechanism), or a user histogram held fixed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from attrs import field, frozen
+
+from expost._validation import as_float, open_probability, positive, positive_int, validator
+from expost.apps.data import load_counts, zipf_counts
+from expost.errors import InvalidParameter
+from expost.filters import BatchBudget, BrownianCost, Conversion, UnifiedFilter, ZCDPCost
+from expost.grids import EpsilonGrid, OpenEpsilonGrid
+from expost.mechanisms import DoublingMethod, ExponentialMechanism
+from expost.mechanisms.noise_reduction import brownian_trials
+from expost.processes.brownian import _generator
+from expost.session import PrivateSession
+from expost.stopping import RelativeError
+
+__all__ = [
+    "DEFAULT_SIZES",
+    "DEFAULT_TRIALS",
+    "Method",
+    "Report",
+    "Row",
+    "Settings",
+    "TrialResults",
+    "add_parser",
+    "plot",
+    "reproduce",
+    "run",
+    "run_batch",
+    "run_interactive",
+    "summarise",
+    "table",
+]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
+Method = Literal["bm", "doubling"]
+METHODS: tuple[Method, ...] = ("bm", "doubling")
+DEFAULT_SIZES = (8_000, 16_000, 32_000, 64_000, 128_000)
+DEFAULT_TRIALS = 1_000
+_DOUBLING_RATIO = 2.0  # eps² doubles each try (APC Sec. 7.1)
+_CHUNK = 16  # grid points per lazy BM step: most releases stop within the first few levels
+
+
+def _grid_shape(_name: str, value: object) -> None:
+    if value not in ("linear", "geometric"):
+        raise InvalidParameter("grid", value, "must be 'linear' or 'geometric'")
+
+
+def _conversion(_name: str, value: object) -> None:
+    if value not in ("bun-steinke", "cks"):
+        raise InvalidParameter("conversion", value, "must be 'bun-steinke' or 'cks'")
+
+
+def _grid_size(name: str, value: object) -> None:
+    if positive_int(name, value) < 2:
+        raise InvalidParameter(name, value, "must be >= 2")
+
+
+@frozen
+class Settings:
+    """The protocol's parameters; the defaults are APC Sec. 7's.
+
+    ``grid`` "linear": ``grid_size`` equally spaced eps² from ``start_eps2`` to the budget's
+    largest level, every round. "geometric": eps² = start·r^k with r fixed so that the whole
+    budget spans ``grid_size`` points (later rounds, with less budget, walk fewer points).
+    ``conversion`` sets the budget rho from (eps, delta'') by Bun–Steinke (APC Lemma 2.1, the
+    paper's) or Canonne–Kamath–Steinke.
+    """
+
+    alpha: float = field(default=0.1, converter=as_float, validator=validator(positive))
+    eps_em: float = field(default=0.1, converter=as_float, validator=validator(positive))
+    eps: float = field(default=10.0, converter=as_float, validator=validator(positive))
+    delta: float = field(default=1e-6, converter=as_float, validator=validator(open_probability))
+    start_eps2: float = field(default=1e-4, converter=as_float, validator=validator(positive))
+    grid_size: int = field(default=1_000, validator=validator(_grid_size))
+    grid: Literal["linear", "geometric"] = field(default="linear", validator=validator(_grid_shape))
+    conversion: Conversion = field(default="bun-steinke", validator=validator(_conversion))
+
+    def __attrs_post_init__(self) -> None:
+        if self.filter().rho < self.start_eps2 / 2.0:
+            raise InvalidParameter(
+                "start_eps2", self.start_eps2, "costs more than the whole budget"
+            )
+
+    def filter(self) -> UnifiedFilter:
+        """The budget: `UnifiedFilter.from_dp(eps, delta, conversion)` (APC Thm 5)."""
+        return UnifiedFilter.from_dp(self.eps, self.delta, self.conversion)
+
+    @property
+    def mechanism(self) -> ExponentialMechanism:
+        """The selection: Gumbel-max with eps_EM on monotone counts (eps_EM²/8 zCDP)."""
+        return ExponentialMechanism(self.eps_em, monotone=True)
+
+    @property
+    def stop(self) -> RelativeError:
+        """The APC stopping condition at relative error alpha."""
+        return RelativeError(self.alpha)
+
+    @property
+    def ratio(self) -> float:
+        """The geometric grid's ratio: start·r^(grid_size − 1) = 2·rho (the whole budget)."""
+        return float((2.0 * self.filter().rho / self.start_eps2) ** (1.0 / (self.grid_size - 1)))
+
+    def open_grid(self) -> OpenEpsilonGrid:
+        """The BM grid before the budget closes it (`PrivateSession.brownian` clips it)."""
+        if self.grid == "linear":
+            g = EpsilonGrid.linear_in_eps2(self.start_eps2, None, self.grid_size)
+        else:
+            g = EpsilonGrid.geometric_in_eps2(self.start_eps2, None, self.ratio)
+        assert isinstance(g, OpenEpsilonGrid)  # stop=None gives an open grid
+        return g
+
+    def doubling(self, max_tries: int) -> DoublingMethod:
+        """The doubling schedule with at most ``max_tries`` tries."""
+        return DoublingMethod(
+            1.0, self.start_eps2, _DOUBLING_RATIO, stop=self.stop, max_tries=max_tries
+        )
+
+
+@frozen(eq=False)
+class TrialResults:
+    """Per trial: counts returned, how many of them are within alpha, realised rho spent."""
+
+    returned: IntArray
+    precise: IntArray
+    spent: FloatArray
+
+    @property
+    def precision(self) -> FloatArray:
+        """precise / returned, and 1 where nothing was returned (APC Sec. 7.2)."""
+        r = self.returned
+        out: FloatArray = np.where(r > 0, self.precise / np.maximum(r, 1), 1.0)
+        return out
+
+
+def _precise(released: FloatArray, truth: FloatArray, alpha: float) -> npt.NDArray[np.bool_]:
+    """|ŷ/y − 1| < alpha, written so that a true count of 0 is never precise."""
+    result: npt.NDArray[np.bool_] = np.abs(released - truth) < alpha * truth
+    return result
+
+
+def _histograms(counts: npt.ArrayLike) -> FloatArray:
+    c = np.asarray(counts, dtype=np.float64)
+    if c.ndim != 2 or c.shape[1] < 2 or not np.all(np.isfinite(c)) or np.any(c < 0.0):
+        raise InvalidParameter("counts", c.shape, "must be (trials, m) finite counts >= 0, m >= 2")
+    return c
+
+
+def _method(value: object) -> Method:
+    if value not in METHODS:
+        raise InvalidParameter("method", value, "must be 'bm' or 'doubling'")
+    return "bm" if value == "bm" else "doubling"
+
+
+# ----------------------------------------------------------------------------- interactive engine
+
+
+def run_interactive(
+    counts: npt.ArrayLike, method: str, settings: Settings, rng: np.random.Generator
+) -> TrialResults:
+    """The protocol through `PrivateSession`, one trial (row of ``counts``) at a time."""
+    data, m, g = _histograms(counts), _method(method), _generator(rng)
+    rows = [_session_trial(row, m, settings, g) for row in data]
+    returned, precise, spent = zip(*rows, strict=True)
+    return TrialResults(
+        np.array(returned, dtype=np.intp), np.array(precise, dtype=np.intp), np.array(spent)
+    )
+
+
+def _session_trial(
+    counts: FloatArray, method: Method, settings: Settings, rng: np.random.Generator
+) -> tuple[int, int, float]:
+    session = PrivateSession(settings.filter(), rng)
+    em = ZCDPCost(settings.mechanism.guarantee().rho)
+    cheapest = (
+        BrownianCost.from_eps(math.sqrt(settings.start_eps2))
+        if method == "bm"
+        else ZCDPCost(settings.start_eps2 / 2.0)
+    )
+    left = np.ones(counts.size, dtype=np.bool_)
+    returned = precise = 0
+    while left.any():
+        f = session.filter
+        if not (f.admits(em) and f.spend(em).admits(cheapest)):
+            break
+        i = session.exponential_mechanism(counts, settings.eps_em, monotone=True, candidates=left)
+        left[i] = False
+        y = float(counts[i])
+        if method == "bm":
+            t = session.brownian(y, 1.0, settings.open_grid(), settings.stop)
+            ok, value = t.stopped, float(t.value[0])
+        else:
+            d = session.doubling(y, 1.0, settings.start_eps2, _DOUBLING_RATIO, settings.stop)
+            ok, value = d.success, float(d.value)
+        if ok:
+            returned += 1
+            precise += bool(_precise(np.array(value), np.array(y), settings.alpha))
+    spent = session.spent
+    assert isinstance(spent, float)  # a UnifiedFilter spends rho
+    return returned, precise, spent
+
+
+# ----------------------------------------------------------------------------- batch engine
+
+
+def run_batch(
+    counts: npt.ArrayLike,
+    method: str,
+    settings: Settings,
+    rng: np.random.Generator,
+    *,
+    on_round: Callable[[int], None] | None = None,
+) -> TrialResults:
+    """The protocol for every trial (row of ``counts``) at once, in lock-step rounds.
+
+    Same law as `run_interactive`. The exponential mechanism's choices in successive rounds are
+    drawn at once (`ExponentialMechanism.rank_batch`, the same law as one draw per round over
+    the elements left) and revealed one round at a time; each round is charged eps_EM²/8.
+    ``on_round(active)`` is told how many trials are still running.
+    """
+    data, m, g = _histograms(counts), _method(method), _generator(rng)
+    n = data.shape[0]
+    budget = BatchBudget.start(settings.filter(), n)
+    em = settings.mechanism
+    em_rho = em.guarantee().rho
+    cheapest = (
+        float(BatchBudget.bm_cost(settings.start_eps2)) if m == "bm" else settings.start_eps2 / 2.0
+    )
+    # em + cheapest with room for the roundings of two separate spends (a few ulps of rho)
+    entry = em_rho + cheapest + 16.0 * 2.0**-53 * budget.rho
+    release = _bm_release if m == "bm" else _doubling_release
+    order = em.rank_batch(data, n, g)  # round k's choice over the elements left: order[:, k]
+    returned = np.zeros(n, dtype=np.intp)
+    precise = np.zeros(n, dtype=np.intp)
+    active = np.arange(n)
+    for k in range(data.shape[1]):
+        active = active[budget.admits(entry, active)]
+        if active.size == 0:
+            break
+        if on_round is not None:
+            on_round(int(active.size))
+        choice = order[active, k]
+        budget = budget.spend(em_rho, active)
+        y = data[active, choice]
+        budget, ok, value = release(budget, active, y, settings, g)
+        returned[active] += ok
+        precise[active] += ok & _precise(value, y, settings.alpha)
+    return TrialResults(returned, precise, np.array(budget.spent))
+
+
+Release = tuple[BatchBudget, npt.NDArray[np.bool_], FloatArray]
+
+
+def _bm_release(
+    budget: BatchBudget,
+    active: IntArray,
+    y: FloatArray,
+    settings: Settings,
+    rng: np.random.Generator,
+) -> Release:
+    grids = settings.open_grid().clip_each(budget.max_bm_eps(active))
+    t = brownian_trials(y, grids, settings.stop, rng, chunk=_CHUNK)
+    cost = BatchBudget.bm_cost(grids.at(t.stop_index))
+    return budget.spend(cost, active), t.stopped, t.values[:, 0]
+
+
+def _doubling_release(
+    budget: BatchBudget,
+    active: IntArray,
+    y: FloatArray,
+    settings: Settings,
+    rng: np.random.Generator,
+) -> Release:
+    total = 2.0 * budget.rho
+    longest = settings.doubling(int(math.log2(total / settings.start_eps2)) + 2)
+    cost = longest.cumulative_cost
+    caps = np.zeros(active.size, dtype=np.intp)
+    for c in cost:  # tries are affordable in order: count those the budget admits
+        caps += budget.admits(c, active)
+    assert np.all(caps >= 1)  # the entry check kept room for the first try
+    runs = settings.doubling(int(caps.max())).run_trials(y, rng, max_tries=caps)
+    return budget.spend(runs.cost, active), runs.success, runs.value.reshape(-1)
+
+
+# ----------------------------------------------------------------------------- the experiment
+
+
+@frozen
+class Row:
+    """One line of the table: a method at a data size, over ``trials`` trials."""
+
+    n: int
+    method: Method
+    trials: int
+    results_mean: float
+    results_sd: float
+    precision_mean: float
+    precision_sd: float
+    spend_mean: float
+
+
+@frozen
+class Report:
+    """The rows, the seed and the wall time of a reproduction."""
+
+    rows: tuple[Row, ...]
+    seed: int
+    seconds: float
+    rho: float
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"rows": [...], "seed", "seconds"}`` (the schema of issue 6)."""
+        rows = [
+            {
+                "n": r.n,
+                "method": r.method,
+                "trials": r.trials,
+                "results_mean": r.results_mean,
+                "results_sd": r.results_sd,
+                "precision_mean": r.precision_mean,
+                "precision_sd": r.precision_sd,
+                "spend_mean": r.spend_mean,
+            }
+            for r in self.rows
+        ]
+        return {"rows": rows, "seed": self.seed, "seconds": self.seconds}
+
+
+def _sd(x: npt.NDArray[Any]) -> float:
+    return float(np.std(x, ddof=1)) if x.size > 1 else 0.0
+
+
+def summarise(n: int, method: Method, results: TrialResults) -> Row:
+    """Mean and standard deviation over trials (APC Figure 2), and the mean rho spent."""
+    p = results.precision
+    return Row(
+        n,
+        method,
+        int(results.returned.size),
+        float(results.returned.mean()),
+        _sd(results.returned),
+        float(p.mean()),
+        _sd(p),
+        float(results.spent.mean()),
+    )
+
+
+def reproduce(
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    trials: int = DEFAULT_TRIALS,
+    seed: int = 0,
+    settings: Settings | None = None,
+    counts: npt.ArrayLike | None = None,
+    on_round: Callable[[int, Method, int], None] | None = None,
+) -> Report:
+    """Run both methods at each size with the batch engine (APC Figure 2).
+
+    Trial i at size n uses a fresh Zipf data set, the same for both methods (a paired
+    comparison); with ``counts`` the one histogram is used by every trial and n = its total.
+    Each (n, method) has its own random stream, derived from ``seed`` and n.
+    """
+    s = Settings() if settings is None else settings
+    k = positive_int("trials", trials)
+    began = time.perf_counter()
+    rows: list[Row] = []
+    cells: list[tuple[int, FloatArray | None]]
+    if counts is None:
+        cells = [(positive_int("sizes", n), None) for n in sizes]
+    else:
+        user = _histograms(np.asarray(counts, dtype=np.float64)[None, :])
+        cells = [(round(float(user.sum())), user)]
+    for n, fixed in cells:
+        data_seed, *method_seeds = np.random.SeedSequence(seed, spawn_key=(n,)).spawn(3)
+        data = (
+            zipf_counts(np.random.default_rng(data_seed), n, k)
+            if fixed is None
+            else np.broadcast_to(fixed, (k, fixed.shape[1]))
+        )
+        for method, ss in zip(METHODS, method_seeds, strict=True):
+            tick = None if on_round is None else _tick(on_round, n, method)
+            results = run_batch(data, method, s, np.random.default_rng(ss), on_round=tick)
+            rows.append(summarise(n, method, results))
+    return Report(tuple(rows), seed, time.perf_counter() - began, s.filter().rho)
+
+
+def _tick(on_round: Callable[[int, Method, int], None], n: int, m: Method) -> Callable[[int], None]:
+    return lambda active: on_round(n, m, active)
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def table(report: Report, settings: Settings) -> str:
+    """The report as a plain-text table."""
+    head = (
+        f"APC Sec. 7: relative error alpha = {settings.alpha}, eps_EM = {settings.eps_em}, "
+        f"(eps, delta'') = ({settings.eps:g}, {settings.delta:g}) -> rho = {report.rho:.5f} "
+        f"({settings.conversion}), {settings.grid} grid of {settings.grid_size}"
+    )
+    lines = [
+        head,
+        (
+            f"{'n':>8}  {'method':<8} {'trials':>6}  {'results':>15}  {'precision':>15}  "
+            f"{'rho spent':>9}"
+        ),
+    ]
+    for r in report.rows:
+        lines.append(
+            f"{r.n:>8}  {r.method:<8} {r.trials:>6}  "
+            f"{r.results_mean:>7.2f} ± {r.results_sd:<5.2f}  "
+            f"{r.precision_mean:>7.4f} ± {r.precision_sd:<5.4f}  {r.spend_mean:>9.4f}"
+        )
+    lines.append(f"seed {report.seed}, {report.seconds:.1f} s")
+    return "\n".join(lines)
+
+
+def plot(report: Report, path: Path) -> None:
+    """APC Figure 2: results and precision against n, both methods, error bars = sd."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    labels = {"bm": "Brownian noise reduction", "doubling": "doubling (Gaussian)"}
+    for method, marker in zip(METHODS, ("o", "s"), strict=True):
+        rows = [r for r in report.rows if r.method == method]
+        n = [r.n for r in rows]
+        axes[0].errorbar(
+            n, [r.results_mean for r in rows], [r.results_sd for r in rows],
+            marker=marker, capsize=3, label=labels[method],
+        )  # fmt: skip
+        axes[1].errorbar(
+            n, [r.precision_mean for r in rows], [r.precision_sd for r in rows],
+            marker=marker, capsize=3, label=labels[method],
+        )  # fmt: skip
+    sizes = sorted({r.n for r in report.rows})
+    for ax, title in zip(axes, ("number of results", "precision"), strict=True):
+        ax.set_xscale("log")
+        ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
+        ax.minorticks_off()
+        ax.set_xlabel("n (data size)")
+        ax.set_title(title)
+        ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+class _Progress:
+    """One status line on stderr, only when stderr is a terminal."""
+
+    def __init__(self, cells: int, trials: int) -> None:
+        self.cells, self.trials = cells, trials
+        self.seen: set[tuple[int, str]] = set()
+        self.live = sys.stderr.isatty()
+
+    def __call__(self, n: int, method: Method, active: int) -> None:
+        self.seen.add((n, method))
+        if self.live:
+            done = len(self.seen) - 1 + (1.0 - active / self.trials)
+            filled = int(30 * done / self.cells)
+            print(
+                f"\r[{'#' * filled}{'.' * (30 - filled)}] n={n} {method:<8} "
+                f"{active:>5} trials running",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def close(self) -> None:
+        if self.live:
+            print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``expost reproduce relative-error``."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "relative-error",
+        help="APC Sec. 7: counts released to relative error, BM vs doubling (Figure 2)",
+        description="Release as many Zipf counts as possible within relative error alpha "
+        "under one (eps, delta) budget: Brownian noise reduction vs the doubling method.",
+    )
+    p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help="trials per size (1000)")
+    p.add_argument("--sizes", type=int, nargs="+", default=None, metavar="N",
+                   help="data sizes (default 8000 16000 32000 64000 128000)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path("relative-error-results"),
+                   help="directory for relative_error.png")  # fmt: skip
+    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the rows here")
+    p.add_argument("--counts", type=Path, default=None, metavar="FILE",
+                   help="your histogram (CSV or JSON) instead of Zipf data")  # fmt: skip
+    p.add_argument("--alpha", type=float, default=0.1, help="relative error (0.1)")
+    p.add_argument("--eps-em", type=float, default=0.1, help="exponential mechanism eps (0.1)")
+    p.add_argument("--eps", type=float, default=10.0, help="total eps (10)")
+    p.add_argument("--delta", type=float, default=1e-6, help="total delta'' (1e-6)")
+    p.add_argument("--start-eps2", type=float, default=1e-4, help="first eps² (1e-4)")
+    p.add_argument("--grid-size", type=int, default=1000, help="BM grid points (1000)")
+    p.add_argument("--grid", choices=("linear", "geometric"), default="linear",
+                   help="BM grid shape in eps² (linear)")  # fmt: skip
+    p.add_argument("--conversion", choices=("bun-steinke", "cks"), default="bun-steinke",
+                   help="zCDP -> DP conversion that sets the budget (bun-steinke)")  # fmt: skip
+    p.add_argument("--no-plot", action="store_true", help="skip the figure")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command: table on stdout, figure in --out, JSON if asked. 2 on bad input."""
+    try:
+        settings = Settings(
+            args.alpha, args.eps_em, args.eps, args.delta, args.start_eps2, args.grid_size,
+            args.grid, args.conversion,
+        )  # fmt: skip
+        if args.counts is not None and args.sizes is not None:
+            raise InvalidParameter("sizes", args.sizes, "does not apply with --counts")
+        counts = None if args.counts is None else load_counts(args.counts)
+        sizes = DEFAULT_SIZES if args.sizes is None else tuple(args.sizes)
+        cells = 1 if counts is not None else len(sizes)
+        progress = _Progress(2 * cells, positive_int("trials", args.trials))
+        report = reproduce(sizes, args.trials, args.seed, settings, counts, progress)
+    except InvalidParameter as exc:
+        print(f"expost reproduce relative-error: {exc}", file=sys.stderr)
+        return 2
+    progress.close()
+    print(table(report, settings))
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    if not args.no_plot:
+        path = args.out / "relative_error.png"
+        try:
+            plot(report, path)
+        except ImportError:
+            print("no figure: matplotlib is missing (pip install 'expost[plot]')", file=sys.stderr)
+        else:
+            print(f"figure: {path}")
+    return 0
