@@ -1,0 +1,262 @@
+"""Write docs/audit-findings.md ("What the audits found") from a JSON audit report.
+
+    expost audit --suite paper --json docs/audit-report.json --seed 0
+    python docs/gen_audit_findings.py docs/audit-report.json docs/audit-findings.md \\
+        --runtime "334 s wall" --machine "2-core Intel Xeon VM, Linux, Python 3.11"
+
+Everything in the page comes from the report, except the claimed value of each audit (delta,
+e-value bound or eps), which the report does not carry: it is read from the audit of the same
+name in the ``paper`` suite (shown as "-" if there is none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from expost.audit import DPClaim, EValueClaim, ProbabilityClaim, default_registry
+
+__all__ = ["claimed_values", "main", "render"]
+
+Entry = dict[str, Any]
+
+# (title, name prefixes, what the section checks), in page order.
+SECTIONS: list[tuple[str, tuple[str, ...], str]] = [
+    (
+        "Printed versus corrected statements",
+        ("apc-thm4", "bnr-cor3.7"),
+        (
+            "Two statements are audited as printed and as corrected in THEORY.md. The printed forms "
+            "must be refuted (`expected: refuted`), the corrected ones must hold."
+        ),
+    ),
+    (
+        "Brownian mechanism: ex-post privacy (BNR Thm 3.6, Cor 3.7)",
+        ("bm-ex-post",),
+        (
+            "`uniform`: the adversary knows x and x' and stops at the first released time where the "
+            "loss exceeds ψ, so its rate is the claim's whole event P(∃n: L_n > ψ(T_n)). The column "
+            "'of claim' says how much of delta the boundary actually uses on this grid: how "
+            "conservative it is."
+        ),
+    ),
+    (
+        "Backward martingale and e-values (APC Lemma 6.1, eq. 1)",
+        ("backward-martingale", "apc-eq1"),
+        (
+            "E-value claims are tested with a betting test (valid for heavy tails); the bound is a "
+            "lower confidence bound on the mean."
+        ),
+    ),
+    (
+        "Filters (FAC Thm 1–2, APC Lemma 6.2, Thm 5)",
+        ("fac-thm1", "fac-thm2", "apc-lemma6.2", "apc-thm5"),
+        (
+            "Whole interactions with adaptively sized rounds and an adversarial analyst; the planted "
+            "bug claims the smaller eps = rho + sqrt(rho·log(1/delta''))/2."
+        ),
+    ),
+    (
+        "Odometers (FAC Thm 3)",
+        ("fac-thm3",),
+        "The running loss against the odometer at every prefix; the planted bug halves it.",
+    ),
+    (
+        "ReducedAboveThreshold and Laplace noise reduction (BNR Cor 5.2, Prop 4.2)",
+        ("bnr-cor5.2", "bnr-prop4.2"),
+        "Laplace noise reduction is audited as a probability-0 claim: one violation refutes it.",
+    ),
+    (
+        "Mechanisms: DP lower bounds and loss tails",
+        ("laplace", "gaussian", "exponential"),
+        (
+            "For a DP claim, 'observed' is a point estimate of eps from the test half of the runs and "
+            "'lower bound' is the distinguishing test's lower confidence bound; the claim stands "
+            "while the lower bound stays below the claimed eps."
+        ),
+    ),
+]
+
+
+def claimed_values(suite: str = "paper") -> dict[str, float]:
+    """The claimed value (delta, bound or eps) of every audit in ``suite``, by name."""
+    out: dict[str, float] = {}
+    for audit in default_registry().suite(suite):
+        claim = audit.claim
+        if isinstance(claim, ProbabilityClaim):
+            out[audit.name] = claim.delta
+        elif isinstance(claim, EValueClaim):
+            out[audit.name] = claim.bound
+        elif isinstance(claim, DPClaim):
+            out[audit.name] = claim.eps
+    return out
+
+
+def _number(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _share(observed: float, claimed: float | None) -> str:
+    if claimed is None or claimed <= 0.0:
+        return "-"
+    return f"{100.0 * observed / claimed:.0f}%"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _verdict(entry: Entry) -> str:
+    word = str(entry["verdict"])
+    expected = entry.get("expected", "holds")
+    mark = "as expected" if word == expected else "**UNEXPECTED**"
+    return f"{word} ({mark})"
+
+
+def _twin(entry: Entry) -> str:
+    twin = entry.get("twin")
+    if not twin:
+        return "-"
+    caught = "caught" if twin["verdict"] == "refuted" else "**NOT caught**"
+    return f"`{twin['name']}`: {caught}, observed {_number(twin['observed'])}"
+
+
+def _table(entries: list[Entry], claimed: dict[str, float]) -> list[str]:
+    lines = [
+        (
+            "| audit | source | claim | N | observed | claimed | of claim | lower bound | verdict "
+            "| planted bug |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in entries:
+        value = claimed.get(e["name"])
+        cells = [
+            f"`{e['name']}`",
+            e["source"],
+            e["claim"],
+            f"{e['n']:,}",
+            _number(e["observed"]),
+            "-" if value is None else _number(value),
+            _share(e["observed"], value),
+            _number(e["bound"]),
+            _verdict(e),
+            _twin(e),
+        ]
+        lines.append("| " + " | ".join(_cell(str(c)) for c in cells) + " |")
+    return lines
+
+
+def _boundary_use(entries: list[Entry], claimed: dict[str, float]) -> list[str]:
+    """How much of delta each privacy boundary uses against the uniform adversary."""
+    lines = []
+    for kind in ("mixture", "linear"):
+        shares = [
+            e["observed"] / claimed[e["name"]]
+            for e in entries
+            if e["name"].startswith(f"bm-ex-post/{kind}/uniform/") and claimed.get(e["name"])
+        ]
+        if shares:
+            lines.append(
+                f"- {kind} boundary: the adversary's violation rate is "
+                f"{100 * min(shares):.0f}–{100 * max(shares):.0f}% of delta over "
+                f"{len(shares)} sensitivity/dimension settings."
+            )
+    return lines
+
+
+def _section_of(name: str) -> int:
+    for i, (_, prefixes, _) in enumerate(SECTIONS):
+        if name.startswith(prefixes):
+            return i
+    return len(SECTIONS)
+
+
+def _passed(entry: Entry) -> bool:
+    twin_ok = not entry.get("twin") or entry["twin"]["verdict"] == "refuted"
+    return bool(entry["verdict"] == entry.get("expected", "holds") and twin_ok)
+
+
+def render(
+    report: Entry, claimed: dict[str, float], *, command: str, runtime: str, machine: str
+) -> str:
+    """The markdown page for ``report`` (the JSON of ``expost audit --json``)."""
+    entries: list[Entry] = report["claims"]
+    total = sum(float(e["seconds"]) for e in entries)
+    ok = sum(_passed(e) for e in entries)
+    printed = [e for e in entries if e.get("expected") == "refuted"]
+    lines = [
+        "# What the audits found",
+        "",
+        "<!-- generated by docs/gen_audit_findings.py from the JSON report; do not edit -->",
+        "",
+        f"- command: `{command}`",
+        f"- seed: {report['seed']}, alpha_audit: {report['alpha_audit']:g}",
+        f"- runtime: {runtime} (the audits' own times add up to {total:.0f} s)",
+        f"- machine: {machine}",
+        "",
+        (
+            f"**{ok} of {len(entries)} audits as expected**: every claim has its expected verdict and "
+            f"{'every' if ok == len(entries) else 'not every'} planted bug was refuted. Each test has "
+            f"false-alarm level {report['alpha_audit']:g}; 'lower bound' is its lower confidence "
+            "bound on the audited quantity, and a claim is refuted iff that bound exceeds the "
+            "claimed value. How the audits work: [Statistical audits](audits.md)."
+        ),
+        "",
+        "## The two printed statements",
+        "",
+    ]
+    for e in printed:
+        lines.append(
+            f"- `{e['name']}` ({e['source']}): {e['claim']} — observed {_number(e['observed'])} "
+            f"(lower bound {_number(e['bound'])}): **{e['verdict']}**."
+        )
+    use = _boundary_use(entries, claimed)
+    if use:
+        lines += ["", "## How conservative the privacy boundaries are", "", *use]
+    buckets: dict[int, list[Entry]] = {}
+    for e in entries:
+        buckets.setdefault(_section_of(e["name"]), []).append(e)
+    for i in sorted(buckets):
+        title, _, words = SECTIONS[i] if i < len(SECTIONS) else ("Other audits", (), "")
+        lines += ["", f"## {title}", ""]
+        if words:
+            lines += [words, ""]
+        lines += _table(buckets[i], claimed)
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Read the report, write the page; exit 0."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("report", type=Path)
+    p.add_argument("page", type=Path)
+    p.add_argument(
+        "--command",
+        default="expost audit --suite paper --json docs/audit-report.json --seed 0",
+    )
+    p.add_argument("--runtime", default="not recorded")
+    p.add_argument(
+        "--machine",
+        default=f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}",
+    )
+    args = p.parse_args(argv)
+    report = json.loads(args.report.read_text(encoding="utf-8"))
+    page = render(
+        report,
+        claimed_values(),
+        command=args.command,
+        runtime=args.runtime,
+        machine=args.machine,
+    )
+    args.page.write_text(page, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
