@@ -455,7 +455,7 @@ class OpenEpsilonGrid:
         assert self.ratio is not None  # checked at construction
         points = _geometric(self.start, float(top.max()), self.ratio)
         last = np.searchsorted(points, top, side="right") - 1
-        return ClippedGrids(self, top, last.astype(np.intp))
+        return ClippedGrids(self, top, last.astype(np.intp), points)
 
 
 @frozen(eq=False)
@@ -470,6 +470,7 @@ class ClippedGrids:
     grid: OpenEpsilonGrid
     top: FloatArray
     last: npt.NDArray[np.intp]
+    points: FloatArray | None = None  # geometric: the shared points, each row a prefix
 
     @property
     def trials(self) -> int:
@@ -486,28 +487,30 @@ class ClippedGrids:
     ) -> FloatArray:
         """The eps² of points lo..hi−1 for the trials ``rows`` (default all): (len(rows), hi − lo)."""
         top = self.top if rows is None else self.top[rows]
-        last = self.last if rows is None else self.last[rows]
         k = np.arange(lo, self.length if hi is None else hi)
-        return self._points(top, last, k[None, :])
+        if self.points is None:  # linear: every row has all num points, no repeats
+            return self._linear(top, k[None, :])
+        last = self.last if rows is None else self.last[rows]
+        out: FloatArray = self.points[np.minimum(k[None, :], last[:, None])]
+        return out
 
     def at(self, index: npt.NDArray[np.intp]) -> FloatArray:
         """The eps² of point ``index[i]`` of every trial i: shape (trials,)."""
-        return self._points(self.top, self.last, np.asarray(index)[:, None])[:, 0]
+        k = np.minimum(np.asarray(index, dtype=np.intp), self.last)
+        if self.points is None:
+            return self._linear(self.top, k[:, None])[:, 0]
+        out: FloatArray = self.points[k]
+        return out
 
-    def _points(
-        self, top: FloatArray, last: npt.NDArray[np.intp], k: npt.NDArray[np.intp]
-    ) -> FloatArray:
-        index = np.minimum(k, last[:, None])
+    def _linear(self, top: FloatArray, k: npt.NDArray[np.intp]) -> FloatArray:
+        """As `_linear`: linspace's start + k·step, none beyond top, the last point exactly top."""
         g = self.grid
-        if g.shape == "geometric":
-            assert g.ratio is not None  # checked at construction
-            out: FloatArray = g.start * g.ratio ** index.astype(np.float64)
-            return out
-        assert g.num is not None  # checked at construction
+        assert g.num is not None  # linear: checked at construction
         step = (top - g.start) / max(g.num - 1, 1)
-        # as _linear: linspace's start + k·step, the last point exactly top, none beyond it
-        points = np.minimum(g.start + index * step[:, None], top[:, None])
-        result: FloatArray = np.where(index == g.num - 1, top[:, None], points)
+        points: FloatArray = np.minimum(g.start + k * step[:, None], top[:, None])
+        if k.max() < g.num - 1:
+            return points
+        result: FloatArray = np.where(k == g.num - 1, top[:, None], points)
         return result
 
 

@@ -20,6 +20,7 @@ its "1000 trials" then average over data and mechanism), or a user histogram hel
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -294,6 +295,12 @@ def _bm_release(
     return budget.spend(cost, active), t.stopped, t.values[:, 0]
 
 
+@functools.lru_cache(maxsize=8)
+def _schedule(settings: Settings) -> DoublingMethod:
+    """The doubling schedule as long as the whole budget could pay for."""
+    return settings.doubling(int(math.log2(2.0 * settings.filter().rho / settings.start_eps2)) + 2)
+
+
 def _doubling_release(
     budget: BatchBudget,
     active: IntArray,
@@ -301,14 +308,11 @@ def _doubling_release(
     settings: Settings,
     rng: np.random.Generator,
 ) -> Release:
-    total = 2.0 * budget.rho
-    longest = settings.doubling(int(math.log2(total / settings.start_eps2)) + 2)
-    cost = longest.cumulative_cost
-    caps = np.zeros(active.size, dtype=np.intp)
-    for c in cost:  # tries are affordable in order: count those the budget admits
-        caps += budget.admits(c, active)
+    longest = _schedule(settings)
+    # tries are affordable in order: count, per trial, the cumulative costs the budget admits
+    caps = budget.admits(longest.cumulative_cost[:, None], active).sum(axis=0)
     assert np.all(caps >= 1)  # the entry check kept room for the first try
-    runs = settings.doubling(int(caps.max())).run_trials(y, rng, max_tries=caps)
+    runs = longest.run_trials(y, rng, max_tries=caps)
     return budget.spend(runs.cost, active), runs.success, runs.value.reshape(-1)
 
 

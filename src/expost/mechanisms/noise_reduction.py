@@ -414,20 +414,20 @@ def _lazy_brownian(
             fired = np.asarray(rule.stops(iterates, seen, sensitivity, start=start), dtype=bool)
         else:
             fired = fires(iterates, seen, sensitivity, np.arange(start, end))
-        hit = fired.any(axis=1)
         first = np.argmax(fired, axis=1)
+        hit = fired[np.arange(active.size), first]
         done = active[hit]
         index[done] = start + first[hit]
         stopped[done] = True
         values[done] = iterates[hit, first[hit]]
-        active, steps, iterates = active[~hit], steps[~hit], iterates[~hit]
+        going = ~hit
+        active = active[going]
         if active.size == 0:
             break
-        position[active] = steps[:, -1]
-        previous[active] = block[~hit, -1]
+        position[active] = steps[going, -1]
+        previous[active] = block[going, -1]
+        values[active] = iterates[going, -1]  # final unless a later block stops
         start, width = end, 2 * width if grow else width
-    else:
-        values[active] = iterates[:, -1]
     return index, stopped, values
 
 
@@ -437,7 +437,9 @@ def _shared_columns(times: FloatArray, s: FloatArray) -> Columns:
 
 def _level_columns(levels: Callable[[IntArray, int, int], FloatArray], d: float) -> Columns:
     def columns(rows: IntArray, lo: int, hi: int) -> tuple[FloatArray, FloatArray]:
-        s = levels(rows, lo, hi) / (d * d)
+        s = levels(rows, lo, hi)
+        if d != 1.0:
+            s = s / (d * d)
         return 1.0 / s, s
 
     return columns
