@@ -444,7 +444,7 @@ def table(report: Report, settings: Settings) -> str:
             f"{r.results_mean:>7.2f} ± {r.results_sd:<5.2f}  "
             f"{r.precision_mean:>7.4f} ± {r.precision_sd:<5.4f}  {r.spend_mean:>9.4f}"
         )
-    lines.append(f"seed {report.seed}, {report.seconds:.1f} s")
+    lines.append(f"seed {report.seed}, {report.seconds:.2f} s")
     return "\n".join(lines)
 
 
