@@ -240,14 +240,14 @@ def run_batch(
     settings: Settings,
     rng: np.random.Generator,
     *,
-    on_round: Callable[[int], None] | None = None,
+    on_round: Callable[[float], None] | None = None,
 ) -> TrialResults:
     """The protocol for every trial (row of ``counts``) at once, in lock-step rounds.
 
     Same law as `run_interactive`. The exponential mechanism's choices in successive rounds are
     drawn at once (`ExponentialMechanism.rank_batch`, the same law as one draw per round over
     the elements left) and revealed one round at a time; each round is charged eps_EM²/8.
-    ``on_round(active)`` is told how many trials are still running.
+    ``on_round(done)`` is told, each round, the mean fraction of the budget spent so far.
     """
     data, m, g = _histograms(counts), _method(method), _generator(rng)
     n = data.shape[0]
@@ -269,7 +269,7 @@ def run_batch(
         if active.size == 0:
             break
         if on_round is not None:
-            on_round(int(active.size))
+            on_round(float(budget.spent.mean()) / budget.rho)
         choice = order[active, k]
         budget = budget.spend(em_rho, active)
         y = data[active, choice]
@@ -385,7 +385,7 @@ def reproduce(
     seed: int = 0,
     settings: Settings | None = None,
     counts: npt.ArrayLike | None = None,
-    on_round: Callable[[int, Method, int], None] | None = None,
+    on_round: Callable[[int, Method, float], None] | None = None,
 ) -> Report:
     """Run both methods at each size with the batch engine (APC Figure 2).
 
@@ -417,8 +417,10 @@ def reproduce(
     return Report(tuple(rows), seed, time.perf_counter() - began, s.filter().rho)
 
 
-def _tick(on_round: Callable[[int, Method, int], None], n: int, m: Method) -> Callable[[int], None]:
-    return lambda active: on_round(n, m, active)
+def _tick(
+    on_round: Callable[[int, Method, float], None], n: int, m: Method
+) -> Callable[[float], None]:
+    return lambda done: on_round(n, m, done)
 
 
 # ----------------------------------------------------------------------------- output
@@ -483,21 +485,24 @@ def plot(report: Report, path: Path) -> None:
 
 
 class _Progress:
-    """One status line on stderr, only when stderr is a terminal."""
+    """One status line on stderr, only when stderr is a terminal, redrawn at most 10 times a second."""
 
-    def __init__(self, cells: int, trials: int) -> None:
-        self.cells, self.trials = cells, trials
-        self.seen: set[tuple[int, str]] = set()
+    def __init__(self, cells: int) -> None:
+        self.cells = cells
+        self.seen: list[tuple[int, str]] = []
         self.live = sys.stderr.isatty()
+        self.drawn = 0.0
 
-    def __call__(self, n: int, method: Method, active: int) -> None:
-        self.seen.add((n, method))
-        if self.live:
-            done = len(self.seen) - 1 + (1.0 - active / self.trials)
-            filled = int(30 * done / self.cells)
+    def __call__(self, n: int, method: Method, done: float) -> None:
+        if (n, method) not in self.seen:
+            self.seen.append((n, method))
+        now = time.monotonic()
+        if self.live and now - self.drawn >= 0.1:
+            self.drawn = now
+            filled = int(30 * (len(self.seen) - 1 + done) / self.cells)
             print(
                 f"\r[{'#' * filled}{'.' * (30 - filled)}] n={n} {method:<8} "
-                f"{active:>5} trials running",
+                f"{100 * done:3.0f}% of the budget spent",
                 end="",
                 file=sys.stderr,
                 flush=True,
@@ -551,7 +556,7 @@ def run(args: argparse.Namespace) -> int:
         counts = None if args.counts is None else load_counts(args.counts)
         sizes = DEFAULT_SIZES if args.sizes is None else tuple(args.sizes)
         cells = 1 if counts is not None else len(sizes)
-        progress = _Progress(2 * cells, positive_int("trials", args.trials))
+        progress = _Progress(2 * cells)
         report = reproduce(sizes, args.trials, args.seed, settings, counts, progress)
     except InvalidParameter as exc:
         print(f"expost reproduce relative-error: {exc}", file=sys.stderr)
