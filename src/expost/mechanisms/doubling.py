@@ -110,9 +110,11 @@ class DoublingMethod:
     stop: StoppingRule = field(default=RelativeError(0.1), converter=as_stopping_rule)
     max_tries: int | None = field(default=None, kw_only=True, validator=validator(_optional_int))
     _grid: EpsilonGrid = field(init=False, repr=False, eq=False)
+    _sigma: FloatArray = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_grid", self._build_grid())
+        object.__setattr__(self, "_sigma", _read_only([m.sigma for m in self.tries]))
 
     def _build_grid(self) -> EpsilonGrid:
         if self.max_eps2 is None:
@@ -231,7 +233,7 @@ class DoublingMethod:
         self, rows: FloatArray, g: np.random.Generator, caps: npt.NDArray[np.integer] | None
     ) -> DoublingBatch:
         n, shape = rows.shape[0], rows.shape[1:]
-        sigma = np.array([m.sigma for m in self.tries])
+        sigma = self._sigma
         count = sigma.size
         noise = g.standard_normal((n, count, *shape))
         values = rows[:, None] + noise * sigma.reshape(count, *([1] * len(shape)))
