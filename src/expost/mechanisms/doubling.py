@@ -111,10 +111,12 @@ class DoublingMethod:
     max_tries: int | None = field(default=None, kw_only=True, validator=validator(_optional_int))
     _grid: EpsilonGrid = field(init=False, repr=False, eq=False)
     _sigma: FloatArray = field(init=False, repr=False, eq=False)
+    _times: FloatArray = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_grid", self._build_grid())
         object.__setattr__(self, "_sigma", _read_only([m.sigma for m in self.tries]))
+        object.__setattr__(self, "_times", self._grid.times.array)
 
     def _build_grid(self) -> EpsilonGrid:
         if self.max_eps2 is None:
@@ -238,7 +240,7 @@ class DoublingMethod:
         noise = g.standard_normal((n, count, *shape))
         values = rows[:, None] + noise * sigma.reshape(count, *([1] * len(shape)))
         paths = values.reshape(n, count, -1)
-        times = self._grid.times.array
+        times = self._times
         if isinstance(self.stop, BatchStoppingRule):
             stopped = first_stops(self.stop, paths, times, self.sensitivity)
         else:
