@@ -40,6 +40,7 @@ from scipy import stats
 from scipy.optimize import minimize
 from scipy.special import expit
 
+from expost._progress import ProgressLine
 from expost._validation import as_float, finite_array, positive, positive_int, validator
 from expost.apps.data import (
     BUNDLED,
@@ -750,26 +751,18 @@ def plot_figure3(results: list[TaskResult], path: Path) -> None:
 
 
 class _Progress:
-    """A one-line progress bar on stderr, shown only when stderr is a terminal."""
+    """Blocks of runs done, as a `ProgressLine` on stderr."""
 
     def __init__(self, total: int) -> None:
         self.total, self.done = total, 0
-        self.live = sys.stderr.isatty()
+        self.line = ProgressLine()
 
     def tick(self) -> None:
         self.done += 1
-        if self.live:
-            filled = 30 * self.done // self.total
-            print(
-                f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
+        self.line.show(self.done / self.total, f"{self.done}/{self.total}")
 
     def close(self) -> None:
-        if self.live:
-            print(file=sys.stderr)
+        self.line.close()
 
 
 def _dataset(data: str, task: str, seed: np.random.SeedSequence) -> ERMData:

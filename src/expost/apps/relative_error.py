@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
+from expost._progress import ProgressLine
 from expost._validation import as_float, open_probability, positive, positive_int, validator
 from expost.apps.data import load_counts, zipf_counts
 from expost.errors import InvalidParameter
@@ -485,32 +486,21 @@ def plot(report: Report, path: Path) -> None:
 
 
 class _Progress:
-    """One status line on stderr, only when stderr is a terminal, redrawn at most 10 times a second."""
+    """The (size, method) cells done and the current cell's share of the budget spent."""
 
     def __init__(self, cells: int) -> None:
         self.cells = cells
         self.seen: list[tuple[int, str]] = []
-        self.live = sys.stderr.isatty()
-        self.drawn = 0.0
+        self.line = ProgressLine()
 
     def __call__(self, n: int, method: Method, done: float) -> None:
         if (n, method) not in self.seen:
             self.seen.append((n, method))
-        now = time.monotonic()
-        if self.live and now - self.drawn >= 0.1:
-            self.drawn = now
-            filled = int(30 * (len(self.seen) - 1 + done) / self.cells)
-            print(
-                f"\r[{'#' * filled}{'.' * (30 - filled)}] n={n} {method:<8} "
-                f"{100 * done:3.0f}% of the budget spent",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
+        fraction = (len(self.seen) - 1 + done) / self.cells
+        self.line.show(fraction, f"n={n} {method:<8} {100 * done:3.0f}% of the budget spent")
 
     def close(self) -> None:
-        if self.live:
-            print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
+        self.line.close()
 
 
 def add_parser(sub: Any) -> None:

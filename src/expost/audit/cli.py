@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from expost._progress import ProgressLine
 from expost.audit.core import ALPHA_AUDIT, Audit, run_audits
 from expost.audit.registry import QUICK, default_registry
 from expost.errors import InvalidParameter
@@ -66,22 +67,15 @@ def add_parser(sub: Any) -> None:
 
 
 class ProgressBar:
-    """A one-line ``\\r`` progress bar on ``stream``; silent unless the stream is a terminal."""
+    """Audit progress as a `ProgressLine`: chunks done of all, and the audit's name."""
 
-    def __init__(self, stream: TextIO, width: int = 30) -> None:
-        self.stream = stream
-        self.width = width
-        self.active = stream.isatty()
+    def __init__(self, stream: TextIO) -> None:
+        self.line = ProgressLine(stream)
 
     def __call__(self, done: int, total: int, name: str) -> None:
-        if not self.active:
-            return
-        filled = self.width * done // max(total, 1)
-        bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r[{bar}] {done}/{total} chunks  {name[:40]:<40}")
+        self.line.show(done / max(total, 1), f"{done}/{total} chunks  {name[:40]}")
         if done >= total:
-            self.stream.write("\r" + " " * (self.width + 60) + "\r")
-        self.stream.flush()
+            self.line.close()
 
 
 def _error(message: str) -> int:
