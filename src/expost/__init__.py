@@ -29,6 +29,7 @@ from expost.errors import (
 )
 from expost.filters import (
     ApproxDPFilter,
+    BatchBudget,
     BrownianCost,
     BrownianFilter,
     ConcurrentFilter,
@@ -43,6 +44,7 @@ from expost.filters import (
     ZCDPFilter,
 )
 from expost.grids import (
+    ClippedGrids,
     EpsilonGrid,
     GridSpec,
     HasTimeFor,
@@ -99,6 +101,7 @@ from expost.mechanisms import (
     SkellamNoiseReduction,
     TimeFunction,
     Transcript,
+    brownian_trials,
 )
 from expost.odometers import (
     BrownianOdometer,
@@ -124,6 +127,7 @@ from expost.session import (
 from expost.stopping import (
     AtIndex,
     BatchStoppingRule,
+    MemorylessRule,
     Never,
     RelativeError,
     Released,
@@ -143,6 +147,7 @@ __all__ = [
     "ApproxDP",
     "ApproxDPFilter",
     "AtIndex",
+    "BatchBudget",
     "BatchStoppingRule",
     "BatchTranscript",
     "Boundary",
@@ -154,6 +159,7 @@ __all__ = [
     "BrownianPath",
     "BrownianThresholdResult",
     "BudgetExceeded",
+    "ClippedGrids",
     "ConcurrentFilter",
     "Conversion",
     "Cost",
@@ -188,6 +194,7 @@ __all__ = [
     "LedgerMismatch",
     "LineCrossing",
     "LinearPrivacyBoundary",
+    "MemorylessRule",
     "MixtureOdometer",
     "MixturePrivacyBoundary",
     "Never",
@@ -223,6 +230,7 @@ __all__ = [
     "__version__",
     "apc_psi",
     "as_stopping_rule",
+    "brownian_trials",
     "cks_delta",
     "cks_rho_for_dp",
     "cks_zcdp_to_dp",

@@ -37,6 +37,7 @@ from expost.grids import _positive_decreasing, _read_only
 __all__ = [
     "AtIndex",
     "BatchStoppingRule",
+    "MemorylessRule",
     "Never",
     "RelativeError",
     "Released",
@@ -174,8 +175,13 @@ class BatchStoppingRule(StoppingRule, Protocol):
     ) -> BoolArray: ...
 
 
-class _VectorisedRule(ABC):
-    """A rule decided by the current iterate, its time and its index; one code path for both forms."""
+class MemorylessRule(ABC):
+    """A rule decided by the current iterate, its time and its index; one code path for both forms.
+
+    Subclass it and implement ``_fires(values (..., K, d), times (K,), sensitivity, index (K,))``
+    to get the scalar ``__call__`` and the vectorised ``stops`` (which lazy batch walks use
+    chunk by chunk) from one piece of code.
+    """
 
     __slots__ = ()
 
@@ -228,7 +234,7 @@ def _is_callable(name: str, value: object) -> None:
 
 
 @frozen
-class RelativeError(_VectorisedRule):
+class RelativeError(MemorylessRule):
     """Stop once the latest scalar iterate ŷ looks within relative error alpha (APC Sec. 7).
 
     With sd = sqrt(t) (= 1/eps for sensitivity 1): stop iff |ŷ| > sd and
@@ -255,7 +261,7 @@ class RelativeError(_VectorisedRule):
 
 
 @frozen
-class AtIndex(_VectorisedRule):
+class AtIndex(MemorylessRule):
     """Stop at the iterate with 0-based index ``k``, never before (a fixed-time rule)."""
 
     k: int = field(validator=validator(_nonnegative_int))
@@ -267,7 +273,7 @@ class AtIndex(_VectorisedRule):
 
 
 @frozen
-class Never(_VectorisedRule):
+class Never(MemorylessRule):
     """Never stop: walk the whole grid."""
 
     def _fires(
@@ -277,7 +283,7 @@ class Never(_VectorisedRule):
 
 
 @frozen
-class WhenPublicUtility(_VectorisedRule):
+class WhenPublicUtility(MemorylessRule):
     """Stop once ``utility(latest iterate) >= threshold`` (``<=`` when ``at_least=False``).
 
     ``utility`` maps one released iterate (d,) to a real number using public information only,
@@ -358,7 +364,7 @@ def as_stopping_rule(rule: object) -> StoppingRule:
     argument (the `Released` view) and nothing else required; it is wrapped so that it must
     return a bool. A closure or default argument over private data cannot be detected.
     """
-    if isinstance(rule, _VectorisedRule | _CallableRule):
+    if isinstance(rule, MemorylessRule | _CallableRule):
         return rule
     if not callable(rule):
         raise NotAStoppingTime(

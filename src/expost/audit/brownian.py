@@ -37,7 +37,7 @@ from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction
 from expost.odometers import BrownianOdometer
 from expost.processes import sample_brownian_grid
-from expost.stopping import AtIndex, StoppingRule, _VectorisedRule
+from expost.stopping import AtIndex, MemorylessRule, StoppingRule
 
 __all__ = [
     "Displaced",
@@ -69,7 +69,7 @@ def _vector(values: tuple[float, ...]) -> FloatArray:
 
 
 @frozen
-class LossAbove(_VectorisedRule):
+class LossAbove(MemorylessRule):
     """The adversary for neighbours (f(x), f(x')): stop once ``L(y, t) > level(t)``.
 
     ``level`` is a privacy boundary ψ (or a constant level). Its stopped runs are exactly the
@@ -90,7 +90,7 @@ class LossAbove(_VectorisedRule):
 
 
 @frozen
-class Displaced(_VectorisedRule):
+class Displaced(MemorylessRule):
     """Stop once the iterate is ``z`` noise sds from f(x) in the direction that raises the loss."""
 
     fx: tuple[float, ...] = field(converter=tuple)

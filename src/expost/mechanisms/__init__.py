@@ -21,6 +21,7 @@ from expost.mechanisms.noise_reduction import (
     PrivacyBoundaryWithDelta,
     SkellamNoiseReduction,
     TimeFunction,
+    brownian_trials,
 )
 from expost.mechanisms.threshold import (
     AboveThreshold,
@@ -53,4 +54,5 @@ __all__ = [
     "SkellamNoiseReduction",
     "TimeFunction",
     "Transcript",
+    "brownian_trials",
 ]

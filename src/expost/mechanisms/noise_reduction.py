@@ -42,10 +42,10 @@ from expost.processes import (
 from expost.processes.brownian import _generator
 from expost.stopping import (
     BatchStoppingRule,
+    MemorylessRule,
     Never,
     Released,
     StoppingRule,
-    _VectorisedRule,
     as_stopping_rule,
     first_stops,
 )
@@ -315,7 +315,7 @@ class BrownianNoiseReduction:
         n = positive_int("trials", trials)
         rng = _generator(rng)
         rule = _batch_rule(self.stop)
-        step = positive_int("chunk", chunk) if isinstance(rule, _VectorisedRule) else None
+        step = positive_int("chunk", chunk) if isinstance(rule, MemorylessRule) else None
         times, s, eps, rho = self._grid_arrays()
         rows = np.broadcast_to(v, (n, v.size))
         columns = _shared_columns(times, s)
@@ -393,7 +393,7 @@ def _lazy_brownian(
     """
     trials, d = value.shape
     width = K if chunk is None else chunk
-    fires = rule._fires if isinstance(rule, _VectorisedRule) else None  # grid checked already
+    fires = rule._fires if isinstance(rule, MemorylessRule) else None  # grid checked already
     index: IntArray = np.full(trials, K - 1, dtype=np.intp)
     stopped = np.zeros(trials, dtype=np.bool_)
     values = np.empty((trials, d))
@@ -467,7 +467,7 @@ def brownian_trials(
     fired ends at K − 1).
     """
     rule = _rule(stop)
-    if not isinstance(rule, _VectorisedRule):
+    if not isinstance(rule, MemorylessRule):
         raise InvalidParameter("stop", stop, "must be a built-in rule (e.g. RelativeError)")
     d = positive("sensitivity", sensitivity)
     step = positive_int("chunk", chunk)
