@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import attrs
 import numpy as np
@@ -27,6 +30,7 @@ from expost.filters import (
     UnifiedFilter,
     ZCDPCost,
     ZCDPFilter,
+    _Chain,
 )
 from expost.guarantees import (
     ZCDP,
@@ -285,6 +289,100 @@ def test_refused_spend_leaves_the_filter_unchanged() -> None:
     assert f == snapshot
     assert f.rounds == 1
     assert f.spent == 0.5
+
+
+# --------------------------------------------------------------------------- the recorded history
+
+
+def test_chain_appends_shares_and_compares_by_items() -> None:
+    empty: _Chain[int] = _Chain()
+    a = _Chain.of(range(5))
+    b = a.append(5)
+    assert (a.size, a.items(), b.size, b.items()) == (5, (0, 1, 2, 3, 4), 6, (0, 1, 2, 3, 4, 5))
+    assert empty.items() == ()
+    assert empty == _Chain.of(())
+    assert b == _Chain.of(range(6))
+    assert hash(b) == hash(_Chain.of(range(6)))
+    assert a.append(7) != b  # same prefix, last item differs
+    assert _Chain.of([9, 1, 2, 3, 4, 5]) != b  # first item differs
+    assert a != b  # size differs
+    assert a != a.items()  # a chain is not a tuple
+    assert repr(b) == "<chain of 6, last 5>"
+    assert repr(empty) == "<chain of 0>"
+
+
+@pytest.mark.parametrize(
+    ("empty", "cost"),
+    [
+        (ZCDPFilter(1e9, 0.5), ZCDPCost(1e-6, 1e-9)),
+        (UnifiedFilter(1e9), BrownianCost(1e6)),
+        (BrownianFilter(1e9, 0.1), BrownianCost(1e6)),
+        (ApproxDPFilter(1e9, 0.5, 0.1), DPCost(1e-3)),
+        (ExPostFilter(1e9), ExPostCost(1e-6)),
+    ],
+)
+def test_spend_never_walks_the_history(
+    empty: RhoFilter | ApproxDPFilter | ExPostFilter,
+    cost: Cost,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A round extends the recorded chain instead of copying it (constant time per round)."""
+    n = 10_000
+    f = empty
+    for _ in range(n):
+        f = f.spend(cost)
+
+    def refuse(_chain: object) -> tuple[Cost, ...]:
+        raise AssertionError("spend walked the history")
+
+    with monkeypatch.context() as m:
+        m.setattr(_Chain, "items", refuse)
+        g = f.spend(cost)
+        assert g.rounds == n + 1
+        assert g.admits(cost)
+        assert f.rounds == n
+    assert g.realised == (cost,) * (n + 1)
+    history: dict[str, Any] = {"realised": g.realised}
+    tuple_form = attrs.evolve(g, **history)  # rebuilt from the tuple, sums recomputed
+    assert (tuple_form, hash(tuple_form), tuple_form.spent) == (g, hash(g), g.spent)
+    assert g != f
+    assert g != f.spend(type(cost)(*(2.0 * v for v in attrs.astuple(cost))))
+    text = repr(g)  # short, and no recursion over 10,001 links
+    assert f"<chain of {n + 1}, last {cost!r}>" in text
+    assert len(text) < 300
+    for twin in (pickle.loads(pickle.dumps(g)), copy.deepcopy(g), attrs.evolve(g, _totals=None)):
+        assert twin == g
+        assert (twin.spent, twin.rounds, twin.remaining) == (g.spent, g.rounds, g.remaining)
+
+
+def test_realised_accepts_tuples_only_and_keeps_its_type() -> None:
+    f = ZCDPFilter(1.0, realised=(ZCDPCost(0.5),))
+    assert (f.realised, f.rounds, f.spent) == ((ZCDPCost(0.5),), 1, 0.5)
+    assert attrs.evolve(f) == f
+    assert attrs.evolve(f, rho=2.0).realised == f.realised
+    with pytest.raises(InvalidParameter) as info:
+        ExPostFilter(1.0, realised=(c for c in [ExPostCost(0.5)]))  # type: ignore[arg-type]
+    assert info.value.name == "realised"
+    g = ApproxDPFilter(10.0, 0.0, 0.1).spend(DPCost(0.5)).spend(DPCost(0.25))
+    assert [c.eps for c in g.realised] == [0.5, 0.25]
+
+
+def test_evolving_the_history_recomputes_the_sums() -> None:
+    """``attrs.evolve(f, realised=...)`` charges the new history, not the old one's sums."""
+    f = ZCDPFilter(1.0).spend(ZCDPCost(0.5))
+    g = attrs.evolve(f, realised=(ZCDPCost(0.25), BrownianCost(4.0)))
+    assert (g.spent, g.remaining, g.rounds) == (0.375, 0.625, 2)
+    assert not g.admits(ZCDPCost(0.75))
+    with pytest.raises(InvalidParameter):
+        attrs.evolve(f, realised=(ZCDPCost(0.75), ZCDPCost(0.5)))
+
+
+def test_filters_with_other_histories_differ() -> None:
+    a = ZCDPFilter(1.0).spend(ZCDPCost(0.25)).spend(ZCDPCost(0.5))
+    b = ZCDPFilter(1.0).spend(ZCDPCost(0.5)).spend(ZCDPCost(0.25))
+    assert (a.spent, a.rounds) == (b.spent, b.rounds)
+    assert a != b
+    assert a == ZCDPFilter(1.0, realised=(ZCDPCost(0.25), ZCDPCost(0.5)))
 
 
 # --------------------------------------------------------------------------- guarantees

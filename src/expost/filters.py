@@ -7,18 +7,19 @@ A *request* is the worst case a round may cost (for a Brownian mechanism: its gr
 smallest time), *realised* what it did cost (for a BM: the time where it stopped); both
 are cost values from this module.
 
-Arithmetic: the realised costs are kept in the state (with their exact running sum as
-Shewchuk partials, so a round costs O(1)); a round is admitted only if the exact sum of
-the recorded floats stays within the budget (the sign of the correctly rounded
-``math.fsum`` of the partials, the new cost and minus the budget), and every conversion
-to rho (Δ²/(2t), eps²/2) is rounded up, so no rounding can overspend.
+Arithmetic: the realised costs are kept in the state (in a persistent chain, with their
+exact running sum as Shewchuk partials, so a round costs O(1) whatever the history's length);
+a round is admitted only if the exact sum of the recorded floats stays within the budget
+(the sign of the correctly rounded ``math.fsum`` of the partials, the new cost and minus the
+budget), and every conversion to rho (Δ²/(2t), eps²/2) is rounded up, so no rounding can
+overspend.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import ClassVar, Literal, Protocol, Self
+from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
 import attrs
 import numpy as np
@@ -105,19 +106,91 @@ def _grow(partials: tuple[float, ...], x: float) -> tuple[float, ...]:
     return tuple(out)
 
 
-@frozen
-class _Totals:
-    """The exact sums of a filter's recorded amounts and deltas, each as a few partials.
+_T = TypeVar("_T")
 
-    A filter's ``_totals`` is derived state: None (the default) means "compute from
-    ``realised``"; `spend` passes the updated sums on so that a round costs O(1).
+
+@frozen(eq=False, repr=False)
+class _Chain(Generic[_T]):
+    """An immutable sequence that grows at the end: `append` is O(1) and shares the older links.
+
+    ``_link`` is (the chain before the last item, the last item), None when empty; `items`
+    (O(n)) builds the tuple only when asked. Equality, hashing, repr and pickling walk the
+    links iteratively, so no history length can exhaust the recursion limit.
     """
 
+    _link: tuple[_Chain[_T], _T] | None = None
+    size: int = 0
+
+    @classmethod
+    def of(cls, items: Iterable[_T]) -> _Chain[_T]:
+        chain: _Chain[_T] = cls()
+        for item in items:
+            chain = chain.append(item)
+        return chain
+
+    def append(self, item: _T) -> _Chain[_T]:
+        return _Chain((self, item), self.size + 1)
+
+    def items(self) -> tuple[_T, ...]:
+        out = []
+        link = self._link
+        while link is not None:
+            out.append(link[1])
+            link = link[0]._link
+        return tuple(reversed(out))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Chain):
+            return NotImplemented
+        if self.size != other.size:
+            return False
+        mine, theirs = self._link, other._link
+        while mine is not None and theirs is not None and mine is not theirs:
+            if mine[1] != theirs[1]:
+                return False
+            mine, theirs = mine[0]._link, theirs[0]._link
+        return True
+
+    def __hash__(self) -> int:
+        return hash(self.items())
+
+    def __repr__(self) -> str:
+        last = "" if self._link is None else f", last {self._link[1]!r}"
+        return f"<chain of {self.size}{last}>"
+
+    def __reduce__(self) -> tuple[Callable[[Iterable[_T]], _Chain[_T]], tuple[tuple[_T, ...]]]:
+        return _Chain.of, (self.items(),)
+
+
+_History = tuple[_T, ...] | _Chain[_T]
+
+
+def _history(value: _History[_T]) -> _Chain[_T]:
+    """The chain of a filter's ``realised`` argument: a tuple of costs (or a chain, as kept)."""
+    if isinstance(value, _Chain):
+        return value
+    if not isinstance(value, tuple):
+        raise InvalidParameter("realised", value, "must be a tuple of costs")
+    return _Chain.of(value)
+
+
+@frozen
+class _Totals:
+    """The exact sums of the amounts and deltas of the costs in ``chain``, each as a few partials.
+
+    A filter's ``_totals`` is derived state, used only if its ``chain`` is the filter's own
+    (else, e.g. after ``attrs.evolve(f, realised=...)``, it is recomputed); `spend` passes the
+    updated sums on so that a round costs O(1).
+    """
+
+    chain: _Chain[Any]
     amounts: tuple[float, ...] = ()
     deltas: tuple[float, ...] = ()
 
-    def add(self, amount: float, delta: float) -> _Totals:
-        return _Totals(_grow(self.amounts, amount), _grow(self.deltas, delta))
+    def add(self, cost: Cost, amount: float, delta: float) -> _Totals:
+        return _Totals(
+            self.chain.append(cost), _grow(self.amounts, amount), _grow(self.deltas, delta)
+        )
 
 
 # --------------------------------------------------------------------------- costs
@@ -184,9 +257,25 @@ class ExPostCost:
 Cost = ZCDPCost | BrownianCost | DPCost | ExPostCost
 
 
-def _cost_tuple(name: str, value: object) -> None:
-    if not isinstance(value, tuple):
-        raise InvalidParameter(name, value, "must be a tuple of costs")
+_RhoCost = ZCDPCost | BrownianCost
+_C = TypeVar("_C", bound=Cost)
+
+
+# One converter per cost type, so that each filter's ``realised`` argument keeps its type.
+def _rho_history(value: _History[_RhoCost]) -> _Chain[_RhoCost]:
+    return _history(value)
+
+
+def _bm_history(value: _History[BrownianCost]) -> _Chain[BrownianCost]:
+    return _history(value)
+
+
+def _dp_history(value: _History[DPCost]) -> _Chain[DPCost]:
+    return _history(value)
+
+
+def _ex_post_history(value: _History[ExPostCost]) -> _Chain[ExPostCost]:
+    return _history(value)
 
 
 class PrivacyFilter(Protocol):
@@ -207,7 +296,7 @@ class PrivacyFilter(Protocol):
 # --------------------------------------------------------------------------- shared machinery
 
 
-class _Ledger:
+class _Ledger(Generic[_C]):
     """Admit/check/spend for a filter with one additive budget and one additive delta budget.
 
     Subclasses say which costs they accept, what each costs in the filter's unit and in
@@ -215,11 +304,13 @@ class _Ledger:
     """
 
     _UNIT: ClassVar[str]
+    _realised: _Chain[_C]
     _totals: _Totals | None
 
     @property
-    def realised(self) -> tuple[Cost, ...]:
-        raise NotImplementedError
+    def realised(self) -> tuple[_C, ...]:
+        """The recorded realised costs, oldest first (built on each call: O(rounds))."""
+        return self._realised.items()
 
     @property
     def _budget(self) -> float:
@@ -242,11 +333,11 @@ class _Ledger:
         return self._totals
 
     def __attrs_post_init__(self) -> None:
-        if self._totals is None:
-            totals = _Totals()
+        if self._totals is None or self._totals.chain is not self._realised:
+            totals = _Totals(_Chain())
             for cost in self.realised:
-                totals = totals.add(*self._price(cost))
-            object.__setattr__(self, "_totals", totals)
+                totals = totals.add(cost, *self._price(cost))
+            object.__setattr__(self, "_totals", attrs.evolve(totals, chain=self._realised))
         if _excess(self._sums.amounts, self._budget) > 0.0 or (
             _excess(self._sums.deltas, self._delta_budget) > 0.0
         ):
@@ -270,7 +361,7 @@ class _Ledger:
     @property
     def rounds(self) -> int:
         """How many rounds have been recorded."""
-        return len(self.realised)
+        return self._realised.size
 
     @property
     def unit(self) -> str:
@@ -300,18 +391,20 @@ class _Ledger:
     def spend(self, realised: Cost) -> Self:
         """A new filter with ``realised`` recorded; `BudgetExceeded` if it is not admissible.
 
-        Constant time in the number of recorded rounds (the exact sums are carried along).
+        Constant time in the number of recorded rounds: the new filter shares the old one's
+        history chain and carries the exact sums along.
         """
         amount, delta = self._price(realised)
         refusal = self._refusal(amount, delta)
         if refusal is not None:
             raise refusal
+        totals = self._sums.add(realised, amount, delta)
         return attrs.evolve(  # type: ignore[misc]  # every subclass is an attrs class
-            self, realised=(*self.realised, realised), _totals=self._sums.add(amount, delta)
+            self, realised=totals.chain, _totals=totals
         )
 
 
-class _BrownianBudget(_Ledger):
+class _BrownianBudget(_Ledger[_C]):
     """A rho budget that Brownian mechanisms may draw on; grids can be clipped to it."""
 
     def min_bm_time(self, sensitivity: float = 1.0) -> float:
@@ -362,7 +455,7 @@ def _extreme(
 
 
 @frozen
-class ZCDPFilter(_BrownianBudget):
+class ZCDPFilter(_BrownianBudget[_RhoCost]):
     """The approx-zCDP filter (FAC Thm 1).
 
     Admits round n+1 iff Σ rho_m <= rho and Σ delta_m <= delta including it; the stopped
@@ -374,8 +467,8 @@ class ZCDPFilter(_BrownianBudget):
 
     rho: float = field(converter=as_float, validator=validator(positive))
     delta: float = _DELTA
-    realised: tuple[ZCDPCost | BrownianCost, ...] = field(
-        default=(), kw_only=True, validator=validator(_cost_tuple)
+    _realised: _Chain[_RhoCost] = field(
+        default=_Chain(), kw_only=True, converter=_rho_history, alias="realised"
     )
     _totals: _Totals | None = field(
         default=None, kw_only=True, eq=False, repr=False, alias="_totals"
@@ -397,7 +490,7 @@ class ZCDPFilter(_BrownianBudget):
         return ZCDP(self.rho, self.delta)
 
 
-def _zcdp_price(owner: _Ledger, cost: Cost) -> tuple[float, float]:
+def _zcdp_price(owner: _Ledger[_RhoCost], cost: Cost) -> tuple[float, float]:
     if isinstance(cost, ZCDPCost):
         return cost.rho, cost.delta
     if isinstance(cost, BrownianCost):
@@ -406,7 +499,7 @@ def _zcdp_price(owner: _Ledger, cost: Cost) -> tuple[float, float]:
 
 
 @frozen
-class UnifiedFilter(_BrownianBudget):
+class UnifiedFilter(_BrownianBudget[_RhoCost]):
     """The unified filter for zCDP rounds and Brownian mechanisms (APC Thm 5).
 
     zCDP rounds (`ZCDPCost`) and BM rounds (`BrownianCost`) share one budget rho;
@@ -424,8 +517,8 @@ class UnifiedFilter(_BrownianBudget):
     delta: float = _DELTA
     delta_second: float | None = field(default=None)
     conversion: Conversion = field(default="bun-steinke")
-    realised: tuple[ZCDPCost | BrownianCost, ...] = field(
-        default=(), kw_only=True, validator=validator(_cost_tuple)
+    _realised: _Chain[_RhoCost] = field(
+        default=_Chain(), kw_only=True, converter=_rho_history, alias="realised"
     )
     _totals: _Totals | None = field(
         default=None, kw_only=True, eq=False, repr=False, alias="_totals"
@@ -492,7 +585,7 @@ class UnifiedFilter(_BrownianBudget):
 
 
 @frozen
-class BrownianFilter(_BrownianBudget):
+class BrownianFilter(_BrownianBudget[BrownianCost]):
     """The Brownian filter (APC Lemma 6.2): Brownian mechanisms only.
 
     Condition (2): a BM whose grid's smallest time is t_min is admitted iff
@@ -504,8 +597,8 @@ class BrownianFilter(_BrownianBudget):
 
     rho: float = field(converter=as_float, validator=validator(positive))
     delta: float = field(converter=as_float, validator=validator(open_probability))
-    realised: tuple[BrownianCost, ...] = field(
-        default=(), kw_only=True, validator=validator(_cost_tuple)
+    _realised: _Chain[BrownianCost] = field(
+        default=_Chain(), kw_only=True, converter=_bm_history, alias="realised"
     )
     _totals: _Totals | None = field(
         default=None, kw_only=True, eq=False, repr=False, alias="_totals"
@@ -530,7 +623,7 @@ class BrownianFilter(_BrownianBudget):
 
 
 @frozen
-class ApproxDPFilter(_Ledger):
+class ApproxDPFilter(_Ledger[DPCost]):
     """The (eps, delta)-DP filter (FAC Thm 2) for (eps_n, delta_n)-DP rounds (`DPCost`).
 
     Admits round n+1 iff sqrt(2·log(1/delta'')·Σ eps_m²) + ½·Σ eps_m² <= eps and
@@ -545,7 +638,9 @@ class ApproxDPFilter(_Ledger):
     eps: float = field(converter=as_float, validator=validator(positive))
     delta_prime: float = field(converter=as_float, validator=validator(probability))
     delta_second: float = field(converter=as_float, validator=validator(open_probability))
-    realised: tuple[DPCost, ...] = field(default=(), kw_only=True, validator=validator(_cost_tuple))
+    _realised: _Chain[DPCost] = field(
+        default=_Chain(), kw_only=True, converter=_dp_history, alias="realised"
+    )
     _totals: _Totals | None = field(
         default=None, kw_only=True, eq=False, repr=False, alias="_totals"
     )
@@ -581,7 +676,7 @@ class ApproxDPFilter(_Ledger):
 
 
 @frozen
-class ExPostFilter(_Ledger):
+class ExPostFilter(_Ledger[ExPostCost]):
     """The ex-post filter (APC Lemma B.2) for ex-post private rounds (`ExPostCost`).
 
     A round is admitted only if its ex-post bound cannot exceed the remaining eps and
@@ -592,8 +687,8 @@ class ExPostFilter(_Ledger):
 
     eps: float = field(converter=as_float, validator=validator(positive))
     delta: float = _DELTA
-    realised: tuple[ExPostCost, ...] = field(
-        default=(), kw_only=True, validator=validator(_cost_tuple)
+    _realised: _Chain[ExPostCost] = field(
+        default=_Chain(), kw_only=True, converter=_ex_post_history, alias="realised"
     )
     _totals: _Totals | None = field(
         default=None, kw_only=True, eq=False, repr=False, alias="_totals"
