@@ -50,7 +50,7 @@ from expost import (
     ZCDPCost,
     ZCDPFilter,
 )
-from expost.session import SessionFilter
+from expost.session import SessionFilter, _describe
 from expost.stopping import AtIndex, Never, RelativeError, StoppingRule
 from expost.testing.strategies import eps_grids, stopping_rules, time_grids
 from tests import stats
@@ -954,3 +954,24 @@ def test_total_loss_exceeds_the_guarantee_with_probability_at_most_delta() -> No
     twin_eps = rho + math.sqrt(rho * math.log(1.0 / AUDIT_DELTA)) / 2.0
     twin_hits = int(np.sum(losses > twin_eps))
     assert not stats.rate_is_at_most(twin_hits, AUDIT_N, claim.delta)
+
+
+def test_ledger_config_is_the_filter_configuration_only() -> None:
+    # The ledger file format: type and parameters, never the history (or files made by an
+    # earlier version would no longer open).
+
+    unified = UnifiedFilter.from_dp(10.0, 1e-6)
+    assert _describe(unified.spend(ZCDPCost(0.1))) == {
+        "type": "UnifiedFilter",
+        "rho": unified.rho,
+        "delta": 0.0,
+        "delta_second": 1e-6,
+        "conversion": "bun-steinke",
+    }
+    concurrent = ConcurrentFilter(ZCDPFilter(1.0), ExPostFilter(1.0, 0.01), 1e-6)
+    assert _describe(concurrent) == {
+        "type": "ConcurrentFilter",
+        "zcdp": {"type": "ZCDPFilter", "rho": 1.0, "delta": 0.0},
+        "ex_post": {"type": "ExPostFilter", "eps": 1.0, "delta": 0.01},
+        "delta_second": 1e-6,
+    }

@@ -161,7 +161,7 @@ def _describe(f: Any) -> dict[str, Any]:
     """The filter's configuration (type and parameters, not its history) as JSON."""
     out: dict[str, Any] = {"type": type(f).__name__}
     for a in attrs.fields(type(f)):
-        if a.name in ("realised", "_totals"):
+        if a.alias in ("realised", "_totals"):
             continue
         value = getattr(f, a.name)
         out[a.name] = _describe(value) if attrs.has(type(value)) else value
