@@ -11,10 +11,7 @@ import math
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import tempfile
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -33,9 +30,9 @@ from expost.errors import (
 )
 from expost.ledger import Ledger, LedgerEntry, _create
 from tests.ledger_worker import CONFIG, budget_decide, spent
+from tests.workers import Workers
 
 WORKER = Path(__file__).with_name("ledger_worker.py")
-WATCHDOG_S = 60.0
 
 
 def _round(cost: float = 1.0) -> Callable[[tuple[LedgerEntry, ...]], Mapping[str, object]]:
@@ -398,52 +395,9 @@ def test_planted_check_then_append_outside_the_lock_overspends(tmp_path: Path) -
 # ------------------------------------------------------------------ real processes
 
 
-class Workers:
-    """Starts tests/ledger_worker.py processes; kills any still running at teardown."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen[str]] = []
-
-    def start(self, *args: object) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(
-            [sys.executable, str(WORKER), *map(str, args)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        watchdog = threading.Timer(WATCHDOG_S, proc.kill)
-        watchdog.daemon = True
-        watchdog.start()
-        self.procs.append(proc)
-        return proc
-
-    @staticmethod
-    def line(proc: subprocess.Popen[str]) -> str:
-        assert proc.stdout is not None
-        text = proc.stdout.readline()
-        if not text:
-            proc.kill()
-            _, err = proc.communicate()
-            pytest.fail(f"worker {proc.args!r} ended early: {err}")
-        return text.strip()
-
-    @staticmethod
-    def send(proc: subprocess.Popen[str]) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.communicate()
-
-
 @pytest.fixture
 def workers() -> Iterator[Workers]:
-    pool = Workers()
+    pool = Workers(WORKER)
     yield pool
     pool.stop()
 

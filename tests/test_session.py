@@ -10,9 +10,6 @@ import math
 import pickle
 import signal
 import struct
-import subprocess
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -55,9 +52,9 @@ from expost.stopping import AtIndex, Never, RelativeError, StoppingRule
 from expost.testing.strategies import eps_grids, stopping_rules, time_grids
 from tests import stats
 from tests.session_worker import HANG_GRID
+from tests.workers import Workers
 
 WORKER = Path(__file__).with_name("session_worker.py")
-WATCHDOG_S = 60.0
 RHO_FILTERS = (ZCDPFilter, UnifiedFilter, ConcurrentFilter)
 
 
@@ -777,52 +774,9 @@ def test_two_sessions_in_one_process_share_a_ledger(tmp_path: Path) -> None:
     b.close()
 
 
-class Workers:
-    """Starts tests/session_worker.py processes; kills any still running at teardown."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen[str]] = []
-
-    def start(self, *args: object) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(
-            [sys.executable, str(WORKER), *map(str, args)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        watchdog = threading.Timer(WATCHDOG_S, proc.kill)
-        watchdog.daemon = True
-        watchdog.start()
-        self.procs.append(proc)
-        return proc
-
-    @staticmethod
-    def line(proc: subprocess.Popen[str]) -> str:
-        assert proc.stdout is not None
-        text = proc.stdout.readline()
-        if not text:
-            proc.kill()
-            _, err = proc.communicate()
-            pytest.fail(f"worker {proc.args!r} ended early: {err}")
-        return text.strip()
-
-    @staticmethod
-    def send(proc: subprocess.Popen[str]) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.communicate()
-
-
 @pytest.fixture
 def workers() -> Iterator[Workers]:
-    pool = Workers()
+    pool = Workers(WORKER)
     yield pool
     pool.stop()
 

@@ -1,0 +1,56 @@
+"""Real worker processes for the multi-process tests (ledger and session)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+WATCHDOG_S = 60.0
+
+
+class Workers:
+    """Starts a worker script as processes; kills any still running at teardown."""
+
+    def __init__(self, script: Path) -> None:
+        self.script = script
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, *args: object) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, str(self.script), *map(str, args)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        watchdog = threading.Timer(WATCHDOG_S, proc.kill)
+        watchdog.daemon = True
+        watchdog.start()
+        self.procs.append(proc)
+        return proc
+
+    @staticmethod
+    def line(proc: subprocess.Popen[str]) -> str:
+        assert proc.stdout is not None
+        text = proc.stdout.readline()
+        if not text:
+            proc.kill()
+            _, err = proc.communicate()
+            pytest.fail(f"worker {proc.args!r} ended early: {err}")
+        return text.strip()
+
+    @staticmethod
+    def send(proc: subprocess.Popen[str]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
