@@ -9,13 +9,11 @@ over all boundaries is printed last.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import numpy as np
+from timing import median_seconds  # benchmarks/timing.py, a sibling module
 
 from expost.boundaries import (
     FACStitched,
@@ -30,17 +28,6 @@ __all__ = ["main"]
 
 VALUES = 1_000_000
 SUBSAMPLE = 2_000
-
-
-def median_seconds(run: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``run()`` over ``repeats`` calls, after one warm-up call."""
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def per_value(boundary: Any, values: list[float]) -> list[float]:

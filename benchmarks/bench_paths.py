@@ -10,11 +10,10 @@ the same grid. Run: ``python benchmarks/bench_paths.py [--repeats N]``. The rati
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
-from collections.abc import Callable
 
 import numpy as np
+from timing import median_seconds  # benchmarks/timing.py, a sibling module
 
 from expost.processes import (
     BrownianPath,
@@ -29,17 +28,6 @@ __all__ = ["main"]
 TRIALS = 10_000
 GRID_POINTS = 1_000
 TARGET_RATIO = 0.5
-
-
-def median_seconds(run: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``run()`` over ``repeats`` calls, after one warm-up call."""
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def interactive_step_microseconds(rng: np.random.Generator, grid: np.ndarray, paths: int) -> float:

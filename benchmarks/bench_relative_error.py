@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import time
-from collections.abc import Callable
 
 import numpy as np
 from scipy import stats
+from timing import median_seconds  # benchmarks/timing.py, a sibling module
 
 from expost.apps import relative_error as re
 from expost.apps.data import zipf_counts, zipf_probabilities
@@ -103,17 +102,6 @@ def baseline(n: int, method: str, trials: int, seed: int) -> tuple[np.ndarray, n
 def _agree(a: np.ndarray, b: np.ndarray) -> bool:
     se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
     return abs(float(a.mean() - b.mean())) <= Z * max(se, 1e-12)
-
-
-def median_seconds(run: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``run()`` over ``repeats`` calls, after one warm-up call."""
-    run()
-    times = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
 
 
 def main(trials: int = 1000, baseline_trials: int = 40, seed: int = 0, repeats: int = 3) -> float:
