@@ -18,6 +18,7 @@ overspend.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
@@ -296,7 +297,7 @@ class PrivacyFilter(Protocol):
 # --------------------------------------------------------------------------- shared machinery
 
 
-class _Ledger(Generic[_C]):
+class _Ledger(ABC, Generic[_C]):
     """Admit/check/spend for a filter with one additive budget and one additive delta budget.
 
     Subclasses say which costs they accept, what each costs in the filter's unit and in
@@ -313,16 +314,18 @@ class _Ledger(Generic[_C]):
         return self._realised.items()
 
     @property
+    @abstractmethod
     def _budget(self) -> float:
-        raise NotImplementedError
+        """The budget in the filter's unit."""
 
     @property
+    @abstractmethod
     def _delta_budget(self) -> float:
-        raise NotImplementedError
+        """The budget for the rounds' deltas."""
 
+    @abstractmethod
     def _price(self, cost: Cost) -> tuple[float, float]:
         """(amount in the filter's unit, delta) of ``cost``; InvalidParameter if not accepted."""
-        raise NotImplementedError
 
     def _reject(self, cost: object, accepted: str) -> InvalidParameter:
         return InvalidParameter("cost", cost, f"{type(self).__name__} accepts only {accepted}")
@@ -399,7 +402,7 @@ class _Ledger(Generic[_C]):
         if refusal is not None:
             raise refusal
         totals = self._sums.add(realised, amount, delta)
-        return attrs.evolve(  # type: ignore[misc]  # every subclass is an attrs class
+        return attrs.evolve(  # type: ignore[misc]  # reason: every subclass is an attrs class
             self, realised=totals.chain, _totals=totals
         )
 

@@ -20,6 +20,7 @@ real eps, but DP parameters are nonnegative and ``eps_for_delta`` searches [0, â
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
@@ -296,14 +297,15 @@ class LaplaceLoss:
         return _eps_for_delta(self.delta_for_eps, delta)
 
 
-class _Delegating:
+class _Delegating(ABC):
     """Forwards the PrivacyLoss interface to ``law``, a loss variable with the same law."""
 
     __slots__ = ()
 
     @property
+    @abstractmethod
     def law(self) -> PrivacyLoss:
-        raise NotImplementedError  # each subclass names its law
+        """The loss variable with the same law (each subclass names it)."""
 
     @property
     def mean(self) -> float:

@@ -20,6 +20,7 @@ cumulative sum of nonnegative terms), so rounding never makes a bound smaller.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 
 import numpy as np
 import numpy.typing as npt
@@ -69,13 +70,14 @@ def _check_deltas(delta_prime: float, delta_second: float) -> None:
         )
 
 
-class _PDPOdometer:
+class _PDPOdometer(ABC):
     """FAC Thm 3: the prefix bounds from ``bound_at`` and the delta' cut-off."""
 
     delta_prime: float
 
+    @abstractmethod
     def bound_at(self, V: npt.ArrayLike) -> FloatArray:
-        raise NotImplementedError
+        """u as a function of V = Σ eps_m² (vectorised)."""
 
     def bound(
         self, eps_history: npt.ArrayLike, delta_history: npt.ArrayLike | None = None
