@@ -751,6 +751,14 @@ def test_a_different_filter_for_the_same_ledger_is_refused(
     assert path.read_bytes() == data
 
 
+def test_refresh_without_a_ledger_changes_nothing() -> None:
+    s = _session(ZCDPFilter(1.0))
+    s.gaussian(0.0, 1.0, 0.5)
+    before = s.filter
+    s.refresh()
+    assert s.filter is before
+
+
 def test_a_filter_with_rounds_cannot_start_a_ledger(tmp_path: Path) -> None:
     with pytest.raises(InvalidParameter, match="no recorded rounds"):
         _session(ZCDPFilter(1.0).spend(ZCDPCost(0.1)), ledger=tmp_path / "l")
@@ -767,6 +775,8 @@ def test_two_sessions_in_one_process_share_a_ledger(tmp_path: Path) -> None:
     assert (info.value.spent, info.value.remaining) == (0.75, 0.25)  # read under the lock
     assert a.spent == 0.5
     assert len(a.history) == 1
+    a.refresh()  # now including b's round
+    assert (a.spent, a.remaining) == (0.75, 0.25)
     a.gaussian(0.0, 1.0, 0.25)
     assert a.spent == 1.0
     assert [r.index for r in a.history] == [0, 1]

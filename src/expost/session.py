@@ -254,7 +254,10 @@ class PrivateSession:
 
     @property
     def spent(self) -> float | tuple[float, float]:
-        """The realised spend in the filter's unit (a pair for a `ConcurrentFilter`)."""
+        """The realised spend in the filter's unit (a pair for a `ConcurrentFilter`).
+
+        With a shared ledger: as of this session's last round or `refresh`.
+        """
         return self._filter.spent
 
     @property
@@ -277,6 +280,14 @@ class PrivateSession:
         if isinstance(f, UnifiedFilter) and f.delta_second is not None:
             return f.dp_guarantee()
         return f.guarantee()
+
+    def refresh(self) -> None:
+        """Re-read the ledger, so ``spent``/``remaining`` include other processes' rounds.
+
+        Every round does this under the ledger's lock anyway; without a ledger it does nothing.
+        """
+        if self._ledger is not None:
+            self._filter = self._replay.update(self._ledger.entries())
 
     def close(self) -> None:
         """Close the ledger, if any."""
