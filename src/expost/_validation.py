@@ -20,8 +20,10 @@ __all__ = [
     "as_float",
     "finite",
     "finite_array",
+    "generator",
     "nonnegative",
     "open_probability",
+    "point",
     "positive",
     "positive_int",
     "probability",
@@ -98,6 +100,21 @@ def finite_array(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
     if not np.all(np.isfinite(arr)):
         raise InvalidParameter(name, value, "must contain only finite numbers (no NaN or inf)")
     return arr
+
+
+def generator(rng: object) -> np.random.Generator:
+    """An explicit ``numpy.random.Generator`` (the only source of randomness anywhere)."""
+    if not isinstance(rng, np.random.Generator):
+        raise InvalidParameter("rng", rng, "must be a numpy.random.Generator")
+    return rng
+
+
+def point(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """A finite scalar (0-d) or non-empty 1-d array of reals, shape kept."""
+    v = finite_array(name, value)
+    if v.ndim > 1 or v.size == 0:
+        raise InvalidParameter(name, value, "must be a scalar or a non-empty 1-d array")
+    return v
 
 
 def strictly_decreasing(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:

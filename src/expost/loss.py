@@ -34,6 +34,7 @@ from expost._validation import (
     as_float,
     finite,
     finite_array,
+    generator,
     nonnegative,
     open_probability,
     positive,
@@ -96,8 +97,7 @@ class PrivacyLoss(Protocol):
 
 
 def _draws(n: int, rng: np.random.Generator) -> int:
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidParameter("rng", rng, "must be a numpy.random.Generator")
+    generator(rng)
     return positive_int("n", n)
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import frozen
 
-from expost._validation import positive
+from expost._validation import generator, point, positive
 from expost.errors import InvalidParameter, LedgerCorrupted
 from expost.filters import (
     ApproxDPFilter,
@@ -65,10 +65,8 @@ from expost.mechanisms import (
     ReducedAboveThreshold,
     Transcript,
 )
-from expost.mechanisms.additive import _value as _additive_value
 from expost.mechanisms.exponential import _allowed, _scores
 from expost.mechanisms.noise_reduction import _value as _path_value
-from expost.processes.brownian import _generator
 from expost.stopping import Never, RelativeError, StoppingRule
 
 __all__ = ["PrivateSession", "Round", "SessionFilter"]
@@ -231,7 +229,7 @@ class PrivateSession:
             raise InvalidParameter(
                 "filter", filter, "must be one of " + ", ".join(c.__name__ for c in _FILTERS)
             )
-        self._rng = _generator(rng)
+        self._rng = generator(rng)
         self._filter: SessionFilter = filter
         self._history: list[Round] = []
         self._running = False
@@ -347,14 +345,14 @@ class PrivateSession:
     def gaussian(self, value: npt.ArrayLike, sensitivity: float, rho: float) -> npt.NDArray[Any]:
         """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round."""
         mechanism = GaussianMechanism(sensitivity, rho)
-        v = _additive_value(value)
+        v = point("value", value)
         cost = _zcdp_cost(self._filter, mechanism.guarantee().rho, "the Gaussian mechanism")
         return self._round("gaussian", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
 
     def laplace(self, value: npt.ArrayLike, sensitivity: float, eps: float) -> npt.NDArray[Any]:
         """Release ``value + Lap(Δ1/eps)``: a pure eps-DP round."""
         mechanism = LaplaceMechanism(sensitivity, eps)
-        v = _additive_value(value)
+        v = point("value", value)
         cost = _pure_cost(self._filter, eps, "the Laplace mechanism")
         return self._round("laplace", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
 
@@ -407,7 +405,7 @@ class PrivateSession:
         charged the sum of the tries made.
         """
         rule = RelativeError(0.1) if stop is None else stop
-        v = _additive_value(value)
+        v = point("value", value)
         cap = self._doubling_cap(sensitivity, start_eps2, ratio, rule)
         request = _zcdp_cost(self._filter, cap.guarantee().rho, "the doubling method")
 

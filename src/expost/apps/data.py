@@ -19,9 +19,8 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import positive, positive_int, validator
+from expost._validation import generator, positive, positive_int, validator
 from expost.errors import InvalidParameter
-from expost.processes.brownian import _generator
 
 __all__ = [
     "BUNDLED",
@@ -122,7 +121,7 @@ def synthetic_classification(
     g ~ N(0, I/d) (so ‖g‖ ≈ 1). With separation 0.6 the non-private regularised logistic loss
     (λ = 0.05) is about 0.405, just under BNR's target 0.41, as on the paper's data.
     """
-    rng = _generator(rng)
+    rng = generator(rng)
     n, d = positive_int("n", n), positive_int("d", d)
     s = positive("separation", separation)
     w = _unit_vector(d, rng)
@@ -144,7 +143,7 @@ def synthetic_regression(
     (z, y_raw) is normalised to unit ℓ2 norm and split into (x, y). With the defaults the
     non-private ridge loss (λ = 0.05) is about 0.014, under BNR's target 0.025.
     """
-    rng = _generator(rng)
+    rng = generator(rng)
     n, d = positive_int("n", n), positive_int("d", d)
     a, b = positive("signal", signal), positive("noise", noise)
     w = _unit_vector(d, rng)
@@ -209,7 +208,7 @@ def zipf_counts(
 ) -> FloatArray:
     """The histogram of n Zipf draws (APC Sec. 7): shape (support,), or (trials, support) for
     ``trials`` independent data sets. Each person adds one to one count (ℓ∞ sensitivity 1)."""
-    rng = _generator(rng)
+    rng = generator(rng)
     size = positive_int("n", n)
     p = zipf_probabilities(support, exponent)
     shape = None if trials is None else positive_int("trials", trials)

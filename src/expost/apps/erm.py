@@ -41,7 +41,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 
 from expost._progress import ProgressLine
-from expost._validation import as_float, finite_array, positive, positive_int, validator
+from expost._validation import as_float, finite_array, generator, positive, positive_int, validator
 from expost.apps.data import (
     BUNDLED,
     ERMData,
@@ -60,7 +60,6 @@ from expost.processes import (
     sample_brownian_grid_privacy_time,
     sample_laplace_grid,
 )
-from expost.processes.brownian import _generator
 from expost.stopping import WhenPublicUtility
 
 __all__ = [
@@ -538,7 +537,7 @@ def run_task(
     n_runs = positive_int("runs", runs)
     if n_runs < 2:
         raise InvalidParameter("runs", runs, "must be >= 2 (confidence bands)")
-    rng = _generator(rng)
+    rng = generator(rng)
     goal = positive("target", target)
     mechanisms = Mechanisms.build(task, levels)
     methods: dict[Method, MethodResult] = {}
@@ -593,7 +592,7 @@ def single_run(
 
     The reference for the vectorised `run_task`, with the same laws.
     """
-    rng = _generator(rng)
+    rng = generator(rng)
     bounds = mechanisms.bounds[method]
     last = bounds.size - 1
     if checker == "public":

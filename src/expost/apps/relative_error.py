@@ -34,14 +34,20 @@ import numpy.typing as npt
 from attrs import field, frozen
 
 from expost._progress import ProgressLine
-from expost._validation import as_float, open_probability, positive, positive_int, validator
+from expost._validation import (
+    as_float,
+    generator,
+    open_probability,
+    positive,
+    positive_int,
+    validator,
+)
 from expost.apps.data import load_counts, zipf_counts
 from expost.errors import InvalidParameter
 from expost.filters import BatchBudget, BrownianCost, Conversion, UnifiedFilter, ZCDPCost
 from expost.grids import EpsilonGrid, OpenEpsilonGrid
 from expost.mechanisms import DoublingMethod, ExponentialMechanism
 from expost.mechanisms.noise_reduction import brownian_trials
-from expost.processes.brownian import _generator
 from expost.session import PrivateSession
 from expost.stopping import RelativeError
 
@@ -191,7 +197,7 @@ def run_interactive(
     counts: npt.ArrayLike, method: str, settings: Settings, rng: np.random.Generator
 ) -> TrialResults:
     """The protocol through `PrivateSession`, one trial (row of ``counts``) at a time."""
-    data, m, g = _histograms(counts), _method(method), _generator(rng)
+    data, m, g = _histograms(counts), _method(method), generator(rng)
     rows = [_session_trial(row, m, settings, g) for row in data]
     returned, precise, spent = zip(*rows, strict=True)
     return TrialResults(
@@ -250,7 +256,7 @@ def run_batch(
     the elements left) and revealed one round at a time; each round is charged eps_EM²/8.
     ``on_round(done)`` is told, each round, the mean fraction of the budget spent so far.
     """
-    data, m, g = _histograms(counts), _method(method), _generator(rng)
+    data, m, g = _histograms(counts), _method(method), generator(rng)
     n = data.shape[0]
     budget = BatchBudget.start(settings.filter(), n)
     em = settings.mechanism

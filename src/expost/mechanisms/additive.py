@@ -13,7 +13,14 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import as_float, finite_array, positive, positive_int, validator
+from expost._validation import (
+    as_float,
+    generator,
+    point,
+    positive,
+    positive_int,
+    validator,
+)
 from expost.errors import InvalidParameter
 from expost.guarantees import ZCDP, PureDP
 from expost.loss import GaussianLoss, LaplaceLoss
@@ -23,22 +30,8 @@ __all__ = ["GaussianMechanism", "LaplaceMechanism"]
 FloatArray = npt.NDArray[np.float64]
 
 
-def _generator(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidParameter("rng", rng, "must be a numpy.random.Generator")
-    return rng
-
-
 def _trials(trials: object) -> int:
     return positive_int("trials", trials)
-
-
-def _value(value: npt.ArrayLike) -> FloatArray:
-    """A finite scalar or non-empty 1-d array of reals."""
-    v = finite_array("value", value)
-    if v.ndim > 1 or v.size == 0:
-        raise InvalidParameter("value", value, "must be a scalar or a non-empty 1-d array")
-    return v
 
 
 def _check_scale(name: str, value: float, scale: float) -> None:
@@ -91,14 +84,14 @@ class GaussianMechanism:
 
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> FloatArray:
         """One release f(x) + N(0, σ²I), shaped like ``value``."""
-        v = _value(value)
-        return np.asarray(v + _generator(rng).normal(0.0, self.sigma, v.shape))
+        v = point("value", value)
+        return np.asarray(v + generator(rng).normal(0.0, self.sigma, v.shape))
 
     def run_batch(self, value: npt.ArrayLike, trials: int, rng: np.random.Generator) -> FloatArray:
         """``trials`` independent releases, shape (trials, *value.shape)."""
-        v = _value(value)
+        v = point("value", value)
         n = _trials(trials)
-        return v + _generator(rng).normal(0.0, self.sigma, (n, *v.shape))
+        return v + generator(rng).normal(0.0, self.sigma, (n, *v.shape))
 
 
 @frozen
@@ -129,11 +122,11 @@ class LaplaceMechanism:
 
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> FloatArray:
         """One release f(x) + Lap(b) per coordinate, shaped like ``value``."""
-        v = _value(value)
-        return np.asarray(v + _generator(rng).laplace(0.0, self.scale, v.shape))
+        v = point("value", value)
+        return np.asarray(v + generator(rng).laplace(0.0, self.scale, v.shape))
 
     def run_batch(self, value: npt.ArrayLike, trials: int, rng: np.random.Generator) -> FloatArray:
         """``trials`` independent releases, shape (trials, *value.shape)."""
-        v = _value(value)
+        v = point("value", value)
         n = _trials(trials)
-        return v + _generator(rng).laplace(0.0, self.scale, (n, *v.shape))
+        return v + generator(rng).laplace(0.0, self.scale, (n, *v.shape))

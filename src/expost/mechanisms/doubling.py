@@ -6,11 +6,19 @@ import numpy as np
 import numpy.typing as npt
 from attrs import converters, field, frozen, validators
 
-from expost._validation import as_float, finite_array, positive, positive_int, validator
+from expost._validation import (
+    as_float,
+    finite_array,
+    generator,
+    point,
+    positive,
+    positive_int,
+    validator,
+)
 from expost.errors import InvalidParameter
 from expost.grids import EpsilonGrid, _read_only
 from expost.guarantees import ZCDP
-from expost.mechanisms.additive import GaussianMechanism, _generator, _trials, _value
+from expost.mechanisms.additive import GaussianMechanism, _trials
 from expost.stopping import (
     BatchStoppingRule,
     RelativeError,
@@ -168,8 +176,8 @@ class DoublingMethod:
 
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> DoublingTranscript:
         """One run: release tries until the rule accepts one or the cap is reached."""
-        v = _value(value)
-        g = _generator(rng)
+        v = point("value", value)
+        g = generator(rng)
         tries = self.tries
         times = self._grid.times.array
         released: list[FloatArray] = []
@@ -198,9 +206,9 @@ class DoublingMethod:
         A `BatchStoppingRule` is evaluated in one vectorised call (`first_stops`); any other
         rule falls back to a Python loop over trials (`run_rule_on_path`), which is slower.
         """
-        v = _value(value)
+        v = point("value", value)
         n = _trials(trials)
-        return self._run_rows(np.broadcast_to(v, (n, *v.shape)), _generator(rng), None)
+        return self._run_rows(np.broadcast_to(v, (n, *v.shape)), generator(rng), None)
 
     def run_trials(
         self,
@@ -229,7 +237,7 @@ class DoublingMethod:
                 raise InvalidParameter(
                     "max_tries", max_tries, f"must be {rows.shape[0]} integers in [1, {count}]"
                 )
-        return self._run_rows(rows, _generator(rng), caps)
+        return self._run_rows(rows, generator(rng), caps)
 
     def _run_rows(
         self, rows: FloatArray, g: np.random.Generator, caps: npt.NDArray[np.integer] | None

@@ -7,10 +7,10 @@ import numpy.typing as npt
 from attrs import field, frozen
 from scipy import special
 
-from expost._validation import as_float, finite_array, positive, validator
+from expost._validation import as_float, finite_array, generator, positive, validator
 from expost.errors import InvalidParameter
 from expost.guarantees import ZCDP, PureDP
-from expost.mechanisms.additive import _check_scale, _generator, _trials
+from expost.mechanisms.additive import _check_scale, _trials
 
 __all__ = ["ExponentialMechanism"]
 
@@ -113,7 +113,7 @@ class ExponentialMechanism:
         """One selection: the index of an allowed candidate for scores (m,)."""
         u = _scores(scores, max_ndim=1)
         allowed = _allowed(candidates, u.shape)
-        return int(self._select(u, allowed, _generator(rng)))
+        return int(self._select(u, allowed, generator(rng)))
 
     def run_batch(
         self,
@@ -132,7 +132,7 @@ class ExponentialMechanism:
         if u.ndim == 2 and u.shape[0] != n:
             raise InvalidParameter("scores", u.shape, f"must have {n} rows, one per trial")
         shape = (n, u.shape[-1])
-        return self._select(np.broadcast_to(u, shape), _allowed(candidates, shape), _generator(rng))
+        return self._select(np.broadcast_to(u, shape), _allowed(candidates, shape), generator(rng))
 
     def rank_batch(
         self, scores: npt.ArrayLike, trials: int, rng: np.random.Generator
@@ -149,7 +149,7 @@ class ExponentialMechanism:
         n = _trials(trials)
         if u.ndim == 2 and u.shape[0] != n:
             raise InvalidParameter("scores", u.shape, f"must have {n} rows, one per trial")
-        g = _generator(rng)
+        g = generator(rng)
         logits = self._logits(np.broadcast_to(u, (n, u.shape[-1])), None)
         noise = g.standard_exponential(logits.shape)
         np.log(noise, out=noise)

@@ -18,7 +18,15 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import as_float, finite_array, positive, positive_int, validator
+from expost._validation import (
+    as_float,
+    finite_array,
+    generator,
+    point,
+    positive,
+    positive_int,
+    validator,
+)
 from expost.boundaries import PrivacyBoundary
 from expost.errors import InvalidParameter
 from expost.grids import (
@@ -39,7 +47,6 @@ from expost.processes import (
     sample_laplace_grid,
     sample_skellam_grid,
 )
-from expost.processes.brownian import _generator
 from expost.stopping import (
     BatchStoppingRule,
     MemorylessRule,
@@ -78,10 +85,7 @@ class PrivacyBoundaryWithDelta(PrivacyBoundary, Protocol):
 
 def _value(value: npt.ArrayLike) -> FloatArray:
     """A finite scalar or non-empty 1-d array, as shape (d,)."""
-    v = finite_array("value", value)
-    if v.ndim > 1 or v.size == 0:
-        raise InvalidParameter("value", value, "must be a scalar or a non-empty 1-d array")
-    return v.reshape(-1)
+    return point("value", value).reshape(-1)
 
 
 def _rule(stop: object) -> StoppingRule:
@@ -286,7 +290,7 @@ class BrownianNoiseReduction:
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
         """One interactive run: a `BrownianPath` walked time by time (BNR appendix bridge)."""
         v = _value(value)
-        path = BrownianPath(v.size, _generator(rng))
+        path = BrownianPath(v.size, generator(rng))
         first, next_time = self._next_time()
         iterates, stopped = _walk(
             v, first, next_time, path.next, self.stop, self.sensitivity, float
@@ -313,7 +317,7 @@ class BrownianNoiseReduction:
         """
         v = _value(value)
         n = positive_int("trials", trials)
-        rng = _generator(rng)
+        rng = generator(rng)
         rule = _batch_rule(self.stop)
         step = positive_int("chunk", chunk) if isinstance(rule, MemorylessRule) else None
         times, s, eps, rho = self._grid_arrays()
@@ -479,7 +483,7 @@ def brownian_trials(
         raise InvalidParameter("values", v.shape, f"must have shape ({n},) or ({n}, d)")
     columns = _level_columns(levels.eps2, d)
     index, stopped, released = _lazy_brownian(
-        v, _generator(rng), rule, columns, K, d, step, grow=True
+        v, generator(rng), rule, columns, K, d, step, grow=True
     )
     level = levels.at(index)
     return BatchTranscript(
@@ -552,7 +556,7 @@ class LaplaceNoiseReduction:
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
         """One interactive run on one `LaplaceProcess` (η = t_min, T = t_max)."""
         v = _value(value)
-        rng = _generator(rng)
+        rng = generator(rng)
         scales = self.array
         process = LaplaceProcess(scales[-1], scales[0], v.size, rng)
         iterates, stopped = _walk(
@@ -575,7 +579,7 @@ class LaplaceNoiseReduction:
         """``trials`` independent runs: `sample_laplace_grid` paths and the rule's vectorised form."""
         v = _value(value)
         n = positive_int("trials", trials)
-        rng = _generator(rng)
+        rng = generator(rng)
         rule = _batch_rule(self.stop)
         scales = self.array
         iterates = v + sample_laplace_grid(scales, n, v.size, rng)
@@ -634,7 +638,7 @@ class SkellamNoiseReduction:
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
         """One interactive run on one `SkellamPath` (Poisson thinning)."""
         v = _integer_array(value)
-        path = SkellamPath(v.size, _generator(rng), self.rate, self.rate)
+        path = SkellamPath(v.size, generator(rng), self.rate, self.rate)
         times = self.array
         iterates, stopped = _walk(
             v,
@@ -656,7 +660,7 @@ class SkellamNoiseReduction:
         """``trials`` independent runs: `sample_skellam_grid` paths and the rule's vectorised form."""
         v = np.rint(_integer_array(value)).astype(np.int64)
         n = positive_int("trials", trials)
-        rng = _generator(rng)
+        rng = generator(rng)
         rule = _batch_rule(self.stop)
         times = self.array
         iterates = v + sample_skellam_grid(times, n, v.size, rng, rate1=self.rate, rate2=self.rate)

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import as_float, finite, finite_array, positive, validator
+from expost._validation import as_float, finite, finite_array, generator, positive, validator
 from expost.errors import InvalidParameter
 from expost.guarantees import ExPost, PureDP
 from expost.mechanisms.noise_reduction import (
@@ -23,7 +23,6 @@ from expost.mechanisms.noise_reduction import (
     _value,
 )
 from expost.processes import BrownianPath, LaplaceProcess, sample_laplace_grid
-from expost.processes.brownian import _generator
 from expost.stopping import Never
 
 __all__ = [
@@ -88,7 +87,7 @@ class AboveThreshold:
 
     def run(self, utilities: Iterable[float], rng: np.random.Generator) -> AboveThresholdResult:
         """Consume ``utilities`` lazily and halt at the first one found above the threshold."""
-        rng = _generator(rng)
+        rng = generator(rng)
         noisy_threshold = 0.0
         asked = 0
         for u in utilities:
@@ -103,7 +102,7 @@ class AboveThreshold:
     def run_batch(self, utilities: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
         """Halting index per trial (−1: none) for a (trials, n) utility array; all n noises drawn."""
         u = _utilities(utilities)
-        rng = _generator(rng)
+        rng = generator(rng)
         zeta = rng.laplace(0.0, self.threshold_scale, size=(u.shape[0], 1))
         xi = rng.laplace(0.0, self.query_scale, size=u.shape)
         return _first_hits(u + xi >= self.threshold + zeta)
@@ -209,7 +208,7 @@ class ReducedAboveThreshold:
 
         Both may be generators computing round n from what was released before it.
         """
-        rng = _generator(rng)
+        rng = generator(rng)
         index, asked, level = self._steps(zip(utilities, levels, strict=False), rng)
         return ReducedAboveThresholdResult(index, asked, level)
 
@@ -222,7 +221,7 @@ class ReducedAboveThreshold:
         if e.shape != (u.shape[1],) or np.any(e <= 0.0) or np.any(np.diff(e) < 0.0):
             raise InvalidParameter("levels", levels, "must be n positive, non-decreasing levels")
         _eps_max_check(self.eps_max, e, "levels")
-        rng = _generator(rng)
+        rng = generator(rng)
         scales = 2.0 * self.sensitivity / e
         distinct, where = np.unique(-scales, return_inverse=True)  # decreasing scales
         zeta = sample_laplace_grid(-distinct, u.shape[0], 1, rng)[:, where, 0]
@@ -258,7 +257,7 @@ class ReducedAboveThreshold:
             raise InvalidParameter("utility", utility, "must be callable")
         _eps_max_check(self.eps_max, psi(bm.smallest_time), "bm")
         v = _value(value)
-        rng = _generator(rng)
+        rng = generator(rng)
         path = BrownianPath(v.size, rng)
         hidden = _Iterates(v.size, bm.sensitivity)
 

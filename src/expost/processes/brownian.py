@@ -24,7 +24,7 @@ from typing import Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from expost._validation import positive, positive_int, strictly_decreasing
+from expost._validation import generator, positive, positive_int, strictly_decreasing
 from expost.errors import InvalidParameter
 
 __all__ = ["BrownianPath", "sample_brownian_grid", "sample_brownian_grid_privacy_time"]
@@ -32,12 +32,6 @@ __all__ = ["BrownianPath", "sample_brownian_grid", "sample_brownian_grid_privacy
 FloatArray = npt.NDArray[np.float64]
 _S = TypeVar("_S", bound=np.generic)
 _N = TypeVar("_N", np.float64, np.int64)
-
-
-def _generator(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidParameter("rng", rng, "must be a numpy.random.Generator")
-    return rng
 
 
 def _decreasing_grid(name: str, values: npt.ArrayLike) -> FloatArray:
@@ -56,7 +50,7 @@ def _batch(
         _decreasing_grid(name, values),
         positive_int("trials", trials),
         positive_int("d", d),
-        _generator(rng),
+        generator(rng),
     )
 
 
@@ -116,7 +110,7 @@ class _DecreasingPath(Generic[_S]):
 
     def __init__(self, d: int, rng: np.random.Generator, dtype: type[_S]) -> None:
         self._d = positive_int("d", d)
-        self._rng = _generator(rng)
+        self._rng = generator(rng)
         self._dtype = dtype
         self._times: list[float] = []
         self._values: list[npt.NDArray[_S]] = []
