@@ -8,6 +8,7 @@ Each is a frozen description of the noise; the private value is an argument of `
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 
 import numpy as np
 import numpy.typing as npt
@@ -45,8 +46,28 @@ def _distance(distance: float | None, sensitivity: float) -> float:
     return sensitivity if distance is None else positive("distance", distance)
 
 
+class _Additive(ABC):
+    """f(x) + noise: ``run`` shaped like the value, ``run_batch`` with a leading trials axis."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def _noise(self, rng: np.random.Generator, shape: tuple[int, ...]) -> FloatArray:
+        """Independent noise of the given shape."""
+
+    def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> FloatArray:
+        """One release f(x) + noise, shaped like ``value``."""
+        v = point("value", value)
+        return np.asarray(v + self._noise(generator(rng), v.shape))
+
+    def run_batch(self, value: npt.ArrayLike, trials: int, rng: np.random.Generator) -> FloatArray:
+        """``trials`` independent releases, shape (trials, *value.shape)."""
+        v = point("value", value)
+        return v + self._noise(generator(rng), (_trials(trials), *v.shape))
+
+
 @frozen
-class GaussianMechanism:
+class GaussianMechanism(_Additive):
     """f(x) + N(0, σ²I) with σ = Δ2/sqrt(2·rho): rho-zCDP for ℓ2 sensitivity Δ2 (THEORY §2).
 
     Its privacy loss at neighbour distance Δ2 is exactly N(rho, 2rho).
@@ -82,20 +103,12 @@ class GaussianMechanism:
         d = _distance(distance, self.sensitivity)
         return GaussianLoss(self.rho * (d / self.sensitivity) ** 2)
 
-    def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> FloatArray:
-        """One release f(x) + N(0, σ²I), shaped like ``value``."""
-        v = point("value", value)
-        return np.asarray(v + generator(rng).normal(0.0, self.sigma, v.shape))
-
-    def run_batch(self, value: npt.ArrayLike, trials: int, rng: np.random.Generator) -> FloatArray:
-        """``trials`` independent releases, shape (trials, *value.shape)."""
-        v = point("value", value)
-        n = _trials(trials)
-        return v + generator(rng).normal(0.0, self.sigma, (n, *v.shape))
+    def _noise(self, rng: np.random.Generator, shape: tuple[int, ...]) -> FloatArray:
+        return rng.normal(0.0, self.sigma, shape)
 
 
 @frozen
-class LaplaceMechanism:
+class LaplaceMechanism(_Additive):
     """f(x) + Lap(b) per coordinate with b = Δ1/eps: eps-DP for ℓ1 sensitivity Δ1 (THEORY §2).
 
     Its privacy loss lies in [−Δ1/b, Δ1/b] = [−eps, eps].
@@ -120,13 +133,5 @@ class LaplaceMechanism:
         """The loss for neighbours at ℓ1 distance d (default Δ1): bounded by d/b (APC Lemma C.1)."""
         return LaplaceLoss(self.scale, _distance(distance, self.sensitivity))
 
-    def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> FloatArray:
-        """One release f(x) + Lap(b) per coordinate, shaped like ``value``."""
-        v = point("value", value)
-        return np.asarray(v + generator(rng).laplace(0.0, self.scale, v.shape))
-
-    def run_batch(self, value: npt.ArrayLike, trials: int, rng: np.random.Generator) -> FloatArray:
-        """``trials`` independent releases, shape (trials, *value.shape)."""
-        v = point("value", value)
-        n = _trials(trials)
-        return v + generator(rng).laplace(0.0, self.scale, (n, *v.shape))
+    def _noise(self, rng: np.random.Generator, shape: tuple[int, ...]) -> FloatArray:
+        return rng.laplace(0.0, self.scale, shape)
