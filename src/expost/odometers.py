@@ -74,6 +74,10 @@ class _PDPOdometer(ABC):
     """FAC Thm 3: the prefix bounds from ``bound_at`` and the delta' cut-off."""
 
     delta_prime: float
+    delta_second: float
+
+    def __attrs_post_init__(self) -> None:
+        _check_deltas(self.delta_prime, self.delta_second)
 
     @abstractmethod
     def bound_at(self, V: npt.ArrayLike) -> FloatArray:
@@ -114,9 +118,6 @@ class FilterOdometer(_PDPOdometer):
     delta_prime: float = field(converter=as_float, validator=validator(probability))
     delta_second: float = field(converter=as_float, validator=validator(open_probability))
 
-    def __attrs_post_init__(self) -> None:
-        _check_deltas(self.delta_prime, self.delta_second)
-
     @property
     def y_star(self) -> float:
         """y* = 2·rho* with rho* from `rho_for_dp`(eps, delta'') (same closed form)."""
@@ -140,9 +141,6 @@ class MixtureOdometer(_PDPOdometer):
     delta_prime: float = field(converter=as_float, validator=validator(probability))
     delta_second: float = field(converter=as_float, validator=validator(open_probability))
 
-    def __attrs_post_init__(self) -> None:
-        _check_deltas(self.delta_prime, self.delta_second)
-
     def bound_at(self, V: npt.ArrayLike) -> FloatArray:
         """u as a function of V = Σ eps_m² (vectorised)."""
         v = _nonnegative_array("V", V)
@@ -159,9 +157,6 @@ class StitchedOdometer(_PDPOdometer):
     v0: float = field(converter=as_float, validator=validator(positive))
     delta_prime: float = field(converter=as_float, validator=validator(probability))
     delta_second: float = field(converter=as_float, validator=validator(open_probability))
-
-    def __attrs_post_init__(self) -> None:
-        _check_deltas(self.delta_prime, self.delta_second)
 
     def bound_at(self, V: npt.ArrayLike) -> FloatArray:
         """u as a function of V = Σ eps_m² (vectorised)."""
