@@ -1,0 +1,121 @@
+"""Costs: what a round was, as data (ARCHITECTURE "Filters guard budgets").
+
+A cost describes a round as it happened — a Gaussian with rho, a Brownian mechanism stopped
+at time t, a pure-DP round, an ex-post round — never as one filter priced it. Each filter
+says which costs it accepts and what each costs in its own unit (rho, eps, ...), citing the
+theorem; the ledger and a session's history keep the round's own cost.
+
+As a *request* (before a round runs) a cost is the worst case the round may reach: for a
+Brownian mechanism its grid's smallest time, for an ex-post round the largest value its
+ex-post function can take. As *realised* (after it ran) it is what the round did.
+"""
+
+from __future__ import annotations
+
+from attrs import field, frozen
+
+from expost._validation import as_float, nonnegative, positive, probability, validator
+from expost.errors import InvalidParameter
+
+__all__ = [
+    "BoundedRangeCost",
+    "BrownianCost",
+    "Cost",
+    "DPCost",
+    "ExPostCost",
+    "ZCDPCost",
+]
+
+_DELTA = field(default=0.0, converter=as_float, validator=validator(probability))
+
+
+def _optional_nonnegative(_instance: object, attribute: object, value: object) -> None:
+    if value is not None:
+        nonnegative(getattr(attribute, "name", "value"), value)
+
+
+def _optional_positive(_instance: object, attribute: object, value: object) -> None:
+    if value is not None:
+        positive(getattr(attribute, "name", "value"), value)
+
+
+def _optional_float(value: float | None) -> float | None:
+    return None if value is None else as_float(value)
+
+
+@frozen
+class ZCDPCost:
+    """A delta-approximate rho-zCDP round (APC Def 2.3): a Gaussian mechanism, a doubling run."""
+
+    rho: float = field(converter=as_float, validator=validator(positive))
+    delta: float = _DELTA
+
+
+@frozen
+class DPCost:
+    """An (eps, delta)-DP round (APC Def 2.1): Laplace, AboveThreshold."""
+
+    eps: float = field(converter=as_float, validator=validator(positive))
+    delta: float = _DELTA
+
+
+@frozen
+class BoundedRangeCost:
+    """An eps-bounded-range round (Durfee–Rogers 2019): the exponential mechanism.
+
+    eps is the range (eps_EM for monotone scores, 2·eps_EM otherwise, THEORY §2); such a
+    round is eps-DP and eps²/8-zCDP (Cesar–Rogers 2021, APC Sec. 7.2).
+    """
+
+    eps: float = field(converter=as_float, validator=validator(positive))
+
+
+@frozen
+class BrownianCost:
+    """A Brownian mechanism with sensitivity Δ stopped at time t (APC Def 4.4, Thm 3, Thm 5).
+
+    Stopped at t it is Δ²/(2t)-zCDP in the filters of APC Thm 5 / Lemma 6.2. With a privacy
+    boundary ψ (BNR Thm 3.6) ``bound`` = ψ(t) is its ex-post bound, failing with probability
+    ``delta``; without one both stay at their defaults (None, 0).
+    """
+
+    time: float = field(converter=as_float, validator=validator(positive))
+    sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
+    bound: float | None = field(default=None, converter=_optional_float)
+    delta: float = _DELTA
+
+    @bound.validator
+    def _check_bound(self, attribute: object, value: float | None) -> None:
+        _optional_nonnegative(self, attribute, value)
+
+    def __attrs_post_init__(self) -> None:
+        if self.bound is None and self.delta != 0.0:
+            raise InvalidParameter("delta", self.delta, "needs an ex-post bound (a boundary)")
+
+    @classmethod
+    def from_eps(cls, eps: float, sensitivity: float = 1.0) -> BrownianCost:
+        """The BM stopped at privacy level eps, i.e. at time t = Δ²/eps² (cost eps²/2)."""
+        e = positive("eps", eps)
+        d = positive("sensitivity", sensitivity)
+        return cls(d * d / (e * e), d)
+
+
+@frozen
+class ExPostCost:
+    """An ex-post private round: its ex-post bound E and delta (APC Def 4.1).
+
+    ``eps_max``, when given, is a pure-DP level the whole round also has (Laplace noise
+    reduction: Δ1/t_min, BNR Prop 4.2), so filters without an ex-post budget can charge it as
+    an eps_max-DP round; None: the round has no worst-case guarantee to fall back on.
+    """
+
+    bound: float = field(converter=as_float, validator=validator(nonnegative))
+    delta: float = _DELTA
+    eps_max: float | None = field(default=None, converter=_optional_float)
+
+    @eps_max.validator
+    def _check_eps_max(self, attribute: object, value: float | None) -> None:
+        _optional_positive(self, attribute, value)
+
+
+Cost = ZCDPCost | DPCost | BoundedRangeCost | BrownianCost | ExPostCost
