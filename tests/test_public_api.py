@@ -1,0 +1,131 @@
+"""The public surface: ``expost.__all__`` is pinned, resolvable, and is what the API reference lists."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import expost
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PUBLIC = [
+    "ZCDP",
+    "AboveThreshold",
+    "ApproxDP",
+    "ApproxDPFilter",
+    "AtIndex",
+    "BatchTranscript",
+    "Boundary",
+    "BoundedRangeCost",
+    "BrownianCost",
+    "BrownianFilter",
+    "BrownianLoss",
+    "BrownianNoiseReduction",
+    "BrownianOdometer",
+    "BudgetExceeded",
+    "ConcurrentFilter",
+    "Cost",
+    "DPCost",
+    "DoublingMethod",
+    "DoublingTranscript",
+    "EpsilonGrid",
+    "ExPost",
+    "ExPostCost",
+    "ExPostFilter",
+    "ExponentialMechanism",
+    "ExpostError",
+    "FACStitched",
+    "FilterOdometer",
+    "GaussianLoss",
+    "GaussianMechanism",
+    "Guarantee",
+    "InvalidParameter",
+    "LaplaceLoss",
+    "LaplaceMechanism",
+    "LaplaceNoiseReduction",
+    "LaplaceNoiseReductionLoss",
+    "Ledger",
+    "LedgerCorrupted",
+    "LedgerError",
+    "LedgerMismatch",
+    "LineCrossing",
+    "LinearPrivacyBoundary",
+    "MemorylessRule",
+    "MixtureOdometer",
+    "MixturePrivacyBoundary",
+    "Never",
+    "NormalMixture",
+    "NotAStoppingTime",
+    "OpenEpsilonGrid",
+    "PolynomialStitching",
+    "PrivacyBoundary",
+    "PrivacyFilter",
+    "PrivacyLoss",
+    "PrivateSession",
+    "ProbabilisticDP",
+    "PureDP",
+    "ReducedAboveThreshold",
+    "RelativeError",
+    "Released",
+    "Round",
+    "SkellamLoss",
+    "SkellamNoiseReduction",
+    "StitchedOdometer",
+    "StoppingRule",
+    "TimeGrid",
+    "Transcript",
+    "UnifiedFilter",
+    "WhenPublicUtility",
+    "ZCDPCost",
+    "ZCDPFilter",
+    "__version__",
+    "apc_psi",
+    "cks_delta",
+    "cks_rho_for_dp",
+    "cks_zcdp_to_dp",
+    "compose_ex_post",
+    "compose_zcdp",
+    "dp_to_pdp",
+    "dp_to_zcdp",
+    "pdp_to_dp",
+    "rho_for_dp",
+    "stopping",
+    "zcdp_to_dp",
+]
+
+
+def test_the_public_surface_is_pinned() -> None:
+    assert sorted(expost.__all__) == sorted(PUBLIC)
+    assert len(set(expost.__all__)) == len(expost.__all__)
+
+
+def test_every_public_name_resolves_and_star_import_gives_exactly_them() -> None:
+    namespace: dict[str, object] = {}
+    exec("from expost import *", namespace)
+    assert sorted(k for k in namespace if k != "__builtins__") == sorted(PUBLIC)
+    assert all(getattr(expost, name) is namespace[name] for name in PUBLIC)
+
+
+def test_engine_internals_stay_importable_from_their_modules() -> None:
+    from expost.audit import clopper_pearson_lower
+    from expost.ledger import LedgerEntry
+    from expost.processes import sample_brownian_grid
+    from expost.stopping import first_stops
+
+    internals = (clopper_pearson_lower, LedgerEntry, sample_brownian_grid, first_stops)
+    assert all(callable(x) for x in internals)
+    assert not {x.__name__ for x in internals} & set(expost.__all__)
+
+
+def test_the_api_reference_is_generated_from_the_public_surface() -> None:
+    spec = importlib.util.spec_from_file_location("gen_api", ROOT / "docs/gen_api.py")
+    assert spec is not None and spec.loader is not None
+    gen_api = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_api)
+    page = (ROOT / "docs/api.md").read_text(encoding="utf-8")
+    assert page == gen_api.render(), "docs/api.md is stale: run python docs/gen_api.py docs/api.md"
+    listed = {line.removeprefix("::: expost.").strip() for line in page.splitlines()}
+    for name in PUBLIC:
+        if name not in ("__version__", "stopping"):
+            assert name in listed, name
