@@ -18,8 +18,6 @@ from typing import Any, Literal, Protocol, Self, overload
 import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
-from scipy.optimize import brentq, minimize_scalar
-from scipy.special import log_ndtr, zeta
 
 from expost._validation import (
     as_float,
@@ -145,6 +143,8 @@ def _half_normal_root(c: FloatArray) -> FloatArray:
     """
     lower = np.sqrt(2.0 * np.maximum(c - math.log(2.0), 0.0))
     u = np.sqrt(2.0 * c)
+    from scipy.special import log_ndtr  # imported on first use: keeps `import expost` fast
+
     for _ in range(_NEWTON_STEPS):
         log_cdf = log_ndtr(u)
         h = 0.5 * u * u + math.log(2.0) + log_cdf - c
@@ -205,6 +205,8 @@ class PolynomialStitching(_MartingaleBoundary):
     s: float = field(default=1.4, converter=as_float, validator=validator(_greater_than_one))
 
     def _g(self, v: FloatArray) -> FloatArray:
+        from scipy.special import zeta  # imported on first use: keeps `import expost` fast
+
         m = np.maximum(v, self.v0)
         k1 = (self.eta**0.25 + self.eta**-0.25) / math.sqrt(2.0)
         constant = math.log(float(zeta(self.s)) / (self.delta * math.log(self.eta) ** self.s))
@@ -292,6 +294,8 @@ class MixturePrivacyBoundary(_PrivacyBoundaryBase):
         The result is never below the exact root and within 1e-12 relative of it. (BNR
         Cor 3.7 prints inf{t: ψ(t) >= eps}, which would be 0.)
         """
+        from scipy.optimize import brentq  # imported on first use: keeps `import expost` fast
+
         e = positive("eps", eps)
         lo = self.sensitivity**2 / (2.0 * e)  # ψ(t) > Δ²/(2t) >= eps for all t <= lo
         hi = 2.0 * lo
@@ -310,6 +314,8 @@ class MixturePrivacyBoundary(_PrivacyBoundaryBase):
         privacy time 1/t) while its ex-post loss bound is still at most eps. Numerical:
         bounded Brent search on log r around the linear boundary's tuned time.
         """
+        from scipy.optimize import minimize_scalar  # imported on first use: keeps `import expost` fast
+
         e = positive("eps", eps)
         d = open_probability("delta", delta)
         sens = positive("sensitivity", sensitivity)
