@@ -143,7 +143,7 @@ def _cks_log_delta(rho: float, eps: float) -> float:
     The exponent is convex in a with derivative (2a − 1)·rho − eps + log(1 − 1/a), which
     increases from −∞ to +∞, so the infimum is at its unique root.
     """
-    from scipy.optimize import brentq  # imported on first use: keeps `import expost` fast
+    from scipy.optimize import brentq  # lazy: keeps `import expost` fast
 
     def slope(a: float) -> float:
         return (2.0 * a - 1.0) * rho - eps + math.log1p(-1.0 / a)
@@ -164,7 +164,7 @@ def cks_delta(rho: float, eps: float) -> float:
 
 
 def _cks_eps(rho: float, delta_second: float) -> float:
-    from scipy.optimize import brentq  # imported on first use: keeps `import expost` fast
+    from scipy.optimize import brentq  # lazy: keeps `import expost` fast
 
     target = math.log(delta_second)
     hi = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_second))  # Bun–Steinke: never tighter
@@ -194,7 +194,7 @@ def cks_rho_for_dp(eps: float, delta_second: float) -> float:
 
     Never smaller than `rho_for_dp` for the same arguments.
     """
-    from scipy.optimize import brentq  # imported on first use: keeps `import expost` fast
+    from scipy.optimize import brentq  # lazy: keeps `import expost` fast
 
     e = positive("eps", eps)
     d2 = open_probability("delta_second", delta_second)

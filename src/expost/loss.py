@@ -113,7 +113,7 @@ def _renyi_from_cgf(cgf: Callable[[float], float], alpha: float) -> float:
 
 def _eps_for_delta(delta_for_eps: Callable[[float], float], delta: float) -> float:
     """Invert the nonincreasing, continuous privacy profile by bracketing and Brent's method."""
-    from scipy.optimize import brentq  # imported on first use: keeps `import expost` fast
+    from scipy.optimize import brentq  # lazy: keeps `import expost` fast
 
     d = open_probability("delta", delta)
     if delta_for_eps(0.0) <= d:
@@ -179,7 +179,7 @@ class GaussianLoss:
 
     def tail(self, e: float) -> float:
         """Φ((rho − e)/sqrt(2rho))."""
-        from scipy import special  # imported on first use: keeps `import expost` fast
+        from scipy import special  # lazy: keeps `import expost` fast
 
         x = finite("e", e)
         return float(special.ndtr((self.rho - x) / math.sqrt(2.0 * self.rho)))
@@ -190,7 +190,7 @@ class GaussianLoss:
         With x1 = eps/μ − μ/2 and x2 = eps/μ + μ/2 one has x2²/2 − eps = x1²/2, so
         delta = ½·exp(−x1²/2)·(erfcx(x1/√2) − erfcx(x2/√2)).
         """
-        from scipy import special  # imported on first use: keeps `import expost` fast
+        from scipy import special  # lazy: keeps `import expost` fast
 
         e = nonnegative("eps", eps)
         mu = math.sqrt(2.0 * self.rho)
@@ -266,7 +266,7 @@ class LaplaceLoss:
         which has no cancellation for small ε away from λ = −½; near λ = −½ or at huge
         exponents it uses log-sum-exp of the three parts (atoms and continuous part).
         """
-        from scipy import special  # imported on first use: keeps `import expost` fast
+        from scipy import special  # lazy: keeps `import expost` fast
 
         lam = finite("lam", lam)
         e = self.eps
@@ -433,7 +433,7 @@ class SkellamLoss:
     _loss: FloatArray = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
-        from scipy import stats  # imported on first use: keeps `import expost` fast
+        from scipy import stats  # lazy: keeps `import expost` fast
 
         mu1, mu2 = self.mu, self._mu2
         lo = -_skellam_upper_cut(mu2, mu1)
@@ -456,7 +456,7 @@ class SkellamLoss:
         return self.mu if self.mu2 is None else self.mu2
 
     def _loss_at(self, y: FloatArray) -> FloatArray:
-        from scipy import stats  # imported on first use: keeps `import expost` fast
+        from scipy import stats  # lazy: keeps `import expost` fast
 
         lp = stats.skellam.logpmf
         loss: FloatArray = lp(y, self.mu, self._mu2) - lp(y - self.distance, self.mu, self._mu2)
@@ -485,7 +485,7 @@ class SkellamLoss:
 
     def cgf(self, lam: float) -> float:
         """logsumexp over the support of log pmf(y) + lam·L(y)."""
-        from scipy import special  # imported on first use: keeps `import expost` fast
+        from scipy import special  # lazy: keeps `import expost` fast
 
         x = finite("lam", lam)
         return float(special.logsumexp(self._log_p + x * self._loss))

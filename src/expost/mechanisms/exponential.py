@@ -96,7 +96,7 @@ class ExponentialMechanism:
 
         ``scores`` (m,) or (trials, m); the result has the same shape.
         """
-        from scipy import special  # imported on first use: keeps `import expost` fast
+        from scipy import special  # lazy: keeps `import expost` fast
 
         u = _scores(scores, max_ndim=2)
         logits = self._logits(u, _allowed(candidates, u.shape))
