@@ -39,7 +39,13 @@ def _under(modules: set[str], package: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "statement",
-    ["import expost", "import expost.apps.relative_error", "import expost.cli"],
+    [
+        "import expost",
+        "import expost.apps.relative_error",
+        "import expost.audit",
+        "import expost.symbolic",
+        "import expost.cli",
+    ],
 )
 def test_import_loads_no_heavy_dependency(statement: str) -> None:
     loaded = _loaded_after(statement)
