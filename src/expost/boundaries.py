@@ -48,6 +48,7 @@ _RTOL = 1e-13  # root finders: relative tolerance, below the promised 1e-12
 _NEWTON_STEPS = 60  # a guard: from its start Newton's method needs at most a few steps
 _NEWTON_TOL = 2.0**-53  # the one-sided mixture's Newton error bound, relative to the root
 _ROUNDING = 2.0**-48  # widening that covers the one-sided mixture's rounding errors
+_BLOCK = 1 << 14  # values per block of the one-sided mixture (about 2x faster than one pass)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_HALF = math.sqrt(0.5)
@@ -139,6 +140,15 @@ def _two_sided_mixture(v: FloatArray, r: float, delta: float) -> FloatArray:
 
 
 def _one_sided_mixture(v: FloatArray, r: float, delta: float) -> FloatArray:
+    """`_one_sided_block` on blocks of _BLOCK values, whose temporaries stay in cache."""
+    flat = v.reshape(-1)
+    out = np.empty(flat.shape)
+    for start in range(0, flat.size, _BLOCK):
+        out[start : start + _BLOCK] = _one_sided_block(flat[start : start + _BLOCK], r, delta)
+    return out.reshape(v.shape)
+
+
+def _one_sided_block(v: FloatArray, r: float, delta: float) -> FloatArray:
     """g = u·sqrt(v + r) with u >= 0 the root of h(u) = u²/2 + log(2Φ(u)) = c; never below it.
 
     Here c = log(1 + v/r)/2 − log(delta). With L = sqrt(2·max(c − log 2, 0)) (the two-sided
@@ -154,7 +164,6 @@ def _one_sided_mixture(v: FloatArray, r: float, delta: float) -> FloatArray:
     """
     from scipy.special import erf, erfcx, log_ndtr  # lazy: keeps `import expost` fast
 
-    shape, v = v.shape, v.reshape(-1)
     root_w = np.sqrt(v + r)
     c = 0.5 * np.log1p(v / r) - math.log(delta)
     excess = c - math.log(2.0)
@@ -177,7 +186,8 @@ def _one_sided_mixture(v: FloatArray, r: float, delta: float) -> FloatArray:
         step = (dd * (low + 0.5 * dd) + tail) / slope
         d[todo] = np.maximum(dd - step, 0.0)
         todo = todo[step * step * slope > 2.0 * s0 * s0 * _NEWTON_TOL * (low + d[todo])]
-    return np.asarray((lower + d) * root_w * (1.0 + _ROUNDING), dtype=np.float64).reshape(shape)
+    g: FloatArray = (lower + d) * root_w * (1.0 + _ROUNDING)
+    return g
 
 
 def _sides(name: str, value: object) -> None:
