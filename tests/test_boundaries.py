@@ -123,11 +123,12 @@ def test_one_sided_mixture_solves_its_equation_inside_the_bracket() -> None:
     with mp.workdps(DIGITS):
         for r, delta in itertools.product([0.01, 1.0, 100.0], DELTAS):
             got = NormalMixture(r=r, delta=delta, sides=1)(np.array(VS))
-            assert _close(got, [mp_one_sided(v, r, delta) for v in VS])
+            assert _close(got, [mp_one_sided(v, r, delta) for v in VS], rel=1e-14)  # < REL
             target = mp.log(1 / mp.mpf(delta))
             for v, g in zip(VS, got, strict=True):
                 lhs = mp_one_sided_log_lhs(mp.mpf(float(g)), v, r)
                 assert abs(mp.exp(lhs - target) - 1) <= REL
+                assert lhs >= target  # sound: never below the exact root
             # The bracket; at small delta the root is within rounding of its lower end.
             upper = NormalMixture(r, delta, sides=2)(np.array(VS))
             assert np.all(got <= upper * (1 + ROUNDING))
@@ -143,6 +144,7 @@ def test_one_sided_mixture_equation_at_random_points(r: float, delta: float, v: 
     with mp.workdps(DIGITS):
         lhs = mp_one_sided_log_lhs(mp.mpf(g), v, r)
         assert abs(mp.exp(lhs - mp.log(1 / mp.mpf(delta))) - 1) <= REL
+        assert lhs >= mp.log(1 / mp.mpf(delta))  # sound: never below the exact root
     assert g <= NormalMixture(r, delta, sides=2)(v) * (1 + ROUNDING)
     if 2 * delta < 1:
         assert g >= NormalMixture(r, 2 * delta, sides=2)(v) * (1 - ROUNDING)

@@ -11,7 +11,6 @@ import math
 from typing import Literal
 
 from attrs import field, frozen
-from scipy.optimize import brentq
 
 from expost._validation import (
     as_float,
@@ -144,6 +143,7 @@ def _cks_log_delta(rho: float, eps: float) -> float:
     The exponent is convex in a with derivative (2a − 1)·rho − eps + log(1 − 1/a), which
     increases from −∞ to +∞, so the infimum is at its unique root.
     """
+    from scipy.optimize import brentq  # lazy: keeps `import expost` fast
 
     def slope(a: float) -> float:
         return (2.0 * a - 1.0) * rho - eps + math.log1p(-1.0 / a)
@@ -164,6 +164,8 @@ def cks_delta(rho: float, eps: float) -> float:
 
 
 def _cks_eps(rho: float, delta_second: float) -> float:
+    from scipy.optimize import brentq  # lazy: keeps `import expost` fast
+
     target = math.log(delta_second)
     hi = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_second))  # Bun–Steinke: never tighter
     while _cks_log_delta(rho, hi) > target:
@@ -192,6 +194,8 @@ def cks_rho_for_dp(eps: float, delta_second: float) -> float:
 
     Never smaller than `rho_for_dp` for the same arguments.
     """
+    from scipy.optimize import brentq  # lazy: keeps `import expost` fast
+
     e = positive("eps", eps)
     d2 = open_probability("delta_second", delta_second)
     lo = rho_for_dp(e, d2)

@@ -27,8 +27,6 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 from attrs import converters, field, frozen, validators
-from scipy import special, stats
-from scipy.optimize import brentq
 
 from expost._validation import (
     as_float,
@@ -115,6 +113,8 @@ def _renyi_from_cgf(cgf: Callable[[float], float], alpha: float) -> float:
 
 def _eps_for_delta(delta_for_eps: Callable[[float], float], delta: float) -> float:
     """Invert the nonincreasing, continuous privacy profile by bracketing and Brent's method."""
+    from scipy.optimize import brentq  # lazy: keeps `import expost` fast
+
     d = open_probability("delta", delta)
     if delta_for_eps(0.0) <= d:
         return 0.0
@@ -179,6 +179,8 @@ class GaussianLoss:
 
     def tail(self, e: float) -> float:
         """Φ((rho − e)/sqrt(2rho))."""
+        from scipy import special  # lazy: keeps `import expost` fast
+
         x = finite("e", e)
         return float(special.ndtr((self.rho - x) / math.sqrt(2.0 * self.rho)))
 
@@ -188,6 +190,8 @@ class GaussianLoss:
         With x1 = eps/μ − μ/2 and x2 = eps/μ + μ/2 one has x2²/2 − eps = x1²/2, so
         delta = ½·exp(−x1²/2)·(erfcx(x1/√2) − erfcx(x2/√2)).
         """
+        from scipy import special  # lazy: keeps `import expost` fast
+
         e = nonnegative("eps", eps)
         mu = math.sqrt(2.0 * self.rho)
         x1, x2 = e / mu - mu / 2.0, e / mu + mu / 2.0
@@ -262,6 +266,8 @@ class LaplaceLoss:
         which has no cancellation for small ε away from λ = −½; near λ = −½ or at huge
         exponents it uses log-sum-exp of the three parts (atoms and continuous part).
         """
+        from scipy import special  # lazy: keeps `import expost` fast
+
         lam = finite("lam", lam)
         e = self.eps
         x1, x2, c = lam * e, -(1.0 + lam) * e, 1.0 + 2.0 * lam
@@ -427,6 +433,8 @@ class SkellamLoss:
     _loss: FloatArray = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
+        from scipy import stats  # lazy: keeps `import expost` fast
+
         mu1, mu2 = self.mu, self._mu2
         lo = -_skellam_upper_cut(mu2, mu1)
         hi = _skellam_upper_cut(mu1, mu2)
@@ -448,6 +456,8 @@ class SkellamLoss:
         return self.mu if self.mu2 is None else self.mu2
 
     def _loss_at(self, y: FloatArray) -> FloatArray:
+        from scipy import stats  # lazy: keeps `import expost` fast
+
         lp = stats.skellam.logpmf
         loss: FloatArray = lp(y, self.mu, self._mu2) - lp(y - self.distance, self.mu, self._mu2)
         return loss
@@ -475,6 +485,8 @@ class SkellamLoss:
 
     def cgf(self, lam: float) -> float:
         """logsumexp over the support of log pmf(y) + lam·L(y)."""
+        from scipy import special  # lazy: keeps `import expost` fast
+
         x = finite("lam", lam)
         return float(special.logsumexp(self._log_p + x * self._loss))
 

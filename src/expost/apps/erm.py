@@ -36,9 +36,6 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
-from scipy import stats
-from scipy.optimize import minimize
-from scipy.special import expit
 
 from expost._progress import ProgressLine
 from expost._validation import as_float, finite_array, generator, positive, positive_int, validator
@@ -204,6 +201,8 @@ def _kind(kind: str, data: ERMData) -> ERMData:
 def _logistic_objective(
     beta: FloatArray, x: FloatArray, y: FloatArray, lam: float
 ) -> tuple[float, FloatArray]:
+    from scipy.special import expit  # lazy: keeps the `expost` command fast
+
     margins = y * (x @ beta)
     value = float(np.logaddexp(0.0, -margins).mean()) + 0.5 * lam * float(beta @ beta)
     gradient: FloatArray = -(x.T @ (y * expit(-margins))) / y.size + lam * beta
@@ -212,6 +211,8 @@ def _logistic_objective(
 
 def logistic_minimiser(data: ERMData, lam: float = LAMBDA) -> FloatArray:
     """argmin of the regularised logistic loss by scipy's L-BFGS-B (strictly convex, unique)."""
+    from scipy.optimize import minimize  # lazy: keeps the `expost` command fast
+
     x, y = data.features, data.targets
     result = minimize(
         _logistic_objective,
@@ -472,6 +473,8 @@ def _halts(
 
 def _curve(losses: FloatArray) -> dict[str, FloatArray]:
     """Mean loss per level with a pointwise 95% t-interval over runs."""
+    from scipy import stats  # lazy: keeps the `expost` command fast
+
     runs = losses.shape[0]
     mean = losses.mean(axis=0)
     half = stats.t.ppf(0.975, runs - 1) * losses.std(axis=0, ddof=1) / math.sqrt(runs)

@@ -31,7 +31,6 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
-from scipy import optimize, stats
 
 from expost._validation import (
     as_float,
@@ -75,11 +74,15 @@ FloatArray = npt.NDArray[np.float64]
 
 def clopper_pearson_lower(hits: int, n: int, alpha: float) -> float:
     """One-sided lower confidence bound (level 1 − alpha) for a binomial proportion."""
+    from scipy import stats  # lazy: keeps the `expost` command fast
+
     return 0.0 if hits <= 0 else float(stats.beta.ppf(alpha, hits, n - hits + 1))
 
 
 def clopper_pearson_upper(hits: int, n: int, alpha: float) -> float:
     """One-sided upper confidence bound (level 1 − alpha) for a binomial proportion."""
+    from scipy import stats  # lazy: keeps the `expost` command fast
+
     return 1.0 if hits >= n else float(stats.beta.ppf(1.0 - alpha, hits + 1, n - hits))
 
 
@@ -195,6 +198,8 @@ def _evalue_lower_bound(x: FloatArray, threshold: float) -> float:
         lo -= math.log(2.0)
         if lo < math.log(1e-300):
             return 0.0
+    from scipy import optimize  # lazy: keeps the `expost` command fast
+
     return math.exp(float(optimize.brentq(excess, lo, hi, xtol=1e-5)))
 
 
@@ -248,6 +253,8 @@ def _event_counts(a: FloatArray, b: FloatArray, cuts: FloatArray) -> tuple[Any, 
 
 def _log_ratio_bound(first: Any, second: Any, m: int, alpha: float) -> FloatArray:
     """log(CP lower of P(S|first) / CP upper of P(S|second)), each at alpha/2 (Bonferroni)."""
+    from scipy import stats  # lazy: keeps the `expost` command fast
+
     lower = np.where(first > 0, stats.beta.ppf(alpha / 2, np.maximum(first, 1), m - first + 1), 0)
     upper = np.where(
         second < m, stats.beta.ppf(1 - alpha / 2, second + 1, np.maximum(m - second, 1)), 1

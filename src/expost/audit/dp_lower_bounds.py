@@ -20,7 +20,6 @@ from functools import partial
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize
 
 from expost.audit._paper import gaussian_loss, laplace_loss, neighbours, runs
 from expost.audit.core import Audit, DPClaim, ProbabilityClaim, Twin
@@ -78,6 +77,8 @@ def laplace_l1_eps_dp(suite: str) -> Audit:
 
 def _pdp_eps(rho: float, delta: float) -> float:
     """The eps with P(L > eps) = delta for the loss N(rho, 2rho) (`GaussianLoss.tail`)."""
+    from scipy import optimize  # lazy: keeps the `expost` command fast
+
     loss = GaussianLoss(rho)
     high = rho + 20.0 * np.sqrt(2.0 * rho)
     return float(optimize.brentq(lambda e: loss.tail(e) - delta, rho, high, xtol=1e-14))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
-from scipy import special
 
 from expost._validation import as_float, finite_array, generator, positive, validator
 from expost.errors import InvalidParameter
@@ -97,6 +96,8 @@ class ExponentialMechanism:
 
         ``scores`` (m,) or (trials, m); the result has the same shape.
         """
+        from scipy import special  # lazy: keeps `import expost` fast
+
         u = _scores(scores, max_ndim=2)
         logits = self._logits(u, _allowed(candidates, u.shape))
         probabilities: FloatArray = np.exp(

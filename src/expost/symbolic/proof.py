@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
-import sympy as sp
 from attrs import field, frozen
 
 from expost.errors import InvalidParameter
@@ -50,6 +49,8 @@ def _texts(_instance: Any, attribute: Any, value: Any) -> None:
 
 
 def _sympy(_instance: Any, attribute: Any, value: Any) -> None:
+    import sympy as sp  # lazy: `expost --help` does not need sympy
+
     if not isinstance(value, sp.Basic):
         raise InvalidParameter(attribute.name, value, "must be a sympy expression")
 
