@@ -89,8 +89,8 @@ def unchanged_as_predicted(paths: AnyArray, grid: Sequence[float]) -> bool:
 
 def plant_missing_square_root(monkeypatch: pytest.MonkeyPatch) -> None:
     """Planted bug: increments with standard deviation (not variance) t_k − t_(k+1)."""
-    gaps = brownian_module._gaps
-    monkeypatch.setattr(brownian_module, "_gaps", lambda g: gaps(g) ** 2)
+    gaps = brownian_module.gaps
+    monkeypatch.setattr(brownian_module, "gaps", lambda g: gaps(g) ** 2)
 
 
 @pytest.mark.parametrize("grid", GRIDS)

@@ -23,6 +23,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
+from expost.filters.costs import DPCost, ZCDPCost
 from expost.guarantees import ZCDP, PureDP
 from expost.loss import GaussianLoss, LaplaceLoss
 
@@ -98,6 +99,10 @@ class GaussianMechanism(_Additive):
         """rho-zCDP (Bun–Steinke; THEORY §2)."""
         return ZCDP(self.rho)
 
+    def cost(self) -> ZCDPCost:
+        """The round as a cost: ZCDPCost(rho) (THEORY §2)."""
+        return ZCDPCost(self.rho)
+
     def loss(self, distance: float | None = None) -> GaussianLoss:
         """The loss for neighbours at ℓ2 distance d (default Δ2): N(r, 2r), r = d²/(2σ²) = rho·(d/Δ2)²."""
         d = _distance(distance, self.sensitivity)
@@ -128,6 +133,10 @@ class LaplaceMechanism(_Additive):
     def guarantee(self) -> PureDP:
         """eps-DP (THEORY §2)."""
         return PureDP(self.eps)
+
+    def cost(self) -> DPCost:
+        """The round as a cost: DPCost(eps) (THEORY §2)."""
+        return DPCost(self.eps)
 
     def loss(self, distance: float | None = None) -> LaplaceLoss:
         """The loss for neighbours at ℓ1 distance d (default Δ1): bounded by d/b (APC Lemma C.1)."""

@@ -16,6 +16,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
+from expost.filters.costs import ZCDPCost
 from expost.grids import EpsilonGrid, _read_only
 from expost.guarantees import ZCDP
 from expost.mechanisms.additive import GaussianMechanism, _trials
@@ -165,6 +166,10 @@ class DoublingMethod:
     def guarantee(self) -> ZCDP:
         """The worst case: every try up to the cap made, Σ_i eps_i²/2-zCDP (APC Lemma 2.2)."""
         return ZCDP(float(self._cumulative_cost()[-1]))
+
+    def cost(self) -> ZCDPCost:
+        """The worst case as a cost: ZCDPCost of every try's rho summed (= ``guarantee().rho``)."""
+        return ZCDPCost(self.guarantee().rho)
 
     @property
     def cumulative_cost(self) -> FloatArray:

@@ -9,6 +9,7 @@ from scipy import special
 
 from expost._validation import as_float, finite_array, generator, positive, validator
 from expost.errors import InvalidParameter
+from expost.filters.costs import BoundedRangeCost
 from expost.guarantees import ZCDP, PureDP
 from expost.mechanisms.additive import _check_scale, _trials
 
@@ -89,6 +90,10 @@ class ExponentialMechanism:
     def dp_guarantee(self) -> PureDP:
         """bounded_range-DP: eps-DP if monotone, else 2eps-DP."""
         return PureDP(self.bounded_range)
+
+    def cost(self) -> BoundedRangeCost:
+        """The round as a cost: BoundedRangeCost(bounded_range) (THEORY §2; Cesar–Rogers)."""
+        return BoundedRangeCost(self.bounded_range)
 
     def selection_probabilities(
         self, scores: npt.ArrayLike, candidates: npt.ArrayLike | None = None
