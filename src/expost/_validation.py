@@ -20,13 +20,17 @@ __all__ = [
     "as_float",
     "finite",
     "finite_array",
+    "float_tuple",
     "generator",
     "nonnegative",
     "open_probability",
     "point",
     "positive",
+    "positive_decreasing",
+    "positive_increasing",
     "positive_int",
     "probability",
+    "read_only",
     "strictly_decreasing",
     "strictly_increasing",
     "validator",
@@ -151,3 +155,56 @@ def validator(check: Callable[[str, Any], object]) -> Callable[[Any, Any, Any], 
         check(attribute.name, value)
 
     return run
+
+
+def read_only(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """A read-only float64 copy."""
+    arr = np.array(values, dtype=np.float64)
+    arr.flags.writeable = False
+    return arr
+
+
+def _real_sequence(name: str, value: object) -> npt.NDArray[np.float64]:
+    """A non-empty 1-d sequence of finite positive reals (no booleans, strings or objects)."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameter(name, value, "must be a 1-d sequence of real numbers") from exc
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iuf":
+        raise InvalidParameter(name, value, "must be a non-empty 1-d sequence of real numbers")
+    out = arr.astype(np.float64)
+    if not np.all(np.isfinite(out)):
+        raise InvalidParameter(name, value, "must contain only finite numbers (no NaN or inf)")
+    if np.any(out <= 0.0):
+        raise InvalidParameter(name, value, "must contain only numbers > 0")
+    return out
+
+
+def _monotone(name: str, value: object, *, increasing: bool) -> npt.NDArray[np.float64]:
+    arr = _real_sequence(name, value)
+    steps = np.diff(arr)
+    if np.any(steps <= 0.0) if increasing else np.any(steps >= 0.0):
+        direction = "increasing" if increasing else "decreasing"
+        raise InvalidParameter(name, value, f"must be strictly {direction}")
+    return arr
+
+
+def positive_decreasing(name: str, value: object) -> npt.NDArray[np.float64]:
+    """A non-empty, strictly decreasing 1-d sequence of finite reals > 0."""
+    return _monotone(name, value, increasing=False)
+
+
+def positive_increasing(name: str, value: object) -> npt.NDArray[np.float64]:
+    """A non-empty, strictly increasing 1-d sequence of finite reals > 0."""
+    return _monotone(name, value, increasing=True)
+
+
+def float_tuple(value: Any) -> Any:
+    """attrs converter: a 1-d sequence of reals becomes a tuple of floats; else left for the validator."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        return value
+    if arr.ndim == 1 and arr.dtype.kind in "iuf":
+        return tuple(arr.astype(np.float64).tolist())
+    return value

@@ -30,9 +30,16 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import as_float, finite, finite_array, positive, validator
+from expost._validation import (
+    as_float,
+    finite,
+    finite_array,
+    positive,
+    positive_decreasing,
+    read_only,
+    validator,
+)
 from expost.errors import InvalidParameter, NotAStoppingTime
-from expost.grids import _positive_decreasing, _read_only
 
 __all__ = [
     "AtIndex",
@@ -54,7 +61,7 @@ IndexArray = npt.NDArray[np.intp]
 
 
 def _times(times: npt.ArrayLike) -> FloatArray:
-    return _positive_decreasing("times", times)
+    return positive_decreasing("times", times)
 
 
 def _values(values: npt.ArrayLike, steps: int, *, min_ndim: int) -> FloatArray:
@@ -129,22 +136,22 @@ class Released:
     @property
     def values(self) -> FloatArray:
         """The released iterates, shape (k, d), noisiest first."""
-        return _read_only(self._values[: self._count])
+        return read_only(self._values[: self._count])
 
     @property
     def times(self) -> FloatArray:
         """Their noise variances t1 > … > tk."""
-        return _read_only(self._times[: self._count])
+        return read_only(self._times[: self._count])
 
     @property
     def eps(self) -> FloatArray:
         """Their privacy levels Δ/sqrt(t)."""
-        return _read_only(self._sensitivity / np.sqrt(self._times[: self._count]))
+        return read_only(self._sensitivity / np.sqrt(self._times[: self._count]))
 
     @property
     def last(self) -> FloatArray:
         """The latest iterate, shape (d,)."""
-        return _read_only(self._values[self._count - 1])
+        return read_only(self._values[self._count - 1])
 
     @property
     def count(self) -> int:
@@ -202,7 +209,7 @@ class MemorylessRule(ABC):
         v = _values(values, t.size, min_ndim=2)
         s = positive("sensitivity", sensitivity)
         first = _nonnegative_int("start", start)
-        return self._fires(_read_only(v), t, s, np.arange(first, first + t.size))
+        return self._fires(read_only(v), t, s, np.arange(first, first + t.size))
 
     def __call__(self, released: Released) -> bool:
         if not isinstance(released, Released):
@@ -307,7 +314,7 @@ class WhenPublicUtility(MemorylessRule):
         else:
             rows = values.reshape(-1, values.shape[-1])
             u = np.fromiter(
-                (cast(float, self.utility(_read_only(row))) for row in rows),
+                (cast(float, self.utility(read_only(row))) for row in rows),
                 dtype=np.float64,
                 count=rows.shape[0],
             ).reshape(shape)

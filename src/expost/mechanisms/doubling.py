@@ -13,11 +13,12 @@ from expost._validation import (
     point,
     positive,
     positive_int,
+    read_only,
     validator,
 )
 from expost.errors import InvalidParameter
 from expost.filters.costs import ZCDPCost
-from expost.grids import EpsilonGrid, _read_only
+from expost.grids import EpsilonGrid
 from expost.guarantees import ZCDP
 from expost.mechanisms.additive import GaussianMechanism, _trials
 from expost.stopping import (
@@ -68,7 +69,7 @@ class DoublingTranscript:
     @property
     def eps(self) -> FloatArray:
         """The privacy level eps_i of each try."""
-        return _read_only(np.sqrt(self.eps2))
+        return read_only(np.sqrt(self.eps2))
 
     @property
     def tries(self) -> int:
@@ -78,7 +79,7 @@ class DoublingTranscript:
     @property
     def value(self) -> FloatArray:
         """The last released try: the accepted one on success."""
-        return _read_only(self.released[-1])
+        return read_only(self.released[-1])
 
 
 @frozen(eq=False)
@@ -124,7 +125,7 @@ class DoublingMethod:
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_grid", self._build_grid())
-        object.__setattr__(self, "_sigma", _read_only([m.sigma for m in self.tries]))
+        object.__setattr__(self, "_sigma", read_only([m.sigma for m in self.tries]))
         object.__setattr__(self, "_times", self._grid.times.array)
 
     def _build_grid(self) -> EpsilonGrid:
@@ -174,7 +175,7 @@ class DoublingMethod:
     @property
     def cumulative_cost(self) -> FloatArray:
         """Σ_(i<=k) eps_i²/2 for k = 1, …, len(grid): what a run that made k tries is charged."""
-        return _read_only(self._cumulative_cost())
+        return read_only(self._cumulative_cost())
 
     def _cumulative_cost(self) -> FloatArray:
         return np.cumsum(self._grid.rho)
@@ -195,8 +196,8 @@ class DoublingMethod:
                 break
         made = len(released)
         return DoublingTranscript(
-            released=_read_only(np.stack(released)),
-            eps2=_read_only(self._grid.eps2[:made]),
+            released=read_only(np.stack(released)),
+            eps2=read_only(self._grid.eps2[:made]),
             success=stopped_at is not None,
             stopped_at=stopped_at,
             cost=float(self._cumulative_cost()[made - 1]),
@@ -268,8 +269,8 @@ class DoublingMethod:
             stopped_at=_locked(stopped),
             success=success,
             tries=_locked(made),
-            cost=_read_only(self._cumulative_cost()[made - 1]),
-            value=_read_only(values[np.arange(n), made - 1]),
+            cost=read_only(self._cumulative_cost()[made - 1]),
+            value=read_only(values[np.arange(n), made - 1]),
         )
 
 

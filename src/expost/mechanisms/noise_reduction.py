@@ -21,9 +21,11 @@ from attrs import field, frozen
 from expost._validation import (
     as_float,
     finite_array,
+    float_tuple,
     generator,
     point,
     positive,
+    positive_decreasing,
     positive_int,
     validator,
 )
@@ -34,8 +36,6 @@ from expost.grids import (
     EpsilonGrid,
     OpenEpsilonGrid,
     TimeGrid,
-    _as_float_tuple,
-    _positive_decreasing,
 )
 from expost.guarantees import ZCDP, ExPost, PureDP
 from expost.loss import BrownianLoss, LaplaceNoiseReductionLoss, SkellamLoss
@@ -534,7 +534,7 @@ class LaplaceNoiseReduction:
     """
 
     scales: tuple[float, ...] = field(
-        converter=_as_float_tuple, validator=validator(_positive_decreasing)
+        converter=float_tuple, validator=validator(positive_decreasing)
     )
     sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
     stop: StoppingRule = field(default=None, converter=_rule)
@@ -612,7 +612,7 @@ class SkellamNoiseReduction:
     """
 
     times: tuple[float, ...] = field(
-        converter=_as_float_tuple, validator=validator(_positive_decreasing)
+        converter=float_tuple, validator=validator(positive_decreasing)
     )
     rate: float = field(default=1.0, converter=as_float, validator=validator(positive))
     sensitivity: int = field(default=1, validator=validator(positive_int))
