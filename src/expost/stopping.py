@@ -48,10 +48,12 @@ __all__ = [
     "Never",
     "RelativeError",
     "Released",
+    "ReleasedBuffer",
     "StoppingRule",
     "WhenPublicUtility",
     "as_stopping_rule",
     "first_stops",
+    "rule_or_never",
     "run_rule_on_path",
 ]
 
@@ -162,6 +164,44 @@ class Released:
     def sensitivity(self) -> float:
         """The sensitivity Δ of the released statistic (public)."""
         return self._sensitivity
+
+
+class ReleasedBuffer:
+    """A run's released iterates in growing buffers; ``append`` returns the rule's `Released` view.
+
+    The view shares the buffers (no copy); the rule sees times ``rule_time`` as appended.
+    """
+
+    __slots__ = ("_count", "_rule_times", "_sensitivity", "_times", "_values")
+
+    def __init__(self, d: int, sensitivity: float) -> None:
+        self._values = np.empty((16, d))
+        self._times = np.empty(16)
+        self._rule_times = np.empty(16)
+        self._sensitivity = sensitivity
+        self._count = 0
+
+    def append(self, y: FloatArray, t: float, rule_time: float) -> Released:
+        """Record iterate ``y`` at noise level ``t`` and return the view of all so far."""
+        if self._count == self._times.size:
+            grow = 2 * self._count
+            self._values = np.concatenate([self._values, np.empty_like(self._values)])[:grow]
+            self._times = np.concatenate([self._times, np.empty(self._count)])
+            self._rule_times = np.concatenate([self._rule_times, np.empty(self._count)])
+        k = self._count
+        self._values[k], self._times[k], self._rule_times[k] = y, t, rule_time
+        self._count = k + 1
+        return Released._prefix(self._values, self._rule_times, self._sensitivity, k + 1)
+
+    @property
+    def values(self) -> FloatArray:
+        """The iterates so far (a copy)."""
+        return self._values[: self._count].copy()
+
+    @property
+    def times(self) -> FloatArray:
+        """Their noise levels (a copy)."""
+        return self._times[: self._count].copy()
 
 
 @runtime_checkable
@@ -414,3 +454,8 @@ def run_rule_on_path(
         if r(Released._prefix(v, t, s, k)):
             return k - 1
     return None
+
+
+def rule_or_never(stop: object) -> StoppingRule:
+    """``as_stopping_rule(stop)``, with None meaning `Never`."""
+    return Never() if stop is None else as_stopping_rule(stop)

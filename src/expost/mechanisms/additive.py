@@ -16,6 +16,7 @@ from attrs import field, frozen
 
 from expost._validation import (
     as_float,
+    check_scale,
     generator,
     point,
     positive,
@@ -30,17 +31,6 @@ from expost.loss import GaussianLoss, LaplaceLoss
 __all__ = ["GaussianMechanism", "LaplaceMechanism"]
 
 FloatArray = npt.NDArray[np.float64]
-
-
-def _trials(trials: object) -> int:
-    return positive_int("trials", trials)
-
-
-def _check_scale(name: str, value: float, scale: float) -> None:
-    if not (math.isfinite(scale) and scale > 0.0):
-        raise InvalidParameter(
-            name, value, f"with this sensitivity gives a noise scale {scale!r}, not in (0, ∞)"
-        )
 
 
 def _distance(distance: float | None, sensitivity: float) -> float:
@@ -64,7 +54,7 @@ class _Additive(ABC):
     def run_batch(self, value: npt.ArrayLike, trials: int, rng: np.random.Generator) -> FloatArray:
         """``trials`` independent releases, shape (trials, *value.shape)."""
         v = point("value", value)
-        return v + self._noise(generator(rng), (_trials(trials), *v.shape))
+        return v + self._noise(generator(rng), (positive_int("trials", trials), *v.shape))
 
 
 @frozen
@@ -78,7 +68,7 @@ class GaussianMechanism(_Additive):
     rho: float = field(converter=as_float, validator=validator(positive))
 
     def __attrs_post_init__(self) -> None:
-        _check_scale("rho", self.rho, self.sigma)
+        check_scale("rho", self.rho, self.sigma)
 
     @classmethod
     def from_sigma(cls, sensitivity: float, sigma: float) -> GaussianMechanism:
@@ -123,7 +113,7 @@ class LaplaceMechanism(_Additive):
     eps: float = field(converter=as_float, validator=validator(positive))
 
     def __attrs_post_init__(self) -> None:
-        _check_scale("eps", self.eps, self.scale)
+        check_scale("eps", self.eps, self.scale)
 
     @property
     def scale(self) -> float:

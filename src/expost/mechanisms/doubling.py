@@ -20,7 +20,7 @@ from expost.errors import InvalidParameter
 from expost.filters.costs import ZCDPCost
 from expost.grids import EpsilonGrid
 from expost.guarantees import ZCDP
-from expost.mechanisms.additive import GaussianMechanism, _trials
+from expost.mechanisms.additive import GaussianMechanism
 from expost.stopping import (
     BatchStoppingRule,
     RelativeError,
@@ -213,7 +213,7 @@ class DoublingMethod:
         rule falls back to a Python loop over trials (`run_rule_on_path`), which is slower.
         """
         v = point("value", value)
-        n = _trials(trials)
+        n = positive_int("trials", trials)
         return self._run_rows(np.broadcast_to(v, (n, *v.shape)), generator(rng), None)
 
     def run_trials(

@@ -23,7 +23,7 @@ from expost._validation import (
     finite_array,
     float_tuple,
     generator,
-    point,
+    path_value,
     positive,
     positive_decreasing,
     positive_int,
@@ -50,11 +50,11 @@ from expost.processes import (
 from expost.stopping import (
     BatchStoppingRule,
     MemorylessRule,
-    Never,
     Released,
+    ReleasedBuffer,
     StoppingRule,
-    as_stopping_rule,
     first_stops,
+    rule_or_never,
 )
 
 __all__ = [
@@ -83,13 +83,8 @@ class PrivacyBoundaryWithDelta(PrivacyBoundary, Protocol):
     def delta(self) -> float: ...
 
 
-def _value(value: npt.ArrayLike) -> FloatArray:
-    """A finite scalar or non-empty 1-d array, as shape (d,)."""
-    return point("value", value).reshape(-1)
-
-
-def _rule(stop: object) -> StoppingRule:
-    return Never() if stop is None else as_stopping_rule(stop)
+# TODO(lead, issue 12): remove once session.py uses expost._validation.path_value.
+_value = path_value
 
 
 def _batch_rule(rule: StoppingRule) -> BatchStoppingRule:
@@ -100,7 +95,7 @@ def _batch_rule(rule: StoppingRule) -> BatchStoppingRule:
     return rule
 
 
-def _check_boundary(boundary: object, sensitivity: float) -> PrivacyBoundaryWithDelta | None:
+def check_boundary(boundary: object, sensitivity: float) -> PrivacyBoundaryWithDelta | None:
     if boundary is None:
         return None
     if not (callable(boundary) and hasattr(boundary, "delta")):
@@ -113,38 +108,6 @@ def _check_boundary(boundary: object, sensitivity: float) -> PrivacyBoundaryWith
     return cast(PrivacyBoundaryWithDelta, boundary)
 
 
-class _Iterates:
-    """Released iterates in growing buffers, viewed by stopping rules through `Released`."""
-
-    __slots__ = ("_count", "_rule_times", "_sensitivity", "_times", "_values")
-
-    def __init__(self, d: int, sensitivity: float) -> None:
-        self._values = np.empty((16, d))
-        self._times = np.empty(16)
-        self._rule_times = np.empty(16)
-        self._sensitivity = sensitivity
-        self._count = 0
-
-    def append(self, y: FloatArray, t: float, rule_time: float) -> Released:
-        if self._count == self._times.size:
-            grow = 2 * self._count
-            self._values = np.concatenate([self._values, np.empty_like(self._values)])[:grow]
-            self._times = np.concatenate([self._times, np.empty(self._count)])
-            self._rule_times = np.concatenate([self._rule_times, np.empty(self._count)])
-        k = self._count
-        self._values[k], self._times[k], self._rule_times[k] = y, t, rule_time
-        self._count = k + 1
-        return Released._prefix(self._values, self._rule_times, self._sensitivity, k + 1)
-
-    @property
-    def values(self) -> FloatArray:
-        return self._values[: self._count].copy()
-
-    @property
-    def times(self) -> FloatArray:
-        return self._times[: self._count].copy()
-
-
 def _walk(
     value: FloatArray,
     first_time: float,
@@ -153,12 +116,12 @@ def _walk(
     rule: StoppingRule,
     sensitivity: float,
     rule_time: Callable[[float], float],
-) -> tuple[_Iterates, bool]:
+) -> tuple[ReleasedBuffer, bool]:
     """Release ``value + draw(t)`` at each time, noisiest first, until the rule fires or times end.
 
     The rule sees `Released` views whose ``times`` are ``rule_time(t)``.
     """
-    iterates = _Iterates(value.size, sensitivity)
+    iterates = ReleasedBuffer(value.size, sensitivity)
     t: float | None = first_time
     while t is not None:
         view = iterates.append(value + draw(t), t, rule_time(t))
@@ -216,8 +179,8 @@ class BrownianNoiseReduction:
     ) -> None:
         s = _sensitivity(grid, sensitivity)
         first, smallest = _adaptive_range(grid, first_time, min_time)
-        rule = _rule(stop)
-        psi = _check_boundary(boundary, s)
+        rule = rule_or_never(stop)
+        psi = check_boundary(boundary, s)
         self.__attrs_init__(grid, s, rule, psi, first, smallest)
 
     @property
@@ -289,7 +252,7 @@ class BrownianNoiseReduction:
 
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
         """One interactive run: a `BrownianPath` walked time by time (BNR appendix bridge)."""
-        v = _value(value)
+        v = path_value(value)
         path = BrownianPath(v.size, generator(rng))
         first, next_time = self._next_time()
         iterates, stopped = _walk(
@@ -315,7 +278,7 @@ class BrownianNoiseReduction:
         ``chunk`` at a time and only trials that have not stopped are advanced, so a trial pays for
         the steps it walked. Rules other than the built-in memoryless ones see whole paths.
         """
-        v = _value(value)
+        v = path_value(value)
         n = positive_int("trials", trials)
         rng = generator(rng)
         rule = _batch_rule(self.stop)
@@ -470,7 +433,7 @@ def brownian_trials(
     trial's own times. ``stop_index`` counts a padded row's repeats (a trial whose rule never
     fired ends at K − 1).
     """
-    rule = _rule(stop)
+    rule = rule_or_never(stop)
     if not isinstance(rule, MemorylessRule):
         raise InvalidParameter("stop", stop, "must be a built-in rule (e.g. RelativeError)")
     d = positive("sensitivity", sensitivity)
@@ -537,7 +500,7 @@ class LaplaceNoiseReduction:
         converter=float_tuple, validator=validator(positive_decreasing)
     )
     sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
-    stop: StoppingRule = field(default=None, converter=_rule)
+    stop: StoppingRule = field(default=None, converter=rule_or_never)
 
     @property
     def array(self) -> FloatArray:
@@ -555,7 +518,7 @@ class LaplaceNoiseReduction:
 
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
         """One interactive run on one `LaplaceProcess` (η = t_min, T = t_max)."""
-        v = _value(value)
+        v = path_value(value)
         rng = generator(rng)
         scales = self.array
         process = LaplaceProcess(scales[-1], scales[0], v.size, rng)
@@ -577,7 +540,7 @@ class LaplaceNoiseReduction:
         self, value: npt.ArrayLike, trials: int, rng: np.random.Generator
     ) -> BatchTranscript:
         """``trials`` independent runs: `sample_laplace_grid` paths and the rule's vectorised form."""
-        v = _value(value)
+        v = path_value(value)
         n = positive_int("trials", trials)
         rng = generator(rng)
         rule = _batch_rule(self.stop)
@@ -592,7 +555,7 @@ class LaplaceNoiseReduction:
 
 
 def _integer_array(value: npt.ArrayLike) -> FloatArray:
-    v = _value(value)
+    v = path_value(value)
     if np.any(v != np.round(v)) or np.any(np.abs(v) > 2.0**53):
         raise InvalidParameter("value", value, "must be integers (of magnitude below 2**53)")
     return v
@@ -616,7 +579,7 @@ class SkellamNoiseReduction:
     )
     rate: float = field(default=1.0, converter=as_float, validator=validator(positive))
     sensitivity: int = field(default=1, validator=validator(positive_int))
-    stop: StoppingRule = field(default=None, converter=_rule)
+    stop: StoppingRule = field(default=None, converter=rule_or_never)
 
     @property
     def array(self) -> FloatArray:

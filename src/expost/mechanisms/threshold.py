@@ -13,17 +13,20 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import as_float, finite, finite_array, generator, positive, validator
+from expost._validation import (
+    as_float,
+    finite,
+    finite_array,
+    generator,
+    path_value,
+    positive,
+    validator,
+)
 from expost.errors import InvalidParameter
 from expost.guarantees import ExPost, PureDP
-from expost.mechanisms.noise_reduction import (
-    BrownianNoiseReduction,
-    _check_boundary,
-    _Iterates,
-    _value,
-)
+from expost.mechanisms.noise_reduction import BrownianNoiseReduction, check_boundary
 from expost.processes import BrownianPath, LaplaceProcess, sample_laplace_grid
-from expost.stopping import Never
+from expost.stopping import Never, ReleasedBuffer
 
 __all__ = [
     "AboveThreshold",
@@ -248,7 +251,7 @@ class ReducedAboveThreshold:
         covers that (Thm 5.1 counts all of Alg_(1:N)). A run where no check passes releases
         only that fact; Cor 5.2 gives no ex-post bound for it (``ex_post`` is None).
         """
-        psi = _check_boundary(bm.boundary if boundary is None else boundary, bm.sensitivity)
+        psi = check_boundary(bm.boundary if boundary is None else boundary, bm.sensitivity)
         if psi is None:
             raise InvalidParameter("boundary", boundary, "a privacy boundary ψ is needed")
         if not isinstance(bm.stop, Never):
@@ -256,10 +259,10 @@ class ReducedAboveThreshold:
         if not callable(utility):
             raise InvalidParameter("utility", utility, "must be callable")
         _eps_max_check(self.eps_max, psi(bm.smallest_time), "bm")
-        v = _value(value)
+        v = path_value(value)
         rng = generator(rng)
         path = BrownianPath(v.size, rng)
-        hidden = _Iterates(v.size, bm.sensitivity)
+        hidden = ReleasedBuffer(v.size, bm.sensitivity)
 
         def rounds() -> Iterable[tuple[object, object]]:
             first, next_time = bm._next_time()
