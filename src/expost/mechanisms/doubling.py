@@ -54,16 +54,16 @@ class DoublingTranscript:
 
     ``released`` (tries, *value.shape) and ``eps2`` (tries,), the exact eps_i², per try, noisiest
     first;
-    ``stopped_at`` is the index of the try the rule accepted (None: no try was accepted);
-    ``cost`` = Σ eps_i²/2 over the tries made and ``costs`` the same per try as `ZCDP`
-    values for a filter to charge (APC Sec. 7.1).
+    ``stopped``: whether the rule accepted a try, ``stop_index`` its index (None: none was);
+    ``cost`` = ZCDPCost(Σ eps_i²/2) over the tries made and ``costs`` the rho of each try as
+    `ZCDP` values (APC Sec. 7.1). Vocabulary: `expost.mechanisms.transcript`.
     """
 
     released: FloatArray
     eps2: FloatArray
-    success: bool
-    stopped_at: int | None
-    cost: float
+    stopped: bool
+    stop_index: int | None
+    cost: ZCDPCost
     costs: tuple[ZCDP, ...]
 
     @property
@@ -86,12 +86,13 @@ class DoublingTranscript:
 class DoublingBatch:
     """Many independent runs of the doubling method, one entry per trial.
 
-    ``stopped_at`` (−1: never accepted), ``success``, ``tries`` made, ``cost`` = Σ eps_i²/2 over
-    them, and ``value`` (trials, *value.shape), the last released try of each trial.
+    ``stop_index`` (−1 exactly where ``stopped`` is False, the convention of
+    `expost.mechanisms.transcript`), ``stopped``, ``tries`` made, ``cost`` = Σ eps_i²/2 over them
+    (rho, zCDP), and ``value`` (trials, *value.shape), the last released try of each trial.
     """
 
-    stopped_at: IndexArray
-    success: BoolArray
+    stop_index: IndexArray
+    stopped: BoolArray
     tries: IndexArray
     cost: FloatArray
     value: FloatArray
@@ -198,9 +199,9 @@ class DoublingMethod:
         return DoublingTranscript(
             released=read_only(np.stack(released)),
             eps2=read_only(self._grid.eps2[:made]),
-            success=stopped_at is not None,
-            stopped_at=stopped_at,
-            cost=float(self._cumulative_cost()[made - 1]),
+            stopped=stopped_at is not None,
+            stop_index=stopped_at,
+            cost=ZCDPCost(float(self._cumulative_cost()[made - 1])),
             costs=tuple(m.guarantee() for m in tries[:made]),
         )
 
@@ -266,8 +267,8 @@ class DoublingMethod:
         success.flags.writeable = False
         made = np.where(success, stopped + 1, count if caps is None else caps)
         return DoublingBatch(
-            stopped_at=_locked(stopped),
-            success=success,
+            stop_index=_locked(stopped),
+            stopped=success,
             tries=_locked(made),
             cost=read_only(self._cumulative_cost()[made - 1]),
             value=read_only(values[np.arange(n), made - 1]),

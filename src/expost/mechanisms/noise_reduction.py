@@ -20,7 +20,6 @@ from attrs import field, frozen
 
 from expost._validation import (
     as_float,
-    finite_array,
     float_tuple,
     generator,
     path_value,
@@ -31,8 +30,8 @@ from expost._validation import (
 )
 from expost.boundaries import PrivacyBoundary
 from expost.errors import InvalidParameter
+from expost.filters.costs import BrownianCost, ExPostCost
 from expost.grids import (
-    ClippedGrids,
     EpsilonGrid,
     OpenEpsilonGrid,
     TimeGrid,
@@ -47,6 +46,7 @@ from expost.processes import (
     sample_laplace_grid,
     sample_skellam_grid,
 )
+from expost.processes.brownian_trials import CHUNK, lazy_brownian_walk, shared_columns
 from expost.stopping import (
     BatchStoppingRule,
     MemorylessRule,
@@ -63,7 +63,6 @@ __all__ = [
     "PrivacyBoundaryWithDelta",
     "SkellamNoiseReduction",
     "TimeFunction",
-    "brownian_trials",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -72,8 +71,6 @@ IntArray = npt.NDArray[np.intp]
 TimeFunction = Callable[[Released], float | None]
 """An adaptive time function: the next, strictly smaller, Brownian time from the released
 iterates, or None to end (BNR Def 3.1). It must be a public function of what it is shown."""
-
-_CHUNK = 64
 
 
 class PrivacyBoundaryWithDelta(PrivacyBoundary, Protocol):
@@ -206,6 +203,20 @@ class BrownianNoiseReduction:
             return ZCDP(self.grid.max_rho)
         return ZCDP(self.sensitivity**2 / (2.0 * self.smallest_time))
 
+    def cost_at(self, time: float) -> BrownianCost:
+        """The run stopped at ``time``: Δ²/(2t)-zCDP (APC Thm 3/5), with a boundary ψ also
+        (ψ(t), delta)-ex-post private (BNR Thm 3.6)."""
+        t = positive("time", time)
+        psi = self.boundary
+        if psi is None:
+            return BrownianCost(t, self.sensitivity)
+        return BrownianCost(t, self.sensitivity, float(psi(t)), psi.delta)
+
+    def cost(self) -> BrownianCost:
+        """The worst case, ``cost_at(smallest_time)``: what a filter must afford before the run
+        (APC Lemma 6.2 (2), Thm 5 (3))."""
+        return self.cost_at(self.smallest_time)
+
     def loss(self, distance: float | None = None) -> BrownianLoss:
         """The loss at t_min for neighbours at ℓ2 distance ``distance`` (default Δ) (APC Thm 3)."""
         d = self.sensitivity if distance is None else positive("distance", distance)
@@ -262,14 +273,12 @@ class BrownianNoiseReduction:
         t = float(times[-1])
         if self.adaptive:
             eps = self.sensitivity / np.sqrt(times)
-            cost = self.sensitivity**2 / (2.0 * t)
         else:
-            _, _, grid_eps, grid_rho = self._grid_arrays()
-            eps, cost = grid_eps[: times.size], float(grid_rho[times.size - 1])
-        return Transcript(iterates.values, times, eps, stopped, cost, self._ex_post(t))
+            eps = self._grid_arrays()[2][: times.size]
+        return Transcript(iterates.values, times, eps, stopped, self.cost_at(t), self._ex_post(t))
 
     def run_batch(
-        self, value: npt.ArrayLike, trials: int, rng: np.random.Generator, *, chunk: int = _CHUNK
+        self, value: npt.ArrayLike, trials: int, rng: np.random.Generator, *, chunk: int = CHUNK
     ) -> BatchTranscript:
         """``trials`` independent runs on a grid, walked lazily in privacy time (THEORY §3).
 
@@ -285,8 +294,8 @@ class BrownianNoiseReduction:
         step = positive_int("chunk", chunk) if isinstance(rule, MemorylessRule) else None
         times, s, eps, rho = self._grid_arrays()
         rows = np.broadcast_to(v, (n, v.size))
-        columns = _shared_columns(times, s)
-        index, stopped, values = _lazy_brownian(
+        columns = shared_columns(times, s)
+        index, stopped, values = lazy_brownian_walk(
             rows, rng, rule, columns, times.size, self.sensitivity, step
         )
         t = times[index]
@@ -337,155 +346,6 @@ def _adaptive_range(
     return first, smallest
 
 
-Columns = Callable[[IntArray, int, int], tuple[FloatArray, FloatArray]]
-"""(times t, privacy times s = 1/t) of grid points lo..hi−1 for the trials ``rows``: each
-(hi − lo,) when every trial shares the grid, else (len(rows), hi − lo)."""
-
-
-def _lazy_brownian(
-    value: FloatArray,
-    rng: np.random.Generator,
-    rule: BatchStoppingRule,
-    columns: Columns,
-    K: int,
-    sensitivity: float,
-    chunk: int | None,
-    grow: bool = False,
-) -> tuple[IntArray, npt.NDArray[np.bool_], FloatArray]:
-    """Walk X forward in privacy time s, ``chunk`` grid points at a time (None: all at once).
-
-    ``value`` (trials, d); the grid's K points come from ``columns`` a block at a time, so
-    per-trial grids are never built beyond the points walked. ``grow``: each block twice the
-    last (few trials walk far, so fewer, larger blocks for them).
-    """
-    trials, d = value.shape
-    width = K if chunk is None else chunk
-    fires = rule._fires if isinstance(rule, MemorylessRule) else None  # grid checked already
-    index: IntArray = np.full(trials, K - 1, dtype=np.intp)
-    stopped = np.zeros(trials, dtype=np.bool_)
-    values = np.empty((trials, d))
-    position = np.zeros((trials, d))
-    previous = np.zeros(trials)
-    active = np.arange(trials)
-    start = 0
-    while start < K:
-        end = min(start + width, K)
-        seen, s = columns(active, start, end)
-        block = np.broadcast_to(s, (active.size, end - start))
-        steps = rng.standard_normal((active.size, end - start, d))
-        steps *= np.sqrt(np.diff(block, axis=1, prepend=previous[active, None]))[..., None]
-        steps[:, 0] += position[active]
-        np.cumsum(steps, axis=1, out=steps)
-        iterates = value[active, None, :] + steps / block[..., None]
-        if fires is None:
-            fired = np.asarray(rule.stops(iterates, seen, sensitivity, start=start), dtype=bool)
-        else:
-            fired = fires(iterates, seen, sensitivity, np.arange(start, end))
-        first = np.argmax(fired, axis=1)
-        hit = fired[np.arange(active.size), first]
-        done = active[hit]
-        index[done] = start + first[hit]
-        stopped[done] = True
-        values[done] = iterates[hit, first[hit]]
-        going = ~hit
-        active = active[going]
-        if active.size == 0:
-            break
-        position[active] = steps[going, -1]
-        previous[active] = block[going, -1]
-        values[active] = iterates[going, -1]  # final unless a later block stops
-        start, width = end, 2 * width if grow else width
-    return index, stopped, values
-
-
-def _shared_columns(times: FloatArray, s: FloatArray) -> Columns:
-    return lambda _rows, lo, hi: (times[lo:hi], s[lo:hi])
-
-
-def _level_columns(levels: Callable[[IntArray, int, int], FloatArray], d: float) -> Columns:
-    def columns(rows: IntArray, lo: int, hi: int) -> tuple[FloatArray, FloatArray]:
-        s = levels(rows, lo, hi)
-        if d != 1.0:
-            s = s / (d * d)
-        return 1.0 / s, s
-
-    return columns
-
-
-def brownian_trials(
-    values: npt.ArrayLike,
-    grids: ClippedGrids | npt.ArrayLike,
-    stop: object,
-    rng: np.random.Generator,
-    *,
-    sensitivity: float = 1.0,
-    chunk: int = _CHUNK,
-) -> BatchTranscript:
-    """Independent Brownian mechanisms, each trial with its own value and grid (APC Def 4.4, Sec. 7).
-
-    ``values`` (trials,) or (trials, d). ``grids``: `ClippedGrids` (one open grid clipped at
-    each trial's budget, APC Sec. 7) or an array (trials, K) of eps² per trial, noisiest first,
-    positive and non-decreasing (a repeated level repeats the iterate: a zero Brownian
-    increment). Times t = Δ²/eps². Walked lazily in privacy time like
-    `BrownianNoiseReduction.run_batch`, in blocks of ``chunk`` points that double as the walk
-    goes on (the few trials that walk far take few steps); stopped at eps² a trial costs
-    rho = eps²/2 (APC Thm 3). ``stop`` must be a built-in (memoryless) rule; it sees each
-    trial's own times. ``stop_index`` counts a padded row's repeats (a trial whose rule never
-    fired ends at K − 1).
-    """
-    rule = rule_or_never(stop)
-    if not isinstance(rule, MemorylessRule):
-        raise InvalidParameter("stop", stop, "must be a built-in rule (e.g. RelativeError)")
-    d = positive("sensitivity", sensitivity)
-    step = positive_int("chunk", chunk)
-    levels = grids if isinstance(grids, ClippedGrids) else _eps2_rows(grids)
-    n, K = levels.trials, levels.length
-    v = finite_array("values", values)
-    v = v[:, None] if v.ndim == 1 else v
-    if v.ndim != 2 or v.shape[0] != n or v.shape[1] == 0:
-        raise InvalidParameter("values", v.shape, f"must have shape ({n},) or ({n}, d)")
-    columns = _level_columns(levels.eps2, d)
-    index, stopped, released = _lazy_brownian(
-        v, generator(rng), rule, columns, K, d, step, grow=True
-    )
-    level = levels.at(index)
-    return BatchTranscript(
-        index, released, d * d / level, np.sqrt(level), stopped, level / 2.0, None, None
-    )
-
-
-@frozen(eq=False)
-class _Eps2Rows:
-    """Explicit per-trial eps² rows (trials, K), with the `ClippedGrids` access pattern."""
-
-    array: FloatArray
-
-    @property
-    def trials(self) -> int:
-        return int(self.array.shape[0])
-
-    @property
-    def length(self) -> int:
-        return int(self.array.shape[1])
-
-    def eps2(self, rows: IntArray | None = None, lo: int = 0, hi: int | None = None) -> FloatArray:
-        picked = self.array if rows is None else self.array[rows]
-        return picked[:, lo:hi]
-
-    def at(self, index: IntArray) -> FloatArray:
-        out: FloatArray = self.array[np.arange(self.trials), index]
-        return out
-
-
-def _eps2_rows(eps2: npt.ArrayLike) -> _Eps2Rows:
-    e2 = finite_array("grids", eps2)
-    if e2.ndim != 2 or e2.shape[0] == 0 or e2.shape[1] == 0:
-        raise InvalidParameter("grids", e2.shape, "must have shape (trials, K), K >= 1")
-    if np.any(e2 < np.finfo(np.float64).tiny) or np.any(np.diff(e2, axis=1) < 0.0):
-        raise InvalidParameter("grids", e2.shape, "rows must be positive and non-decreasing")
-    return _Eps2Rows(e2)
-
-
 @frozen
 class LaplaceNoiseReduction:
     """Laplace noise reduction: ``f(x) + Z(t_k)`` at scales t1 > t2 > … (BNR Sec. 4; Ligett et al.).
@@ -511,6 +371,16 @@ class LaplaceNoiseReduction:
         """Worst case over the scales: (Δ1/t_min)-DP."""
         return PureDP(self.sensitivity / self.scales[-1])
 
+    def cost_at(self, scale: float) -> ExPostCost:
+        """The run stopped at ``scale``: (Δ1/scale)-ex-post private, and (Δ1/t_min)-DP whatever
+        the stop (BNR Prop 4.2)."""
+        t = positive("scale", scale)
+        return ExPostCost(self.sensitivity / t, 0.0, eps_max=self.sensitivity / self.scales[-1])
+
+    def cost(self) -> ExPostCost:
+        """The worst case, ``cost_at(t_min)``."""
+        return self.cost_at(self.scales[-1])
+
     def loss(self, distance: float | None = None) -> LaplaceNoiseReductionLoss:
         """The loss at t_min for neighbours at ℓ1 distance ``distance`` (default Δ1)."""
         d = self.sensitivity if distance is None else positive("distance", distance)
@@ -533,8 +403,8 @@ class LaplaceNoiseReduction:
         )
         times = iterates.times
         eps = self.sensitivity / times
-        bound = float(eps[-1])
-        return Transcript(iterates.values, times, eps, stopped, bound, ExPost(bound))
+        cost = self.cost_at(float(times[-1]))
+        return Transcript(iterates.values, times, eps, stopped, cost, ExPost(cost.bound))
 
     def run_batch(
         self, value: npt.ArrayLike, trials: int, rng: np.random.Generator
