@@ -512,7 +512,7 @@ def unchanged(rng: np.random.Generator, seed: int) -> bool:
         lambda: BrownianNoiseReduction(TimeGrid([2.0, 1.0]), sensitivity=-1.0),
         lambda: BrownianNoiseReduction(TimeGrid([2.0, 1.0]), sensitivity=math.nan),
         lambda: BrownianNoiseReduction(EpsilonGrid([0.1, 0.2]), sensitivity=2.0),
-        lambda: BrownianNoiseReduction(EpsilonGrid.linear_in_eps2(1e-4, None, 10)),  # type: ignore[arg-type]
+        lambda: BrownianNoiseReduction(OpenEpsilonGrid.linear_in_eps2(1e-4, 10)),  # type: ignore[arg-type]
         lambda: BrownianNoiseReduction([2.0, 1.0]),  # type: ignore[arg-type]
         lambda: BrownianNoiseReduction(lambda r: None, first_time=1.0),
         lambda: BrownianNoiseReduction(lambda r: None, first_time=1.0, min_time=2.0),
@@ -530,7 +530,7 @@ def test_bad_construction_is_refused(make: Callable[[], object]) -> None:
 
 
 def test_open_grid_must_be_clipped_first() -> None:
-    open_grid = EpsilonGrid.linear_in_eps2(1e-4, None, 10)
+    open_grid = OpenEpsilonGrid.linear_in_eps2(1e-4, 10)
     assert isinstance(open_grid, OpenEpsilonGrid)
     with pytest.raises(InvalidParameter, match="clip"):
         BrownianNoiseReduction(open_grid)  # type: ignore[arg-type]

@@ -245,7 +245,7 @@ def test_brownian_trials_matches_run_batch_per_group() -> None:
 
 
 def test_brownian_trials_clipped_grids_equal_explicit_rows() -> None:
-    open_grid = EpsilonGrid.linear_in_eps2(1e-4, None, 200)
+    open_grid = OpenEpsilonGrid.linear_in_eps2(1e-4, 200)
     assert isinstance(open_grid, OpenEpsilonGrid)
     grids = open_grid.clip_each(np.sqrt(_rng(8).uniform(1e-4, 0.05, 300)))
     y = _rng(9).uniform(20.0, 200.0, 300)

@@ -102,7 +102,9 @@ def test_reduced_above_threshold_with_constant_levels_is_above_threshold() -> No
     rat = ReducedAboveThreshold(TAU, eps_max=3.0)
     rng = np.random.default_rng(32)
     levels = [eps] * UTILITIES.size
-    interactive = as_indices([rat.run(UTILITIES, levels, rng).stop_index for _ in range(INTERACTIVE)])
+    interactive = as_indices(
+        [rat.run(UTILITIES, levels, rng).stop_index for _ in range(INTERACTIVE)]
+    )
     batch = rat.run_batch(np.tile(UTILITIES, (BATCH, 1)), levels, rng)
     above = AboveThreshold(eps, TAU).run_batch(np.tile(UTILITIES, (BATCH, 1)), rng)
     assert st.same_discrete_law(interactive, above)

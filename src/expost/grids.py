@@ -7,6 +7,12 @@ Stopping a Brownian mechanism at t costs rho = Δ²/(2t) = eps²/2 (APC Thm 3, B
 worst case of a grid is its last point, which a filter must afford before the run (APC Lemma 6.2
 condition (2), Thm 5 condition (3)). `OpenEpsilonGrid` records a shape whose end the budget sets
 later, through `clip`.
+
+Convention: a grid that knows its sensitivity (`EpsilonGrid`) exposes ``eps``, ``rho`` and
+``max_rho`` as properties; `TimeGrid` holds times only, so the same values are methods taking the
+sensitivity, ``eps_for(Δ)``, ``rho_for(Δ)`` and ``max_rho_for(Δ)``. Closed grids come from
+`EpsilonGrid.linear_in_eps2` / `geometric_in_eps2`, open ones from the `OpenEpsilonGrid`
+constructors of the same names.
 """
 
 from __future__ import annotations
@@ -35,7 +41,6 @@ from expost.errors import InvalidParameter
 __all__ = [
     "ClippedGrids",
     "EpsilonGrid",
-    "GridSpec",
     "HasTimeFor",
     "OpenEpsilonGrid",
     "TimeGrid",
@@ -90,17 +95,17 @@ class TimeGrid:
         """The last (least noisy) time: the one that fixes the grid's worst-case cost."""
         return self.times[-1]
 
-    def rho(self, sensitivity: float = 1.0) -> FloatArray:
+    def rho_for(self, sensitivity: float = 1.0) -> FloatArray:
         """The cost Δ²/(2t) of stopping at each time (APC Thm 3, BNR Thm 3.4)."""
         s = positive("sensitivity", sensitivity)
         return read_only(s**2 / (2.0 * self.array))
 
-    def max_rho(self, sensitivity: float = 1.0) -> float:
+    def max_rho_for(self, sensitivity: float = 1.0) -> float:
         """The worst-case cost Δ²/(2·t_min) a filter must afford (APC Lemma 6.2, Thm 5 cond. (3))."""
         s = positive("sensitivity", sensitivity)
         return s**2 / (2.0 * self.smallest)
 
-    def eps(self, sensitivity: float = 1.0) -> FloatArray:
+    def eps_for(self, sensitivity: float = 1.0) -> FloatArray:
         """The privacy level Δ/sqrt(t) of each time."""
         s = positive("sensitivity", sensitivity)
         return read_only(s / np.sqrt(self.array))
@@ -199,18 +204,16 @@ class EpsilonGrid:
 
     @classmethod
     def linear_in_eps2(
-        cls, start: float, stop: float | None, num: int, sensitivity: float = 1.0
-    ) -> EpsilonGrid | OpenEpsilonGrid:
+        cls, start: float, stop: float, num: int, sensitivity: float = 1.0
+    ) -> EpsilonGrid:
         """``num`` equally spaced eps² from ``start`` to ``stop`` inclusive (APC Sec. 7).
 
-        The last point is exactly ``stop``. ``stop=None`` gives an `OpenEpsilonGrid` that runs to
-        whatever the budget allows (``clip``); APC uses ``(1e-4, None, 1000)``.
+        The last point is exactly ``stop``. A grid that runs to whatever the budget allows is
+        `OpenEpsilonGrid.linear_in_eps2`.
         """
         a = positive("start", start)
         n = _num(num)
         s = _sensitivity(sensitivity)
-        if stop is None:
-            return OpenEpsilonGrid("linear", a, num=n, sensitivity=s)
         b = _stop(stop, a)
         if n == 1 and b != a:
             raise InvalidParameter("num", num, "must be >= 2 when stop > start")
@@ -220,17 +223,15 @@ class EpsilonGrid:
 
     @classmethod
     def geometric_in_eps2(
-        cls, start: float, stop: float | None, ratio: float = 2.0, sensitivity: float = 1.0
-    ) -> EpsilonGrid | OpenEpsilonGrid:
+        cls, start: float, stop: float, ratio: float = 2.0, sensitivity: float = 1.0
+    ) -> EpsilonGrid:
         """eps² = start·ratio^k for k = 0, 1, … while <= ``stop`` (doubling: APC Sec. 7.1).
 
-        ``stop=None`` gives an `OpenEpsilonGrid` that runs to whatever the budget allows.
+        A grid that runs to whatever the budget allows is `OpenEpsilonGrid.geometric_in_eps2`.
         """
         a = positive("start", start)
         r = _ratio(ratio)
         s = _sensitivity(sensitivity)
-        if stop is None:
-            return OpenEpsilonGrid("geometric", a, ratio=r, sensitivity=s)
         return cls._build(_geometric(a, _stop(stop, a), r), s, "start", start)
 
     @classmethod
@@ -366,6 +367,23 @@ class OpenEpsilonGrid:
                 raise InvalidParameter("num", self.num, "must be None for a geometric grid")
             _ratio(self.ratio)
 
+    @classmethod
+    def linear_in_eps2(cls, start: float, num: int, sensitivity: float = 1.0) -> OpenEpsilonGrid:
+        """``num`` equally spaced eps² from ``start`` to the budget's max_eps² (APC Sec. 7 uses
+        ``(1e-4, 1000)``)."""
+        a = positive("start", start)
+        n = _num(num)
+        return cls("linear", a, num=n, sensitivity=_sensitivity(sensitivity))
+
+    @classmethod
+    def geometric_in_eps2(
+        cls, start: float, ratio: float = 2.0, sensitivity: float = 1.0
+    ) -> OpenEpsilonGrid:
+        """eps² = start·ratio^k up to the budget's max_eps² (doubling: APC Sec. 7.1)."""
+        a = positive("start", start)
+        r = _ratio(ratio)
+        return cls("geometric", a, ratio=r, sensitivity=_sensitivity(sensitivity))
+
     @property
     def first_eps(self) -> float:
         """The cheapest (noisiest) level sqrt(start)."""
@@ -466,7 +484,3 @@ class ClippedGrids:
             return points
         result: FloatArray = np.where(k == g.num - 1, top[:, None], points)
         return result
-
-
-GridSpec = EpsilonGrid | OpenEpsilonGrid
-"""A grid a session can clip to its budget: check ``first_eps`` is affordable, then ``clip``."""

@@ -45,7 +45,7 @@ from expost._validation import (
 from expost.apps.data import load_counts, zipf_counts
 from expost.errors import InvalidParameter
 from expost.filters import BatchBudget, BrownianCost, Conversion, UnifiedFilter, ZCDPCost
-from expost.grids import EpsilonGrid, OpenEpsilonGrid
+from expost.grids import OpenEpsilonGrid
 from expost.mechanisms import DoublingMethod, ExponentialMechanism
 from expost.processes.brownian_trials import brownian_trials
 from expost.session import PrivateSession
@@ -142,11 +142,8 @@ class Settings:
     def open_grid(self) -> OpenEpsilonGrid:
         """The BM grid before the budget closes it (`PrivateSession.brownian` clips it)."""
         if self.grid == "linear":
-            g = EpsilonGrid.linear_in_eps2(self.start_eps2, None, self.grid_size)
-        else:
-            g = EpsilonGrid.geometric_in_eps2(self.start_eps2, None, self.ratio)
-        assert isinstance(g, OpenEpsilonGrid)  # stop=None gives an open grid
-        return g
+            return OpenEpsilonGrid.linear_in_eps2(self.start_eps2, self.grid_size)
+        return OpenEpsilonGrid.geometric_in_eps2(self.start_eps2, self.ratio)
 
     def doubling(self, max_tries: int) -> DoublingMethod:
         """The doubling schedule with at most ``max_tries`` tries."""

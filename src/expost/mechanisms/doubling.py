@@ -150,7 +150,6 @@ class DoublingMethod:
         grid = EpsilonGrid.geometric_in_eps2(
             self.start_eps2, self.max_eps2, self.ratio, self.sensitivity
         )
-        assert isinstance(grid, EpsilonGrid)  # a stop was given, so the grid is closed
         if self.max_tries is not None and self.max_tries < len(grid):
             return EpsilonGrid.from_eps2(grid.eps2[: self.max_tries], self.sensitivity)
         return grid

@@ -229,7 +229,7 @@ class BrownianNoiseReduction:
             s = g.eps2 / self.sensitivity**2
             return g.times.array, s, g.eps, g.rho
         if isinstance(g, TimeGrid):
-            return g.array, 1.0 / g.array, g.eps(self.sensitivity), g.rho(self.sensitivity)
+            return g.array, 1.0 / g.array, g.eps_for(self.sensitivity), g.rho_for(self.sensitivity)
         raise InvalidParameter("grid", g, "is an adaptive time function: it has no fixed times")
 
     def _next_time(self) -> tuple[float, Callable[[Released], float | None]]:
