@@ -581,3 +581,17 @@ def test_batch_needs_a_vectorised_rule_and_valid_trials(mechanism: Any) -> None:
     with pytest.raises(InvalidParameter, match="rng"):
         mechanism.run(1, 7)
     assert unchanged(rng, 22)
+
+
+def test_brownian_costs_describe_the_stop_and_the_worst_case() -> None:
+    grid = TimeGrid([4.0, 1.0, 0.25])
+    plain = BrownianNoiseReduction(grid, sensitivity=2.0)
+    assert plain.cost_at(1.0) == BrownianCost(1.0, 2.0, None, 0.0)
+    assert plain.cost() == BrownianCost(0.25, 2.0)  # the worst case: t_min (APC Thm 5 (3))
+    boundary = LinearPrivacyBoundary.tuned_for(1.0, 1e-3, sensitivity=2.0)
+    bounded = BrownianNoiseReduction(grid, sensitivity=2.0, boundary=boundary)
+    assert bounded.cost() == BrownianCost(0.25, 2.0, float(boundary(0.25)), boundary.delta)
+    adaptive = BrownianNoiseReduction(lambda r: None, first_time=3.0, min_time=0.5)
+    assert adaptive.cost() == BrownianCost(0.5, 1.0)
+    with pytest.raises(InvalidParameter, match="time"):
+        plain.cost_at(0.0)

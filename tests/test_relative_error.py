@@ -25,7 +25,7 @@ from expost.errors import BudgetExceeded, InvalidParameter
 from expost.filters import BatchBudget, BrownianCost, Cost, UnifiedFilter, ZCDPCost
 from expost.grids import EpsilonGrid, OpenEpsilonGrid
 from expost.mechanisms import BrownianNoiseReduction, DoublingMethod, ExponentialMechanism
-from expost.processes.brownian_trials import brownian_trials
+from expost.processes.privacy_time import brownian_trials
 from expost.stopping import AtIndex, RelativeError
 from tests import stats as st
 

@@ -47,7 +47,7 @@ from expost.errors import InvalidParameter
 from expost.filters import BatchBudget, BrownianCost, Conversion, UnifiedFilter, ZCDPCost
 from expost.grids import OpenEpsilonGrid
 from expost.mechanisms import DoublingMethod, ExponentialMechanism
-from expost.processes.brownian_trials import brownian_trials
+from expost.processes.privacy_time import brownian_trials
 from expost.session import PrivateSession
 from expost.stopping import RelativeError
 

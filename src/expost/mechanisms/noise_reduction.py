@@ -46,7 +46,7 @@ from expost.processes import (
     sample_laplace_grid,
     sample_skellam_grid,
 )
-from expost.processes.brownian_trials import CHUNK, lazy_brownian_walk, shared_columns
+from expost.processes.privacy_time import CHUNK, lazy_brownian_walk, shared_columns
 from expost.stopping import (
     BatchStoppingRule,
     MemorylessRule,
