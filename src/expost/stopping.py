@@ -238,6 +238,13 @@ class MemorylessRule(ABC):
     ) -> BoolArray:
         """Stop at each iterate? values (..., K, d), times (K,), index (K,) -> (..., K)."""
 
+    def fires(
+        self, values: FloatArray, times: FloatArray, sensitivity: float, index: IndexArray
+    ) -> BoolArray:
+        """``stops`` without its checks, for walks that checked their grid once (times may be
+        per trial, (..., K)): values (..., K, d), index (K,) -> (..., K)."""
+        return self._fires(values, times, sensitivity, index)
+
     def stops(
         self, values: npt.ArrayLike, times: npt.ArrayLike, sensitivity: float = 1.0, start: int = 0
     ) -> BoolArray:

@@ -61,7 +61,7 @@ def lazy_brownian_walk(
     """
     trials, d = value.shape
     width = K if chunk is None else chunk
-    fires = rule._fires if isinstance(rule, MemorylessRule) else None  # grid checked already
+    fires = rule.fires if isinstance(rule, MemorylessRule) else None  # grid checked already
     index: IntArray = np.full(trials, K - 1, dtype=np.intp)
     stopped = np.zeros(trials, dtype=np.bool_)
     values = np.empty((trials, d))
