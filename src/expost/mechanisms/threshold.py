@@ -121,7 +121,8 @@ class AboveThreshold:
         return AboveThresholdResult(None, asked, self.cost())
 
     def run_batch(self, utilities: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
-        """Halting index per trial (−1: none) for a (trials, n) utility array; all n noises drawn."""
+        """Each trial's ``stop_index`` (−1: none, `expost.mechanisms.transcript`) for (trials, n)
+        utilities; all n noises drawn."""
         u = _utilities(utilities)
         rng = generator(rng)
         zeta = rng.laplace(0.0, self.threshold_scale, size=(u.shape[0], 1))
@@ -256,7 +257,8 @@ class ReducedAboveThreshold:
     def run_batch(
         self, utilities: npt.ArrayLike, levels: npt.ArrayLike, rng: np.random.Generator
     ) -> IntArray:
-        """Halting index per trial (−1: none) for (trials, n) utilities and fixed levels (n,)."""
+        """Each trial's ``stop_index`` (−1: none, `expost.mechanisms.transcript`) for (trials, n)
+        utilities and fixed levels (n,)."""
         u = _utilities(utilities)
         e = finite_array("levels", levels)
         if e.shape != (u.shape[1],) or np.any(e <= 0.0) or np.any(np.diff(e) < 0.0):
