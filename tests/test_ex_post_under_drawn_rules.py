@@ -55,7 +55,7 @@ def test_brownian_ex_post_bound_holds_and_its_twin_is_refuted(
     grid = TimeGrid.from_boundary(boundary, LEVELS)
     mechanism = BrownianNoiseReduction(grid, sensitivity, rule, boundary)
     runs = mechanism.run_batch(np.zeros(d), RUNS, np.random.default_rng(seed))
-    losses = _losses(np.asarray(runs.values), np.asarray(runs.times), sensitivity)
+    losses = _losses(np.asarray(runs.value), np.asarray(runs.times), sensitivity)
     assert runs.ex_post_bound is not None
     assert_ex_post((losses, runs.ex_post_bound), DELTA, n=RUNS, name=f"BM {kind} ex-post")
     mean_only = sensitivity**2 / (2.0 * np.asarray(runs.times))

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from expost.errors import InvalidParameter
-from expost.grids import EpsilonGrid, GridSpec, HasTimeFor, OpenEpsilonGrid, TimeGrid
+from expost.grids import EpsilonGrid, HasTimeFor, OpenEpsilonGrid, TimeGrid
 
 BAD_POSITIVE: list[Any] = [math.nan, math.inf, -math.inf, 0.0, -1.0, "1", None, True]
 bad_positive = st.sampled_from(BAD_POSITIVE)
@@ -53,10 +53,10 @@ def test_time_grid_basics() -> None:
     assert len(g) == 3
     assert list(g) == [4.0, 2.0, 0.5]
     assert g.smallest == 0.5
-    np.testing.assert_array_equal(g.rho(2.0), [0.5, 1.0, 4.0])  # Δ²/(2t)
-    assert g.max_rho(2.0) == 4.0
-    assert g.max_rho() == 1.0
-    np.testing.assert_allclose(g.eps(), [0.5, 1 / math.sqrt(2), math.sqrt(2)], rtol=1e-15)
+    np.testing.assert_array_equal(g.rho_for(2.0), [0.5, 1.0, 4.0])  # Δ²/(2t)
+    assert g.max_rho_for(2.0) == 4.0
+    assert g.max_rho_for() == 1.0
+    np.testing.assert_allclose(g.eps_for(), [0.5, 1 / math.sqrt(2), math.sqrt(2)], rtol=1e-15)
     assert g == TimeGrid([4, 2, 0.5])
     assert hash(g) == hash(TimeGrid((4.0, 2.0, 0.5)))
 
@@ -67,7 +67,7 @@ def test_time_grid_arrays_cannot_change_the_grid() -> None:
     with pytest.raises(ValueError, match="read-only"):
         arr[0] = 0.1
     with pytest.raises(ValueError, match="read-only"):
-        g.rho()[0] = 0.0
+        g.rho_for()[0] = 0.0
     assert g.times == (3.0, 1.0)
 
 
@@ -117,7 +117,7 @@ def test_time_grid_accepts_any_strictly_decreasing_positive_times(times: list[fl
 @pytest.mark.parametrize("bad", BAD_POSITIVE)
 def test_time_grid_helpers_check_sensitivity(bad: Any) -> None:
     g = TimeGrid([1.0])
-    for helper in (g.rho, g.max_rho, g.eps):
+    for helper in (g.rho_for, g.max_rho_for, g.eps_for):
         with pytest.raises(InvalidParameter) as exc:
             helper(bad)
         assert_names(exc, "sensitivity")
@@ -196,7 +196,7 @@ def test_epsilon_grid_basics() -> None:
     assert g.last_eps == 2.0
     np.testing.assert_array_equal(g.rho, [0.125, 0.5, 2.0])  # eps²/2, whatever Δ
     assert g.max_rho == 2.0
-    assert g.max_rho == g.times.max_rho(3.0)
+    assert g.max_rho == g.times.max_rho_for(3.0)
     assert list(g) == [0.5, 1.0, 2.0]
     assert g == EpsilonGrid.from_eps2([0.25, 1.0, 4.0], 3.0)
     assert g != EpsilonGrid([0.5, 1.0, 2.0])
@@ -320,8 +320,6 @@ def test_linear_grid_names_the_bad_argument(kwargs: dict[str, Any], name: str) -
 @given(st.sampled_from(["start", "stop", "sensitivity"]), bad_positive)
 def test_linear_grid_rejects_any_bad_positive_argument(name: str, bad: Any) -> None:
     args: dict[str, Any] = {"start": 1e-4, "stop": 1.0, "num": 10, "sensitivity": 1.0}
-    if name == "stop" and bad is None:
-        return  # None means "open": tested elsewhere
     args[name] = bad
     with pytest.raises(InvalidParameter) as exc:
         EpsilonGrid.linear_in_eps2(**args)
@@ -354,10 +352,12 @@ def test_geometric_grid_stops_at_the_last_point_within_stop(
 
 @given(st.sampled_from([1.0, 0.5, -2.0, math.nan, math.inf, None, "2"]))
 def test_geometric_grid_rejects_bad_ratio(ratio: Any) -> None:
-    for stop in (1.0, None):
-        with pytest.raises(InvalidParameter) as exc:
-            EpsilonGrid.geometric_in_eps2(1e-4, stop, ratio)
-        assert_names(exc, "ratio")
+    with pytest.raises(InvalidParameter) as exc:
+        EpsilonGrid.geometric_in_eps2(1e-4, 1.0, ratio)
+    assert_names(exc, "ratio")
+    with pytest.raises(InvalidParameter) as exc:
+        OpenEpsilonGrid.geometric_in_eps2(1e-4, ratio)
+    assert_names(exc, "ratio")
 
 
 def test_geometric_grid_rejects_bad_start_and_stop() -> None:
@@ -376,10 +376,10 @@ def test_geometric_grid_rejects_bad_start_and_stop() -> None:
 
 
 def test_open_grids_record_their_shape() -> None:
-    lin = opened(EpsilonGrid.linear_in_eps2(1e-4, None, 1000))
+    lin = opened(OpenEpsilonGrid.linear_in_eps2(1e-4, 1000))
     assert lin == OpenEpsilonGrid("linear", 1e-4, num=1000)
     assert lin.first_eps == 0.01
-    geo = opened(EpsilonGrid.geometric_in_eps2(1e-4, None, 2.0, sensitivity=2.0))
+    geo = opened(OpenEpsilonGrid.geometric_in_eps2(1e-4, 2.0, sensitivity=2.0))
     assert geo == OpenEpsilonGrid("geometric", 1e-4, ratio=2.0, sensitivity=2.0)
     with pytest.raises(AttributeError):
         lin.start = 1.0  # type: ignore[misc]
@@ -403,7 +403,7 @@ def test_open_grid_rejects_inconsistent_shapes() -> None:
 
 
 def test_open_linear_clip_matches_the_closed_grid() -> None:
-    lin = opened(EpsilonGrid.linear_in_eps2(1e-4, None, 1000))
+    lin = opened(OpenEpsilonGrid.linear_in_eps2(1e-4, 1000))
     max_eps = math.sqrt(2.705)
     assert lin.clip(max_eps) == EpsilonGrid.linear_in_eps2(1e-4, max_eps**2, 1000)
     assert lin.clip(max_eps).eps2[-1] == max_eps**2
@@ -411,7 +411,7 @@ def test_open_linear_clip_matches_the_closed_grid() -> None:
 
 @given(max_epss, st.floats(1e-6, 1.0), st.integers(1, 1500))
 def test_open_linear_clip(max_eps: float, start: float, num: int) -> None:
-    grid = opened(EpsilonGrid.linear_in_eps2(start, None, num))
+    grid = opened(OpenEpsilonGrid.linear_in_eps2(start, num))
     if max_eps**2 < start:
         with pytest.raises(InvalidParameter, match="does not allow even the first") as exc:
             grid.clip(max_eps)
@@ -428,7 +428,7 @@ def test_open_linear_clip(max_eps: float, start: float, num: int) -> None:
 
 @given(max_epss, st.floats(1e-6, 1.0), st.floats(1.05, 4.0))
 def test_open_geometric_clip(max_eps: float, start: float, ratio: float) -> None:
-    grid = opened(EpsilonGrid.geometric_in_eps2(start, None, ratio))
+    grid = opened(OpenEpsilonGrid.geometric_in_eps2(start, ratio))
     if max_eps**2 < start:
         with pytest.raises(InvalidParameter) as exc:
             grid.clip(max_eps)
@@ -443,8 +443,8 @@ def test_open_geometric_clip(max_eps: float, start: float, ratio: float) -> None
 
 def test_clip_to_exactly_the_first_point() -> None:
     for grid in (
-        opened(EpsilonGrid.linear_in_eps2(0.25, None, 100)),
-        opened(EpsilonGrid.geometric_in_eps2(0.25, None)),
+        opened(OpenEpsilonGrid.linear_in_eps2(0.25, 100)),
+        opened(OpenEpsilonGrid.geometric_in_eps2(0.25)),
         closed(EpsilonGrid.linear_in_eps2(0.25, 1.0, 100)),
     ):
         assert grid.clip(0.5).eps2.tolist() == [0.25]
@@ -472,8 +472,8 @@ def test_closed_clip_keeps_exactly_the_affordable_prefix(eps: list[float], max_e
 def test_clip_rejects_bad_max_eps(bad: Any) -> None:
     for grid in (
         EpsilonGrid([1.0]),
-        opened(EpsilonGrid.linear_in_eps2(1e-4, None, 10)),
-        opened(EpsilonGrid.geometric_in_eps2(1e-4, None)),
+        opened(OpenEpsilonGrid.linear_in_eps2(1e-4, 10)),
+        opened(OpenEpsilonGrid.geometric_in_eps2(1e-4)),
     ):
         with pytest.raises(InvalidParameter) as exc:
             grid.clip(bad)
@@ -482,25 +482,27 @@ def test_clip_rejects_bad_max_eps(bad: Any) -> None:
 
 def test_clip_rejects_an_overflowing_max_eps() -> None:
     for grid in (
-        opened(EpsilonGrid.linear_in_eps2(1e-4, None, 10)),
-        opened(EpsilonGrid.geometric_in_eps2(1e-4, None)),
+        opened(OpenEpsilonGrid.linear_in_eps2(1e-4, 10)),
+        opened(OpenEpsilonGrid.geometric_in_eps2(1e-4)),
     ):
         with pytest.raises(InvalidParameter) as exc:
             grid.clip(1e200)
         assert_names(exc, "max_eps")
 
 
-def affordable_grid(spec: GridSpec, remaining_rho: float) -> EpsilonGrid | None:
-    """How a session uses a GridSpec: check the cheapest point, then clip (cost eps²/2)."""
+def affordable_grid(
+    spec: EpsilonGrid | OpenEpsilonGrid, remaining_rho: float
+) -> EpsilonGrid | None:
+    """How a session uses a grid: check the cheapest point, then clip (cost eps²/2)."""
     if spec.first_eps**2 / 2 > remaining_rho:
         return None
     return spec.clip(math.sqrt(2 * remaining_rho))
 
 
 def test_grid_spec_supports_the_budget_check() -> None:
-    specs: list[GridSpec] = [
-        EpsilonGrid.linear_in_eps2(1e-4, None, 1000),
-        EpsilonGrid.geometric_in_eps2(1e-4, None),
+    specs: list[EpsilonGrid | OpenEpsilonGrid] = [
+        OpenEpsilonGrid.linear_in_eps2(1e-4, 1000),
+        OpenEpsilonGrid.geometric_in_eps2(1e-4),
         EpsilonGrid.linear_in_eps2(1e-4, 4.0, 1000),
     ]
     for spec in specs:

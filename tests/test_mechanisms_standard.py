@@ -20,6 +20,7 @@ from hypothesis import strategies as hs
 from scipy import stats as sps
 
 from expost.errors import InvalidParameter, NotAStoppingTime
+from expost.filters.costs import BoundedRangeCost, DPCost, ZCDPCost
 from expost.guarantees import ZCDP, PureDP, compose_zcdp
 from expost.loss import GaussianLoss
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
@@ -303,12 +304,12 @@ def test_doubling_tries_double_eps2_and_cost_every_try() -> None:
         t = d.run(VALUE, rng)
         np.testing.assert_array_equal(t.eps2, d.grid.eps2[: t.tries])
         np.testing.assert_array_equal(t.eps, np.sqrt(t.eps2))
-        assert t.cost == pytest.approx(math.fsum(t.eps2 / 2.0), rel=1e-14)
+        assert t.cost.rho == pytest.approx(math.fsum(t.eps2 / 2.0), rel=1e-14)
         assert t.costs == tuple(ZCDP(e2 / 2.0) for e2 in d.grid.eps2[: t.tries])
-        assert compose_zcdp(*t.costs).rho == pytest.approx(t.cost, rel=1e-14)
+        assert compose_zcdp(*t.costs).rho == pytest.approx(t.cost.rho, rel=1e-14)
         assert t.released.shape == (t.tries,)
-        assert t.success == (t.stopped_at is not None)
-        assert t.tries == (t.stopped_at + 1 if t.stopped_at is not None else len(d.grid))
+        assert t.stopped == (t.stop_index is not None)
+        assert t.tries == (t.stop_index + 1 if t.stop_index is not None else len(d.grid))
 
 
 def test_doubling_stops_at_the_first_accepted_try() -> None:
@@ -331,7 +332,7 @@ def test_doubling_stops_at_the_first_accepted_try() -> None:
             relative_error_holds(y, 2.0 / e, 0.1) for y, e in zip(t.released, t.eps, strict=True)
         ]
         assert not any(accepted[:-1])
-        assert accepted[-1] == t.success
+        assert accepted[-1] == t.stopped
 
 
 N_DOUBLING = 100_000
@@ -349,13 +350,13 @@ def test_doubling_stop_law_is_exact_in_batch_and_single_runs() -> None:
     k = len(LAW_DOUBLING.grid)
 
     batch = LAW_DOUBLING.run_batch(LAW_VALUE, N_DOUBLING, _rng(22))
-    cells = np.where(batch.success, batch.stopped_at, k)
+    cells = np.where(batch.stopped, batch.stop_index, k)
     assert frequencies_match(cells, law)
     assert not frequencies_match(cells, wrong)
 
     rng = _rng(23)
     runs = [LAW_DOUBLING.run(LAW_VALUE, rng) for _ in range(3_000)]
-    single = np.array([k if r.stopped_at is None else r.stopped_at for r in runs])
+    single = np.array([k if r.stop_index is None else r.stop_index for r in runs])
     assert frequencies_match(single, law)
     assert not frequencies_match(single, wrong)
 
@@ -369,12 +370,12 @@ def test_doubling_batch_fields_agree() -> None:
     b = DOUBLING.run_batch(VALUE, 5_000, _rng(25))
     k = len(DOUBLING.grid)
     cumulative = np.cumsum(DOUBLING.grid.eps2 / 2.0)
-    np.testing.assert_array_equal(b.tries, np.where(b.success, b.stopped_at + 1, k))
-    np.testing.assert_array_equal(b.stopped_at[~b.success], -1)
+    np.testing.assert_array_equal(b.tries, np.where(b.stopped, b.stop_index + 1, k))
+    np.testing.assert_array_equal(b.stop_index[~b.stopped], -1)
     np.testing.assert_allclose(b.cost, cumulative[b.tries - 1], rtol=1e-15)
     sd = 2.0 / np.sqrt(DOUBLING.grid.eps2[b.tries - 1])
     held = [relative_error_holds(y, s, 0.1) for y, s in zip(b.value, sd, strict=True)]
-    assert held == b.success.tolist()  # returned values satisfy the condition iff success
+    assert held == b.stopped.tolist()  # returned values satisfy the condition iff success
     assert not b.value.flags.writeable
 
 
@@ -383,7 +384,7 @@ def test_doubling_batch_falls_back_to_a_loop_for_plain_rules() -> None:
     plain = DoublingMethod(2.0, 0.25, 2.0, 16.0, stop=lambda released: rule(released))
     fast = DOUBLING.run_batch(VALUE, 300, _rng(26))
     slow = plain.run_batch(VALUE, 300, _rng(26))
-    for name in ("stopped_at", "success", "tries", "cost", "value"):
+    for name in ("stop_index", "stopped", "tries", "cost", "value"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name))
 
 
@@ -392,16 +393,16 @@ def test_doubling_vector_values_and_max_tries() -> None:
     np.testing.assert_array_equal(d.grid.eps2, 1e-4 * 2.0 ** np.arange(5))
     t = d.run([1.0, -1.0, 5.0], _rng(27))
     assert t.released.shape == (3, 3)
-    assert (t.stopped_at, t.tries, t.success) == (2, 3, True)
+    assert (t.stop_index, t.tries, t.stopped) == (2, 3, True)
     b = d.run_batch([1.0, -1.0, 5.0], 10, _rng(27))
     assert b.value.shape == (10, 3)
-    np.testing.assert_array_equal(b.stopped_at, 2)
+    np.testing.assert_array_equal(b.stop_index, 2)
     capped = DoublingMethod(start_eps2=1.0, max_eps2=1000.0, max_tries=3)
     np.testing.assert_array_equal(capped.grid.eps2, [1.0, 2.0, 4.0])
     never = DoublingMethod(start_eps2=1e-6, max_eps2=1e-5, stop=AtIndex(50))
     t = never.run(1.0, _rng(28))
-    assert (t.success, t.stopped_at, t.tries) == (False, None, 4)
-    assert t.cost == never.guarantee().rho
+    assert (t.stopped, t.stop_index, t.tries) == (False, None, 4)
+    assert t.cost == never.cost() == ZCDPCost(never.guarantee().rho)
 
 
 def test_doubling_needs_a_cap() -> None:
@@ -552,3 +553,15 @@ def test_bad_candidate_masks_are_refused(mask: Any) -> None:
         m.run_batch(scores, 2, _rng(0), candidates=np.asarray(mask))
     with pytest.raises(InvalidParameter, match=r"^candidates="):
         m.selection_probabilities(np.tile(scores, (2, 1)), np.asarray(mask))
+
+
+def test_each_round_describes_its_cost() -> None:
+    assert GaussianMechanism(2.0, 0.3).cost() == ZCDPCost(0.3)
+    assert LaplaceMechanism(2.0, 0.7).cost() == DPCost(0.7)
+    assert ExponentialMechanism(0.4, monotone=True).cost() == BoundedRangeCost(0.4)
+    assert ExponentialMechanism(0.4, monotone=False).cost() == BoundedRangeCost(0.8)
+    for monotone in (True, False):
+        em = ExponentialMechanism(0.4, monotone=monotone)
+        assert em.cost().eps == em.dp_guarantee().eps
+    d = DoublingMethod(2.0, 0.25, 2.0, 16.0)
+    assert d.cost() == ZCDPCost(d.guarantee().rho)

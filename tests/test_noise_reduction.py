@@ -26,6 +26,7 @@ from scipy import stats as sps
 
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
 from expost.errors import InvalidParameter, NotAStoppingTime
+from expost.filters.costs import BrownianCost, ExPostCost
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import ZCDP, ExPost, PureDP
 from expost.loss import BrownianLoss, LaplaceNoiseReductionLoss, SkellamLoss
@@ -106,7 +107,7 @@ def test_brownian_sequence_costs_its_last_iterate(
             TimeGrid(times), stop=AtIndex(int(rng.integers(1, len(times))))
         )
     transcript = mechanism.run(f, rng)
-    k = transcript.stop_index
+    k = len(transcript.released) - 1
     joint = gaussian_joint_llr(transcript.released, transcript.times, f, f2)
     assert _close(joint, last_iterate_loss(transcript, f, f2, k))
     if k > 0:  # planted bug: paying for the first iterate instead of the last
@@ -208,10 +209,10 @@ def same_stop_law(a: BatchTranscript | list[Transcript], b: BatchTranscript) -> 
     """KS on the stopped values and chi-square on the stop indices."""
     if isinstance(a, list):
         values = np.array([t.value[0] for t in a])
-        index = np.array([t.stop_index for t in a])
+        index = np.array([len(t.released) - 1 for t in a])
     else:
-        values, index = a.values[:, 0], a.stop_index
-    return st.same_law(values, b.values[:, 0]) and st.same_discrete_law(index, b.stop_index)
+        values, index = a.value[:, 0], a.end_index
+    return st.same_law(values, b.value[:, 0]) and st.same_discrete_law(index, b.end_index)
 
 
 BM_GRID = EpsilonGrid.linear_in_eps2(0.02, 1.0, 25)
@@ -279,11 +280,11 @@ def test_skellam_run_and_run_batch_same_law() -> None:
     interactive = [mechanism.run(15, rng) for _ in range(INTERACTIVE)]
     batch = mechanism.run_batch(15, BATCH, rng)
     values = np.array([t.value[0] for t in interactive])
-    index = np.array([t.stop_index for t in interactive])
+    index = np.array([len(t.released) - 1 for t in interactive])
 
     def same(b: BatchTranscript) -> bool:
-        return st.same_discrete_law(values, b.values[:, 0]) and st.same_discrete_law(
-            index, b.stop_index
+        return st.same_discrete_law(values, b.value[:, 0]) and st.same_discrete_law(
+            index, b.end_index
         )
 
     assert same(batch)
@@ -296,7 +297,7 @@ def test_laplace_chain_structure_of_released_iterates() -> None:
     scales = np.array([3.0, 2.0, 1.2, 0.5])
     mechanism = LaplaceNoiseReduction(scales)
     paths = mechanism.run_batch(0.0, 1, np.random.default_rng(0))  # shape check only
-    assert paths.values.shape == (1, 1)
+    assert paths.value.shape == (1, 1)
     rng = np.random.default_rng(14)
     runs = np.array([mechanism.run(0.0, rng).released[:, 0] for _ in range(4_000)])
     ties = (runs[:, :-1] == runs[:, 1:]).sum(axis=0)
@@ -335,7 +336,7 @@ def test_adaptive_time_function_matches_the_fixed_grid() -> None:
         assert np.array_equal(a.times, b.times)
         assert np.allclose(a.eps, b.eps, rtol=1e-15)
         assert a.stopped == b.stopped
-        assert a.cost == pytest.approx(b.cost, rel=1e-15)
+        assert a.cost == b.cost
     assert adaptive.guarantee() == fixed.guarantee() == ZCDP(1.0 / (2 * 0.1))
 
 
@@ -349,7 +350,8 @@ def test_adaptive_time_function_that_uses_the_iterates() -> None:
     assert np.all(np.diff(transcript.times) < 0)
     assert transcript.times[-1] >= 0.01
     assert not transcript.stopped
-    assert transcript.cost == pytest.approx(1.0 / (2.0 * transcript.times[-1]))
+    assert transcript.cost == BrownianCost(transcript.times[-1], 1.0)
+    assert transcript.stop_index is None
     with pytest.raises(InvalidParameter, match="adaptive"):
         mechanism.run_batch(1.0, 10, np.random.default_rng(0))
 
@@ -373,14 +375,16 @@ def test_brownian_transcript_fields() -> None:
     mechanism = BrownianNoiseReduction(grid, 2.0, RelativeError(0.2), boundary)
     rng = np.random.default_rng(4)
     transcript = mechanism.run([20.0], rng)
-    k = transcript.stop_index
+    k = len(transcript.released) - 1
+    assert transcript.stop_index == (k if transcript.stopped else None)
     t = float(grid.times[k])
     assert transcript.released.shape == (k + 1, 1)
     assert transcript.time == t
     assert np.array_equal(transcript.value, transcript.released[-1])
     assert np.array_equal(transcript.times, grid.array[: k + 1])
     assert np.allclose(transcript.eps, 2.0 / np.sqrt(grid.array[: k + 1]), rtol=1e-15)
-    assert transcript.cost == pytest.approx(4.0 / (2.0 * t), rel=1e-14)
+    assert transcript.cost == BrownianCost(t, 2.0, float(boundary(t)), boundary.delta)
+    assert transcript.cost == mechanism.cost_at(t)
     assert transcript.ex_post == ExPost(boundary(t), boundary.delta)
     assert transcript.stopped == RelativeError(0.2)(
         Released(transcript.released, transcript.times, 2.0)
@@ -392,7 +396,7 @@ def test_brownian_transcript_fields() -> None:
     assert mechanism.loss(1.0) == BrownianLoss(0.5, 1.0)
 
     batch = mechanism.run_batch([20.0], 500, rng)
-    times = grid.array[batch.stop_index]
+    times = grid.array[batch.end_index]
     assert np.array_equal(batch.times, times)
     assert batch.cost is not None
     assert batch.ex_post_bound is not None
@@ -400,8 +404,9 @@ def test_brownian_transcript_fields() -> None:
     assert np.allclose(batch.ex_post_bound, boundary(times), rtol=1e-14)
     assert batch.delta == boundary.delta
     assert batch.trials == 500
-    assert batch.values.shape == (500, 1)
-    assert np.all(batch.stopped | (batch.stop_index == len(grid) - 1))
+    assert batch.value.shape == (500, 1)
+    assert np.all(batch.stopped | (batch.end_index == len(grid) - 1))
+    assert np.array_equal(batch.stop_index, np.where(batch.stopped, batch.end_index, -1))
 
 
 def test_brownian_epsilon_grid_costs_exact_eps2() -> None:
@@ -409,7 +414,7 @@ def test_brownian_epsilon_grid_costs_exact_eps2() -> None:
     mechanism = BrownianNoiseReduction(grid, stop=AtIndex(1))
     assert mechanism.sensitivity == 3.0
     transcript = mechanism.run(0.0, np.random.default_rng(0))
-    assert transcript.cost == 0.02 / 2.0
+    assert transcript.cost == BrownianCost(grid.times.array[1], 3.0)
     assert transcript.ex_post is None
     assert mechanism.guarantee() == ZCDP(0.03 / 2.0)
     batch = mechanism.run_batch(0.0, 3, np.random.default_rng(0))
@@ -421,10 +426,13 @@ def test_brownian_grid_runs_out_without_stopping() -> None:
     grid = TimeGrid([1.0, 0.5])
     transcript = BrownianNoiseReduction(grid).run(0.0, np.random.default_rng(0))
     assert not transcript.stopped
-    assert transcript.stop_index == 1
+    assert transcript.stop_index is None
+    assert len(transcript.released) == 2
+    assert transcript.cost == BrownianCost(0.5, 1.0)
     batch = BrownianNoiseReduction(grid).run_batch(0.0, 7, np.random.default_rng(0))
     assert not batch.stopped.any()
-    assert np.all(batch.stop_index == 1)
+    assert np.all(batch.end_index == 1)
+    assert np.all(batch.stop_index == -1)
 
 
 def test_lazy_batch_walk_draws_only_the_steps_walked() -> None:
@@ -440,7 +448,9 @@ def test_laplace_transcript_fields() -> None:
     transcript = mechanism.run([1.0, -1.0], np.random.default_rng(1))
     assert transcript.stop_index == 2
     assert transcript.released.shape == (3, 2)
-    assert transcript.cost == 0.5 / 1.0
+    assert transcript.cost == ExPostCost(0.5 / 1.0, 0.0, eps_max=0.5 / 0.25)
+    assert transcript.cost == mechanism.cost_at(1.0)
+    assert mechanism.cost() == ExPostCost(2.0, 0.0, eps_max=2.0)
     assert transcript.ex_post == ExPost(0.5)
     assert np.array_equal(transcript.eps, [0.125, 0.25, 0.5])
     assert mechanism.guarantee() == PureDP(2.0)
@@ -473,7 +483,7 @@ def test_skellam_transcript_and_loss() -> None:
     assert mechanism.loss() == SkellamLoss(2.0, 2)
     assert mechanism.loss(1, time=5.0) == SkellamLoss(10.0, 1)
     batch = mechanism.run_batch([3, -7], 4, np.random.default_rng(2))
-    assert batch.values.dtype == np.int64
+    assert batch.value.dtype == np.int64
     assert batch.cost is None
     with pytest.raises(InvalidParameter, match="value"):
         mechanism.run(0.5, np.random.default_rng(0))
@@ -502,7 +512,7 @@ def unchanged(rng: np.random.Generator, seed: int) -> bool:
         lambda: BrownianNoiseReduction(TimeGrid([2.0, 1.0]), sensitivity=-1.0),
         lambda: BrownianNoiseReduction(TimeGrid([2.0, 1.0]), sensitivity=math.nan),
         lambda: BrownianNoiseReduction(EpsilonGrid([0.1, 0.2]), sensitivity=2.0),
-        lambda: BrownianNoiseReduction(EpsilonGrid.linear_in_eps2(1e-4, None, 10)),  # type: ignore[arg-type]
+        lambda: BrownianNoiseReduction(OpenEpsilonGrid.linear_in_eps2(1e-4, 10)),  # type: ignore[arg-type]
         lambda: BrownianNoiseReduction([2.0, 1.0]),  # type: ignore[arg-type]
         lambda: BrownianNoiseReduction(lambda r: None, first_time=1.0),
         lambda: BrownianNoiseReduction(lambda r: None, first_time=1.0, min_time=2.0),
@@ -520,7 +530,7 @@ def test_bad_construction_is_refused(make: Callable[[], object]) -> None:
 
 
 def test_open_grid_must_be_clipped_first() -> None:
-    open_grid = EpsilonGrid.linear_in_eps2(1e-4, None, 10)
+    open_grid = OpenEpsilonGrid.linear_in_eps2(1e-4, 10)
     assert isinstance(open_grid, OpenEpsilonGrid)
     with pytest.raises(InvalidParameter, match="clip"):
         BrownianNoiseReduction(open_grid)  # type: ignore[arg-type]
@@ -571,3 +581,17 @@ def test_batch_needs_a_vectorised_rule_and_valid_trials(mechanism: Any) -> None:
     with pytest.raises(InvalidParameter, match="rng"):
         mechanism.run(1, 7)
     assert unchanged(rng, 22)
+
+
+def test_brownian_costs_describe_the_stop_and_the_worst_case() -> None:
+    grid = TimeGrid([4.0, 1.0, 0.25])
+    plain = BrownianNoiseReduction(grid, sensitivity=2.0)
+    assert plain.cost_at(1.0) == BrownianCost(1.0, 2.0, None, 0.0)
+    assert plain.cost() == BrownianCost(0.25, 2.0)  # the worst case: t_min (APC Thm 5 (3))
+    boundary = LinearPrivacyBoundary.tuned_for(1.0, 1e-3, sensitivity=2.0)
+    bounded = BrownianNoiseReduction(grid, sensitivity=2.0, boundary=boundary)
+    assert bounded.cost() == BrownianCost(0.25, 2.0, float(boundary(0.25)), boundary.delta)
+    adaptive = BrownianNoiseReduction(lambda r: None, first_time=3.0, min_time=0.5)
+    assert adaptive.cost() == BrownianCost(0.5, 1.0)
+    with pytest.raises(InvalidParameter, match="time"):
+        plain.cost_at(0.0)

@@ -29,6 +29,7 @@ from expost.processes import (
     sample_laplace_grid,
     sample_skellam_grid,
 )
+from expost.processes import _paths as paths_module
 from expost.processes import brownian as brownian_module
 from expost.processes import laplace as laplace_module
 from expost.processes import skellam as skellam_module
@@ -89,8 +90,8 @@ def unchanged_as_predicted(paths: AnyArray, grid: Sequence[float]) -> bool:
 
 def plant_missing_square_root(monkeypatch: pytest.MonkeyPatch) -> None:
     """Planted bug: increments with standard deviation (not variance) t_k − t_(k+1)."""
-    gaps = brownian_module._gaps
-    monkeypatch.setattr(brownian_module, "_gaps", lambda g: gaps(g) ** 2)
+    gaps = paths_module.gaps
+    monkeypatch.setattr(brownian_module, "gaps", lambda g: gaps(g) ** 2)
 
 
 @pytest.mark.parametrize("grid", GRIDS)

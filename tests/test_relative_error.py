@@ -25,7 +25,7 @@ from expost.errors import BudgetExceeded, InvalidParameter
 from expost.filters import BatchBudget, BrownianCost, Cost, UnifiedFilter, ZCDPCost
 from expost.grids import EpsilonGrid, OpenEpsilonGrid
 from expost.mechanisms import BrownianNoiseReduction, DoublingMethod, ExponentialMechanism
-from expost.mechanisms.noise_reduction import brownian_trials
+from expost.processes.privacy_time import brownian_trials
 from expost.stopping import AtIndex, RelativeError
 from tests import stats as st
 
@@ -215,7 +215,7 @@ BM_GRID = EpsilonGrid.linear_in_eps2(0.02, 1.0, 25)
 
 
 def _stop_law_matches(a_index: FloatArray, a_values: FloatArray, b: object) -> bool:
-    index, values = b.stop_index, b.values[:, 0]  # type: ignore[attr-defined]
+    index, values = b.end_index, b.value[:, 0]  # type: ignore[attr-defined]
     return st.same_discrete_law(a_index, index) and st.same_law(a_values, values)
 
 
@@ -229,29 +229,29 @@ def test_brownian_trials_matches_run_batch_per_group() -> None:
     rows = np.where(group[:, None], np.r_[short.eps2, [short.eps2[-1]] * 13], BM_GRID.eps2)
     out = brownian_trials(values, rows, RelativeError(0.25), _rng(5), chunk=4)
     assert out.cost is not None
-    np.testing.assert_allclose(out.cost, rows[np.arange(n), out.stop_index] / 2.0)
+    np.testing.assert_allclose(out.cost, rows[np.arange(n), out.end_index] / 2.0)
     for value, grid, mask in ((10.0, BM_GRID, ~group), (6.0, short, group)):
         ref = BrownianNoiseReduction(grid, stop=RelativeError(0.25)).run_batch(
             value, 2_000, _rng(6)
         )
         # a padded row's repeats never stop where its last real level did not
-        own_index = np.minimum(out.stop_index[mask], len(grid) - 1)
-        own_values = out.values[mask, 0]
+        own_index = np.minimum(out.end_index[mask], len(grid) - 1)
+        own_values = out.value[mask, 0]
         assert _stop_law_matches(own_index, own_values, ref)
     wrong = BrownianNoiseReduction(  # twin: 1.5 times the noise variance
         EpsilonGrid.from_eps2(BM_GRID.eps2 / 1.5), stop=RelativeError(0.25)
     ).run_batch(10.0, 2_000, _rng(7))
-    assert not _stop_law_matches(out.stop_index[~group], out.values[~group, 0], wrong)
+    assert not _stop_law_matches(out.end_index[~group], out.value[~group, 0], wrong)
 
 
 def test_brownian_trials_clipped_grids_equal_explicit_rows() -> None:
-    open_grid = EpsilonGrid.linear_in_eps2(1e-4, None, 200)
+    open_grid = OpenEpsilonGrid.linear_in_eps2(1e-4, 200)
     assert isinstance(open_grid, OpenEpsilonGrid)
     grids = open_grid.clip_each(np.sqrt(_rng(8).uniform(1e-4, 0.05, 300)))
     y = _rng(9).uniform(20.0, 200.0, 300)
     a = brownian_trials(y, grids, RelativeError(0.1), _rng(10), chunk=8)
     b = brownian_trials(y, grids.eps2(), RelativeError(0.1), _rng(10), chunk=8)
-    for name in ("stop_index", "values", "times", "eps", "stopped", "cost"):
+    for name in ("end_index", "stop_index", "value", "times", "eps", "stopped", "cost"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     with pytest.raises(InvalidParameter):
         brownian_trials(y, grids.eps2()[:, ::-1], RelativeError(0.1), _rng(0))
@@ -265,12 +265,12 @@ def test_doubling_run_trials_caps_and_matches_run_batch() -> None:
     d = DoublingMethod(1.0, 1e-3, 2.0, stop=RelativeError(0.1), max_tries=10)
     same = d.run_trials(np.full(500, 40.0), _rng(11))
     ref = d.run_batch(40.0, 500, _rng(11))
-    for name in ("stopped_at", "success", "tries", "cost", "value"):
+    for name in ("stop_index", "stopped", "tries", "cost", "value"):
         np.testing.assert_array_equal(getattr(same, name), getattr(ref, name))
     caps = _rng(12).integers(1, 11, 500)
     capped = d.run_trials(np.full(500, 40.0), _rng(11), max_tries=caps)
     assert np.all(capped.tries <= caps)
-    np.testing.assert_array_equal(capped.success, ref.success & (ref.stopped_at < caps))
+    np.testing.assert_array_equal(capped.stopped, ref.stopped & (ref.stop_index < caps))
     np.testing.assert_array_equal(capped.cost, d.cumulative_cost[capped.tries - 1])
     with pytest.raises(InvalidParameter):
         d.run_trials(np.full(3, 40.0), _rng(0), max_tries=np.array([0, 1, 2]))

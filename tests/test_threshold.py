@@ -18,6 +18,7 @@ import pytest
 
 from expost.boundaries import LinearPrivacyBoundary
 from expost.errors import InvalidParameter
+from expost.filters.costs import DPCost, ExPostCost
 from expost.grids import TimeGrid
 from expost.guarantees import ExPost, PureDP
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction
@@ -59,7 +60,7 @@ def test_above_threshold_halting_law() -> None:
     eps = 1.0
     mechanism = AboveThreshold(eps, TAU)
     rng = np.random.default_rng(31)
-    interactive = as_indices([mechanism.run(UTILITIES, rng).index for _ in range(INTERACTIVE)])
+    interactive = as_indices([mechanism.run(UTILITIES, rng).stop_index for _ in range(INTERACTIVE)])
     batch = mechanism.run_batch(np.tile(UTILITIES, (BATCH, 1)), rng)
     reference = simulate_above_threshold(eps, UTILITIES, BATCH, rng, 2.0 / eps)
     assert np.unique(reference).size >= 6  # varied halting points, sometimes none
@@ -81,14 +82,18 @@ def test_above_threshold_consumes_lazily_and_reports() -> None:
 
     mechanism = AboveThreshold(2.0, 0.0, sensitivity=0.5)
     result = mechanism.run(stream(), np.random.default_rng(0))
-    assert result.index == 2
+    assert result.stop_index == 2
+    assert result.stopped
     assert result.queries_asked == 3
+    assert result.cost == mechanism.cost() == DPCost(2.0)
     assert len(asked) == 3
     assert mechanism.guarantee() == PureDP(2.0)
     assert mechanism.threshold_scale == 0.5
     assert mechanism.query_scale == 1.0
     none = mechanism.run([-100.0] * 5, np.random.default_rng(0))
-    assert none.index is None
+    assert none.stop_index is None
+    assert not none.stopped
+    assert none.cost == DPCost(2.0)
     assert none.queries_asked == 5
 
 
@@ -97,7 +102,9 @@ def test_reduced_above_threshold_with_constant_levels_is_above_threshold() -> No
     rat = ReducedAboveThreshold(TAU, eps_max=3.0)
     rng = np.random.default_rng(32)
     levels = [eps] * UTILITIES.size
-    interactive = as_indices([rat.run(UTILITIES, levels, rng).index for _ in range(INTERACTIVE)])
+    interactive = as_indices(
+        [rat.run(UTILITIES, levels, rng).stop_index for _ in range(INTERACTIVE)]
+    )
     batch = rat.run_batch(np.tile(UTILITIES, (BATCH, 1)), levels, rng)
     above = AboveThreshold(eps, TAU).run_batch(np.tile(UTILITIES, (BATCH, 1)), rng)
     assert st.same_discrete_law(interactive, above)
@@ -131,7 +138,7 @@ def test_reduced_above_threshold_halting_law() -> None:
     rat = ReducedAboveThreshold(TAU, eps_max=5.0)
     rng = np.random.default_rng(33)
     interactive = as_indices(
-        [rat.run(iter(RAT_UTILITIES), iter(LEVELS), rng).index for _ in range(INTERACTIVE)]
+        [rat.run(iter(RAT_UTILITIES), iter(LEVELS), rng).stop_index for _ in range(INTERACTIVE)]
     )
     batch = rat.run_batch(np.tile(RAT_UTILITIES, (BATCH, 1)), LEVELS, rng)
     reference = simulate_reduced(RAT_UTILITIES, LEVELS, BATCH, rng)
@@ -147,17 +154,22 @@ def test_reduced_above_threshold_halting_law() -> None:
 def test_reduced_above_threshold_result() -> None:
     rat = ReducedAboveThreshold(0.0, eps_max=2.0, sensitivity=0.5)
     result = rat.run([-1e6, -1e6, 1e6, 1e6], [0.5, 1.0, 1.5, 2.0], np.random.default_rng(0))
-    assert result.index == 2
+    assert result.stop_index == 2
     assert result.queries_asked == 3
     assert result.level == 1.5
     assert result.ex_post == ExPost(1.5)
+    assert result.cost == ExPostCost(1.5)
+    assert result.stopped
     none = rat.run([-1e6, -1e6], [0.5, 0.7], np.random.default_rng(0))
-    assert none.index is None
+    assert none.stop_index is None
+    assert not none.stopped
+    assert none.cost == ExPostCost(0.7)
     assert none.queries_asked == 2
     assert none.level == 0.7
     empty = rat.run([], [], np.random.default_rng(0))
-    assert empty.index is None
+    assert empty.stop_index is None
     assert empty.ex_post is None
+    assert empty.cost is None
 
 
 def test_adaptive_levels_are_read_lazily() -> None:
@@ -171,7 +183,7 @@ def test_adaptive_levels_are_read_lazily() -> None:
 
     rat = ReducedAboveThreshold(0.0, eps_max=10.0)
     result = rat.run([-1e6, -1e6, -1e6, 1e6, 1e6], levels(), np.random.default_rng(1))
-    assert result.index == 3
+    assert result.stop_index == 3
     assert len(seen) == 4
     assert result.level == pytest.approx(0.4)
 
@@ -201,7 +213,7 @@ def test_run_with_brownian_halting_law_and_guarantee() -> None:
     bm = BrownianNoiseReduction(TimeGrid(BM_TIMES), boundary=BOUNDARY)
     rng = np.random.default_rng(34)
     results = [rat.run_with_brownian(bm, TARGET, utility, rng) for _ in range(INTERACTIVE)]
-    interactive = as_indices([r.index for r in results])
+    interactive = as_indices([r.stop_index for r in results])
     levels = np.asarray(BOUNDARY(BM_TIMES))
     reference = simulate_brownian_rat(BATCH, rng, levels, -0.5)
     assert np.unique(reference).size >= 5
@@ -210,11 +222,16 @@ def test_run_with_brownian_halting_law_and_guarantee() -> None:
     wrong = simulate_brownian_rat(BATCH, rng, np.full(BM_TIMES.size, levels[0]), -0.5)
     assert not st.same_discrete_law(interactive, wrong)
     for r in results:
-        if r.index is None:
+        if r.stop_index is None:
             assert r.value is None
             assert r.ex_post is None
+            assert not r.stopped
+            assert r.cost == rat.brownian_cost(bm)
+            assert r.cost == ExPostCost(2.0 * float(BOUNDARY(BM_TIMES[-1])), BOUNDARY.delta)
             continue
-        t = BM_TIMES[r.index]
+        t = BM_TIMES[r.stop_index]
+        assert r.stopped
+        assert r.cost == ExPostCost(2.0 * float(BOUNDARY(t)), BOUNDARY.delta)  # BNR Cor 5.2
         assert r.time == t
         assert r.level == BOUNDARY(t)
         assert r.ex_post == ExPost(2.0 * BOUNDARY(t), BOUNDARY.delta)  # BNR Cor 5.2
@@ -231,7 +248,7 @@ def test_run_with_brownian_adaptive_times() -> None:
     )
     rat = ReducedAboveThreshold(1e6, eps_max=float(BOUNDARY(0.25)))
     result = rat.run_with_brownian(bm, [0.0], lambda y: 0.0, np.random.default_rng(2))
-    assert result.index is None
+    assert result.stop_index is None
     assert result.queries_asked == 6
 
 

@@ -46,7 +46,6 @@ from expost.filters import (
 from expost.grids import (
     ClippedGrids,
     EpsilonGrid,
-    GridSpec,
     HasTimeFor,
     OpenEpsilonGrid,
     TimeGrid,
@@ -178,7 +177,6 @@ __all__ = [
     "FilterOdometer",
     "GaussianLoss",
     "GaussianMechanism",
-    "GridSpec",
     "Guarantee",
     "HasTimeFor",
     "InvalidParameter",

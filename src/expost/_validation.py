@@ -18,15 +18,23 @@ from expost.errors import InvalidParameter
 
 __all__ = [
     "as_float",
+    "candidates_mask",
+    "check_scale",
     "finite",
     "finite_array",
+    "float_tuple",
     "generator",
     "nonnegative",
     "open_probability",
+    "path_value",
     "point",
     "positive",
+    "positive_decreasing",
+    "positive_increasing",
     "positive_int",
     "probability",
+    "read_only",
+    "scores_array",
     "strictly_decreasing",
     "strictly_increasing",
     "validator",
@@ -151,3 +159,98 @@ def validator(check: Callable[[str, Any], object]) -> Callable[[Any, Any, Any], 
         check(attribute.name, value)
 
     return run
+
+
+def read_only(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """A read-only float64 copy."""
+    arr = np.array(values, dtype=np.float64)
+    arr.flags.writeable = False
+    return arr
+
+
+def _real_sequence(name: str, value: object) -> npt.NDArray[np.float64]:
+    """A non-empty 1-d sequence of finite positive reals (no booleans, strings or objects)."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameter(name, value, "must be a 1-d sequence of real numbers") from exc
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iuf":
+        raise InvalidParameter(name, value, "must be a non-empty 1-d sequence of real numbers")
+    out = arr.astype(np.float64)
+    if not np.all(np.isfinite(out)):
+        raise InvalidParameter(name, value, "must contain only finite numbers (no NaN or inf)")
+    if np.any(out <= 0.0):
+        raise InvalidParameter(name, value, "must contain only numbers > 0")
+    return out
+
+
+def _monotone(name: str, value: object, *, increasing: bool) -> npt.NDArray[np.float64]:
+    arr = _real_sequence(name, value)
+    steps = np.diff(arr)
+    if np.any(steps <= 0.0) if increasing else np.any(steps >= 0.0):
+        direction = "increasing" if increasing else "decreasing"
+        raise InvalidParameter(name, value, f"must be strictly {direction}")
+    return arr
+
+
+def positive_decreasing(name: str, value: object) -> npt.NDArray[np.float64]:
+    """A non-empty, strictly decreasing 1-d sequence of finite reals > 0."""
+    return _monotone(name, value, increasing=False)
+
+
+def positive_increasing(name: str, value: object) -> npt.NDArray[np.float64]:
+    """A non-empty, strictly increasing 1-d sequence of finite reals > 0."""
+    return _monotone(name, value, increasing=True)
+
+
+def float_tuple(value: Any) -> Any:
+    """attrs converter: a 1-d sequence of reals becomes a tuple of floats; else left for the validator."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        return value
+    if arr.ndim == 1 and arr.dtype.kind in "iuf":
+        return tuple(arr.astype(np.float64).tolist())
+    return value
+
+
+def check_scale(name: str, value: float, scale: float) -> None:
+    """A noise scale derived from ``value`` (and a sensitivity) must be finite and > 0."""
+    if not (math.isfinite(scale) and scale > 0.0):
+        raise InvalidParameter(
+            name, value, f"with this sensitivity gives a noise scale {scale!r}, not in (0, ∞)"
+        )
+
+
+def path_value(value: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """A finite scalar or non-empty 1-d array, as shape (d,): the value a run perturbs."""
+    return point("value", value).reshape(-1)
+
+
+def scores_array(scores: npt.ArrayLike, *, max_ndim: int) -> npt.NDArray[np.float64]:
+    """Finite scores of shape (m,) (``max_ndim`` 1) or also (trials, m) (2), m >= 1."""
+    u = finite_array("scores", scores)
+    if not 1 <= u.ndim <= max_ndim or u.shape[-1] == 0 or u.size == 0:
+        shape = "(m,)" if max_ndim == 1 else "(m,) or (trials, m)"
+        raise InvalidParameter("scores", scores, f"must be a non-empty array of shape {shape}")
+    return u
+
+
+def candidates_mask(
+    candidates: npt.ArrayLike | None, shape: tuple[int, ...]
+) -> npt.NDArray[np.bool_] | None:
+    """The candidates mask broadcast to the scores' shape; every row must allow one candidate."""
+    if candidates is None:
+        return None
+    mask = np.asarray(candidates)
+    if mask.dtype != np.bool_:
+        raise InvalidParameter("candidates", candidates, "must be a boolean mask")
+    try:
+        allowed = np.broadcast_to(mask, shape)
+    except ValueError as exc:
+        raise InvalidParameter(
+            "candidates", candidates, f"must broadcast to the scores' shape {shape}"
+        ) from exc
+    if not np.all(allowed.any(axis=-1)):
+        raise InvalidParameter("candidates", candidates, "must allow at least one candidate")
+    return allowed

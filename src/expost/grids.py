@@ -7,13 +7,19 @@ Stopping a Brownian mechanism at t costs rho = Δ²/(2t) = eps²/2 (APC Thm 3, B
 worst case of a grid is its last point, which a filter must afford before the run (APC Lemma 6.2
 condition (2), Thm 5 condition (3)). `OpenEpsilonGrid` records a shape whose end the budget sets
 later, through `clip`.
+
+Convention: a grid that knows its sensitivity (`EpsilonGrid`) exposes ``eps``, ``rho`` and
+``max_rho`` as properties; `TimeGrid` holds times only, so the same values are methods taking the
+sensitivity, ``eps_for(Δ)``, ``rho_for(Δ)`` and ``max_rho_for(Δ)``. Closed grids come from
+`EpsilonGrid.linear_in_eps2` / `geometric_in_eps2`, open ones from the `OpenEpsilonGrid`
+constructors of the same names.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -22,8 +28,12 @@ from attrs import field, frozen
 from expost._validation import (
     as_float,
     finite,
+    float_tuple,
     positive,
+    positive_decreasing,
+    positive_increasing,
     positive_int,
+    read_only,
     validator,
 )
 from expost.errors import InvalidParameter
@@ -31,7 +41,6 @@ from expost.errors import InvalidParameter
 __all__ = [
     "ClippedGrids",
     "EpsilonGrid",
-    "GridSpec",
     "HasTimeFor",
     "OpenEpsilonGrid",
     "TimeGrid",
@@ -50,60 +59,10 @@ class HasTimeFor(Protocol):
     def time_for(self, eps: float) -> float: ...
 
 
-def _read_only(values: npt.ArrayLike) -> FloatArray:
-    arr = np.array(values, dtype=np.float64)
-    arr.flags.writeable = False
-    return arr
-
-
 def _summary(values: tuple[float, ...]) -> str:
     if len(values) <= 8:
         return repr(values)
     return f"<{len(values)} points from {values[0]!r} to {values[-1]!r}>"
-
-
-def _real_sequence(name: str, value: object) -> FloatArray:
-    """A non-empty 1-d sequence of finite positive reals (no booleans, strings or objects)."""
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameter(name, value, "must be a 1-d sequence of real numbers") from exc
-    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iuf":
-        raise InvalidParameter(name, value, "must be a non-empty 1-d sequence of real numbers")
-    out = arr.astype(np.float64)
-    if not np.all(np.isfinite(out)):
-        raise InvalidParameter(name, value, "must contain only finite numbers (no NaN or inf)")
-    if np.any(out <= 0.0):
-        raise InvalidParameter(name, value, "must contain only numbers > 0")
-    return out
-
-
-def _monotone(name: str, value: object, *, increasing: bool) -> FloatArray:
-    arr = _real_sequence(name, value)
-    steps = np.diff(arr)
-    if np.any(steps <= 0.0) if increasing else np.any(steps >= 0.0):
-        direction = "increasing" if increasing else "decreasing"
-        raise InvalidParameter(name, value, f"must be strictly {direction}")
-    return arr
-
-
-def _positive_decreasing(name: str, value: object) -> FloatArray:
-    return _monotone(name, value, increasing=False)
-
-
-def _positive_increasing(name: str, value: object) -> FloatArray:
-    return _monotone(name, value, increasing=True)
-
-
-def _as_float_tuple(value: Any) -> Any:
-    """attrs converter: a 1-d sequence of reals becomes a tuple of floats; else left for the validator."""
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError):
-        return value
-    if arr.ndim == 1 and arr.dtype.kind in "iuf":
-        return tuple(arr.astype(np.float64).tolist())
-    return value
 
 
 @frozen(repr=False)
@@ -114,7 +73,7 @@ class TimeGrid:
     """
 
     times: tuple[float, ...] = field(
-        converter=_as_float_tuple, validator=validator(_positive_decreasing)
+        converter=float_tuple, validator=validator(positive_decreasing)
     )
 
     def __repr__(self) -> str:
@@ -129,27 +88,27 @@ class TimeGrid:
     @property
     def array(self) -> FloatArray:
         """The times as a read-only float64 array."""
-        return _read_only(self.times)
+        return read_only(self.times)
 
     @property
     def smallest(self) -> float:
         """The last (least noisy) time: the one that fixes the grid's worst-case cost."""
         return self.times[-1]
 
-    def rho(self, sensitivity: float = 1.0) -> FloatArray:
+    def rho_for(self, sensitivity: float = 1.0) -> FloatArray:
         """The cost Δ²/(2t) of stopping at each time (APC Thm 3, BNR Thm 3.4)."""
         s = positive("sensitivity", sensitivity)
-        return _read_only(s**2 / (2.0 * self.array))
+        return read_only(s**2 / (2.0 * self.array))
 
-    def max_rho(self, sensitivity: float = 1.0) -> float:
+    def max_rho_for(self, sensitivity: float = 1.0) -> float:
         """The worst-case cost Δ²/(2·t_min) a filter must afford (APC Lemma 6.2, Thm 5 cond. (3))."""
         s = positive("sensitivity", sensitivity)
         return s**2 / (2.0 * self.smallest)
 
-    def eps(self, sensitivity: float = 1.0) -> FloatArray:
+    def eps_for(self, sensitivity: float = 1.0) -> FloatArray:
         """The privacy level Δ/sqrt(t) of each time."""
         s = positive("sensitivity", sensitivity)
-        return _read_only(s / np.sqrt(self.array))
+        return read_only(s / np.sqrt(self.array))
 
     @classmethod
     def from_boundary(cls, boundary: HasTimeFor, levels: npt.ArrayLike) -> TimeGrid:
@@ -160,7 +119,7 @@ class TimeGrid:
         """
         if not isinstance(boundary, HasTimeFor):
             raise InvalidParameter("boundary", boundary, "must have a time_for(eps) method")
-        e = _positive_increasing("levels", levels)
+        e = positive_increasing("levels", levels)
         times = [boundary.time_for(float(x)) for x in e]
         try:
             return cls(times)
@@ -226,7 +185,7 @@ class EpsilonGrid:
     sensitivity: float
 
     def __init__(self, eps: npt.ArrayLike, sensitivity: float = 1.0) -> None:
-        e = _positive_increasing("eps", eps)
+        e = positive_increasing("eps", eps)
         s = _sensitivity(sensitivity)
         with np.errstate(over="ignore"):
             eps2 = e * e
@@ -236,7 +195,7 @@ class EpsilonGrid:
     @classmethod
     def from_eps2(cls, eps2: npt.ArrayLike, sensitivity: float = 1.0) -> EpsilonGrid:
         """The grid with the given squared levels eps1² < eps2² < …, kept exactly."""
-        e2 = _positive_increasing("eps2", eps2)
+        e2 = positive_increasing("eps2", eps2)
         s = _sensitivity(sensitivity)
         _check_eps2("eps2", eps2, e2, s)
         grid = cls.__new__(cls)
@@ -245,18 +204,16 @@ class EpsilonGrid:
 
     @classmethod
     def linear_in_eps2(
-        cls, start: float, stop: float | None, num: int, sensitivity: float = 1.0
-    ) -> EpsilonGrid | OpenEpsilonGrid:
+        cls, start: float, stop: float, num: int, sensitivity: float = 1.0
+    ) -> EpsilonGrid:
         """``num`` equally spaced eps² from ``start`` to ``stop`` inclusive (APC Sec. 7).
 
-        The last point is exactly ``stop``. ``stop=None`` gives an `OpenEpsilonGrid` that runs to
-        whatever the budget allows (``clip``); APC uses ``(1e-4, None, 1000)``.
+        The last point is exactly ``stop``. A grid that runs to whatever the budget allows is
+        `OpenEpsilonGrid.linear_in_eps2`.
         """
         a = positive("start", start)
         n = _num(num)
         s = _sensitivity(sensitivity)
-        if stop is None:
-            return OpenEpsilonGrid("linear", a, num=n, sensitivity=s)
         b = _stop(stop, a)
         if n == 1 and b != a:
             raise InvalidParameter("num", num, "must be >= 2 when stop > start")
@@ -266,17 +223,15 @@ class EpsilonGrid:
 
     @classmethod
     def geometric_in_eps2(
-        cls, start: float, stop: float | None, ratio: float = 2.0, sensitivity: float = 1.0
-    ) -> EpsilonGrid | OpenEpsilonGrid:
+        cls, start: float, stop: float, ratio: float = 2.0, sensitivity: float = 1.0
+    ) -> EpsilonGrid:
         """eps² = start·ratio^k for k = 0, 1, … while <= ``stop`` (doubling: APC Sec. 7.1).
 
-        ``stop=None`` gives an `OpenEpsilonGrid` that runs to whatever the budget allows.
+        A grid that runs to whatever the budget allows is `OpenEpsilonGrid.geometric_in_eps2`.
         """
         a = positive("start", start)
         r = _ratio(ratio)
         s = _sensitivity(sensitivity)
-        if stop is None:
-            return OpenEpsilonGrid("geometric", a, ratio=r, sensitivity=s)
         return cls._build(_geometric(a, _stop(stop, a), r), s, "start", start)
 
     @classmethod
@@ -299,12 +254,12 @@ class EpsilonGrid:
     @property
     def eps2(self) -> FloatArray:
         """The squared levels eps², increasing (read-only)."""
-        return _read_only(self._eps2)
+        return read_only(self._eps2)
 
     @property
     def eps(self) -> FloatArray:
         """The levels eps, increasing (read-only)."""
-        return _read_only(np.sqrt(self.eps2))
+        return read_only(np.sqrt(self.eps2))
 
     @property
     def times(self) -> TimeGrid:
@@ -324,7 +279,7 @@ class EpsilonGrid:
     @property
     def rho(self) -> FloatArray:
         """The cost eps²/2 of stopping at each point (APC Thm 3)."""
-        return _read_only(self.eps2 / 2.0)
+        return read_only(self.eps2 / 2.0)
 
     @property
     def max_rho(self) -> float:
@@ -411,6 +366,23 @@ class OpenEpsilonGrid:
             if self.num is not None:
                 raise InvalidParameter("num", self.num, "must be None for a geometric grid")
             _ratio(self.ratio)
+
+    @classmethod
+    def linear_in_eps2(cls, start: float, num: int, sensitivity: float = 1.0) -> OpenEpsilonGrid:
+        """``num`` equally spaced eps² from ``start`` to the budget's max_eps² (APC Sec. 7 uses
+        ``(1e-4, 1000)``)."""
+        a = positive("start", start)
+        n = _num(num)
+        return cls("linear", a, num=n, sensitivity=_sensitivity(sensitivity))
+
+    @classmethod
+    def geometric_in_eps2(
+        cls, start: float, ratio: float = 2.0, sensitivity: float = 1.0
+    ) -> OpenEpsilonGrid:
+        """eps² = start·ratio^k up to the budget's max_eps² (doubling: APC Sec. 7.1)."""
+        a = positive("start", start)
+        r = _ratio(ratio)
+        return cls("geometric", a, ratio=r, sensitivity=_sensitivity(sensitivity))
 
     @property
     def first_eps(self) -> float:
@@ -512,7 +484,3 @@ class ClippedGrids:
             return points
         result: FloatArray = np.where(k == g.num - 1, top[:, None], points)
         return result
-
-
-GridSpec = EpsilonGrid | OpenEpsilonGrid
-"""A grid a session can clip to its budget: check ``first_eps`` is affordable, then ``clip``."""

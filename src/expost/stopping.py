@@ -30,9 +30,16 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import as_float, finite, finite_array, positive, validator
+from expost._validation import (
+    as_float,
+    finite,
+    finite_array,
+    positive,
+    positive_decreasing,
+    read_only,
+    validator,
+)
 from expost.errors import InvalidParameter, NotAStoppingTime
-from expost.grids import _positive_decreasing, _read_only
 
 __all__ = [
     "AtIndex",
@@ -41,10 +48,12 @@ __all__ = [
     "Never",
     "RelativeError",
     "Released",
+    "ReleasedBuffer",
     "StoppingRule",
     "WhenPublicUtility",
     "as_stopping_rule",
     "first_stops",
+    "rule_or_never",
     "run_rule_on_path",
 ]
 
@@ -54,7 +63,7 @@ IndexArray = npt.NDArray[np.intp]
 
 
 def _times(times: npt.ArrayLike) -> FloatArray:
-    return _positive_decreasing("times", times)
+    return positive_decreasing("times", times)
 
 
 def _values(values: npt.ArrayLike, steps: int, *, min_ndim: int) -> FloatArray:
@@ -129,22 +138,22 @@ class Released:
     @property
     def values(self) -> FloatArray:
         """The released iterates, shape (k, d), noisiest first."""
-        return _read_only(self._values[: self._count])
+        return read_only(self._values[: self._count])
 
     @property
     def times(self) -> FloatArray:
         """Their noise variances t1 > … > tk."""
-        return _read_only(self._times[: self._count])
+        return read_only(self._times[: self._count])
 
     @property
     def eps(self) -> FloatArray:
         """Their privacy levels Δ/sqrt(t)."""
-        return _read_only(self._sensitivity / np.sqrt(self._times[: self._count]))
+        return read_only(self._sensitivity / np.sqrt(self._times[: self._count]))
 
     @property
     def last(self) -> FloatArray:
         """The latest iterate, shape (d,)."""
-        return _read_only(self._values[self._count - 1])
+        return read_only(self._values[self._count - 1])
 
     @property
     def count(self) -> int:
@@ -155,6 +164,44 @@ class Released:
     def sensitivity(self) -> float:
         """The sensitivity Δ of the released statistic (public)."""
         return self._sensitivity
+
+
+class ReleasedBuffer:
+    """A run's released iterates in growing buffers; ``append`` returns the rule's `Released` view.
+
+    The view shares the buffers (no copy); the rule sees times ``rule_time`` as appended.
+    """
+
+    __slots__ = ("_count", "_rule_times", "_sensitivity", "_times", "_values")
+
+    def __init__(self, d: int, sensitivity: float) -> None:
+        self._values = np.empty((16, d))
+        self._times = np.empty(16)
+        self._rule_times = np.empty(16)
+        self._sensitivity = sensitivity
+        self._count = 0
+
+    def append(self, y: FloatArray, t: float, rule_time: float) -> Released:
+        """Record iterate ``y`` at noise level ``t`` and return the view of all so far."""
+        if self._count == self._times.size:
+            grow = 2 * self._count
+            self._values = np.concatenate([self._values, np.empty_like(self._values)])[:grow]
+            self._times = np.concatenate([self._times, np.empty(self._count)])
+            self._rule_times = np.concatenate([self._rule_times, np.empty(self._count)])
+        k = self._count
+        self._values[k], self._times[k], self._rule_times[k] = y, t, rule_time
+        self._count = k + 1
+        return Released._prefix(self._values, self._rule_times, self._sensitivity, k + 1)
+
+    @property
+    def values(self) -> FloatArray:
+        """The iterates so far (a copy)."""
+        return self._values[: self._count].copy()
+
+    @property
+    def times(self) -> FloatArray:
+        """Their noise levels (a copy)."""
+        return self._times[: self._count].copy()
 
 
 @runtime_checkable
@@ -191,6 +238,13 @@ class MemorylessRule(ABC):
     ) -> BoolArray:
         """Stop at each iterate? values (..., K, d), times (K,), index (K,) -> (..., K)."""
 
+    def fires(
+        self, values: FloatArray, times: FloatArray, sensitivity: float, index: IndexArray
+    ) -> BoolArray:
+        """``stops`` without its checks, for walks that checked their grid once (times may be
+        per trial, (..., K)): values (..., K, d), index (K,) -> (..., K)."""
+        return self._fires(values, times, sensitivity, index)
+
     def stops(
         self, values: npt.ArrayLike, times: npt.ArrayLike, sensitivity: float = 1.0, start: int = 0
     ) -> BoolArray:
@@ -202,7 +256,7 @@ class MemorylessRule(ABC):
         v = _values(values, t.size, min_ndim=2)
         s = positive("sensitivity", sensitivity)
         first = _nonnegative_int("start", start)
-        return self._fires(_read_only(v), t, s, np.arange(first, first + t.size))
+        return self._fires(read_only(v), t, s, np.arange(first, first + t.size))
 
     def __call__(self, released: Released) -> bool:
         if not isinstance(released, Released):
@@ -307,7 +361,7 @@ class WhenPublicUtility(MemorylessRule):
         else:
             rows = values.reshape(-1, values.shape[-1])
             u = np.fromiter(
-                (cast(float, self.utility(_read_only(row))) for row in rows),
+                (cast(float, self.utility(read_only(row))) for row in rows),
                 dtype=np.float64,
                 count=rows.shape[0],
             ).reshape(shape)
@@ -407,3 +461,8 @@ def run_rule_on_path(
         if r(Released._prefix(v, t, s, k)):
             return k - 1
     return None
+
+
+def rule_or_never(stop: object) -> StoppingRule:
+    """``as_stopping_rule(stop)``, with None meaning `Never`."""
+    return Never() if stop is None else as_stopping_rule(stop)

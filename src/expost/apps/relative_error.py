@@ -45,9 +45,9 @@ from expost._validation import (
 from expost.apps.data import load_counts, zipf_counts
 from expost.errors import InvalidParameter
 from expost.filters import BatchBudget, BrownianCost, Conversion, UnifiedFilter, ZCDPCost
-from expost.grids import EpsilonGrid, OpenEpsilonGrid
+from expost.grids import OpenEpsilonGrid
 from expost.mechanisms import DoublingMethod, ExponentialMechanism
-from expost.mechanisms.noise_reduction import brownian_trials
+from expost.processes.privacy_time import brownian_trials
 from expost.session import PrivateSession
 from expost.stopping import RelativeError
 
@@ -142,11 +142,8 @@ class Settings:
     def open_grid(self) -> OpenEpsilonGrid:
         """The BM grid before the budget closes it (`PrivateSession.brownian` clips it)."""
         if self.grid == "linear":
-            g = EpsilonGrid.linear_in_eps2(self.start_eps2, None, self.grid_size)
-        else:
-            g = EpsilonGrid.geometric_in_eps2(self.start_eps2, None, self.ratio)
-        assert isinstance(g, OpenEpsilonGrid)  # stop=None gives an open grid
-        return g
+            return OpenEpsilonGrid.linear_in_eps2(self.start_eps2, self.grid_size)
+        return OpenEpsilonGrid.geometric_in_eps2(self.start_eps2, self.ratio)
 
     def doubling(self, max_tries: int) -> DoublingMethod:
         """The doubling schedule with at most ``max_tries`` tries."""
@@ -229,7 +226,7 @@ def _session_trial(
             ok, value = t.stopped, float(t.value[0])
         else:
             d = session.doubling(y, 1.0, settings.start_eps2, _DOUBLING_RATIO, settings.stop)
-            ok, value = d.success, float(d.value)
+            ok, value = d.stopped, float(d.value)
         if ok:
             returned += 1
             precise += bool(_precise(np.array(value), np.array(y), settings.alpha))
@@ -298,8 +295,8 @@ def _bm_release(
 ) -> Release:
     grids = settings.open_grid().clip_each(budget.max_bm_eps(active))
     t = brownian_trials(y, grids, settings.stop, rng, chunk=_CHUNK)
-    cost = BatchBudget.bm_cost(grids.at(t.stop_index))
-    return budget.spend(cost, active), t.stopped, t.values[:, 0]
+    cost = BatchBudget.bm_cost(grids.at(t.end_index))
+    return budget.spend(cost, active), t.stopped, t.value[:, 0]
 
 
 @functools.lru_cache(maxsize=8)
@@ -320,7 +317,7 @@ def _doubling_release(
     caps = budget.admits(longest.cumulative_cost[:, None], active).sum(axis=0)
     assert np.all(caps >= 1)  # the entry check kept room for the first try
     runs = longest.run_trials(y, rng, max_tries=caps)
-    return budget.spend(runs.cost, active), runs.success, runs.value.reshape(-1)
+    return budget.spend(runs.cost, active), runs.stopped, runs.value.reshape(-1)
 
 
 # ----------------------------------------------------------------------------- the experiment

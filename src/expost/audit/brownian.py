@@ -140,7 +140,7 @@ def ex_post_exceeds(
     The claimed bound is ``claimed(T)`` if given, else the run's own ex-post bound ψ(T).
     """
     tr = bm.run_batch(fx, n, rng)
-    loss = gaussian_loss(tr.values, tr.times, fx, fxp)
+    loss = gaussian_loss(tr.value, tr.times, fx, fxp)
     bound = tr.ex_post_bound if claimed is None else claimed(tr.times)
     assert bound is not None  # a bm without a boundary is given a claimed level
     return np.asarray(loss > bound)
@@ -308,7 +308,7 @@ def odometer_exceeds(
     fx, fxp = neighbours(1.0, 1)
     bm = BrownianNoiseReduction(TimeGrid([time]))
     tr = bm.run_batch(fx, n, rng)
-    loss = gaussian_loss(tr.values, tr.times, fx, fxp)
+    loss = gaussian_loss(tr.value, tr.times, fx, fxp)
     return np.asarray(loss >= odometer.bound_from_times(tr.times[:, None])[:, 0])
 
 

@@ -124,7 +124,7 @@ def laplace_noise_reduction_exceeds(
     )
     lnr = LaplaceNoiseReduction(tuple(np.geomspace(10.0, 0.1, 30)), 1.0, rule)
     tr = lnr.run_batch(fx, n, rng)
-    loss = laplace_loss(tr.values, tr.times, fx, fxp)
+    loss = laplace_loss(tr.value, tr.times, fx, fxp)
     assert tr.ex_post_bound is not None  # Laplace noise reduction always has one
     bound = tr.ex_post_bound / 2.0 if halve_bound else tr.ex_post_bound
     return np.asarray(loss > bound * (1.0 + _FLOAT_TOLERANCE))

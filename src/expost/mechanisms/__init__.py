@@ -21,7 +21,6 @@ from expost.mechanisms.noise_reduction import (
     PrivacyBoundaryWithDelta,
     SkellamNoiseReduction,
     TimeFunction,
-    brownian_trials,
 )
 from expost.mechanisms.threshold import (
     AboveThreshold,
@@ -34,6 +33,7 @@ from expost.mechanisms.transcript import (
     BatchTranscript,
     Transcript,
 )
+from expost.processes.privacy_time import brownian_trials
 
 __all__ = [
     "AboveThreshold",

@@ -16,6 +16,7 @@ from attrs import field, frozen
 
 from expost._validation import (
     as_float,
+    check_scale,
     generator,
     point,
     positive,
@@ -23,23 +24,13 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
+from expost.filters.costs import DPCost, ZCDPCost
 from expost.guarantees import ZCDP, PureDP
 from expost.loss import GaussianLoss, LaplaceLoss
 
 __all__ = ["GaussianMechanism", "LaplaceMechanism"]
 
 FloatArray = npt.NDArray[np.float64]
-
-
-def _trials(trials: object) -> int:
-    return positive_int("trials", trials)
-
-
-def _check_scale(name: str, value: float, scale: float) -> None:
-    if not (math.isfinite(scale) and scale > 0.0):
-        raise InvalidParameter(
-            name, value, f"with this sensitivity gives a noise scale {scale!r}, not in (0, ∞)"
-        )
 
 
 def _distance(distance: float | None, sensitivity: float) -> float:
@@ -63,7 +54,7 @@ class _Additive(ABC):
     def run_batch(self, value: npt.ArrayLike, trials: int, rng: np.random.Generator) -> FloatArray:
         """``trials`` independent releases, shape (trials, *value.shape)."""
         v = point("value", value)
-        return v + self._noise(generator(rng), (_trials(trials), *v.shape))
+        return v + self._noise(generator(rng), (positive_int("trials", trials), *v.shape))
 
 
 @frozen
@@ -77,7 +68,7 @@ class GaussianMechanism(_Additive):
     rho: float = field(converter=as_float, validator=validator(positive))
 
     def __attrs_post_init__(self) -> None:
-        _check_scale("rho", self.rho, self.sigma)
+        check_scale("rho", self.rho, self.sigma)
 
     @classmethod
     def from_sigma(cls, sensitivity: float, sigma: float) -> GaussianMechanism:
@@ -97,6 +88,10 @@ class GaussianMechanism(_Additive):
     def guarantee(self) -> ZCDP:
         """rho-zCDP (Bun–Steinke; THEORY §2)."""
         return ZCDP(self.rho)
+
+    def cost(self) -> ZCDPCost:
+        """The round as a cost: ZCDPCost(rho) (THEORY §2)."""
+        return ZCDPCost(self.rho)
 
     def loss(self, distance: float | None = None) -> GaussianLoss:
         """The loss for neighbours at ℓ2 distance d (default Δ2): N(r, 2r), r = d²/(2σ²) = rho·(d/Δ2)²."""
@@ -118,7 +113,7 @@ class LaplaceMechanism(_Additive):
     eps: float = field(converter=as_float, validator=validator(positive))
 
     def __attrs_post_init__(self) -> None:
-        _check_scale("eps", self.eps, self.scale)
+        check_scale("eps", self.eps, self.scale)
 
     @property
     def scale(self) -> float:
@@ -128,6 +123,10 @@ class LaplaceMechanism(_Additive):
     def guarantee(self) -> PureDP:
         """eps-DP (THEORY §2)."""
         return PureDP(self.eps)
+
+    def cost(self) -> DPCost:
+        """The round as a cost: DPCost(eps) (THEORY §2)."""
+        return DPCost(self.eps)
 
     def loss(self, distance: float | None = None) -> LaplaceLoss:
         """The loss for neighbours at ℓ1 distance d (default Δ1): bounded by d/b (APC Lemma C.1)."""

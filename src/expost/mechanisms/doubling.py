@@ -13,12 +13,14 @@ from expost._validation import (
     point,
     positive,
     positive_int,
+    read_only,
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.grids import EpsilonGrid, _read_only
+from expost.filters.costs import ZCDPCost
+from expost.grids import EpsilonGrid
 from expost.guarantees import ZCDP
-from expost.mechanisms.additive import GaussianMechanism, _trials
+from expost.mechanisms.additive import GaussianMechanism
 from expost.stopping import (
     BatchStoppingRule,
     RelativeError,
@@ -52,22 +54,22 @@ class DoublingTranscript:
 
     ``released`` (tries, *value.shape) and ``eps2`` (tries,), the exact eps_i², per try, noisiest
     first;
-    ``stopped_at`` is the index of the try the rule accepted (None: no try was accepted);
-    ``cost`` = Σ eps_i²/2 over the tries made and ``costs`` the same per try as `ZCDP`
-    values for a filter to charge (APC Sec. 7.1).
+    ``stopped``: whether the rule accepted a try, ``stop_index`` its index (None: none was);
+    ``cost`` = ZCDPCost(Σ eps_i²/2) over the tries made and ``costs`` the rho of each try as
+    `ZCDP` values (APC Sec. 7.1). Vocabulary: `expost.mechanisms.transcript`.
     """
 
     released: FloatArray
     eps2: FloatArray
-    success: bool
-    stopped_at: int | None
-    cost: float
+    stopped: bool
+    stop_index: int | None
+    cost: ZCDPCost
     costs: tuple[ZCDP, ...]
 
     @property
     def eps(self) -> FloatArray:
         """The privacy level eps_i of each try."""
-        return _read_only(np.sqrt(self.eps2))
+        return read_only(np.sqrt(self.eps2))
 
     @property
     def tries(self) -> int:
@@ -77,19 +79,20 @@ class DoublingTranscript:
     @property
     def value(self) -> FloatArray:
         """The last released try: the accepted one on success."""
-        return _read_only(self.released[-1])
+        return read_only(self.released[-1])
 
 
 @frozen(eq=False)
 class DoublingBatch:
     """Many independent runs of the doubling method, one entry per trial.
 
-    ``stopped_at`` (−1: never accepted), ``success``, ``tries`` made, ``cost`` = Σ eps_i²/2 over
-    them, and ``value`` (trials, *value.shape), the last released try of each trial.
+    ``stop_index`` (−1 exactly where ``stopped`` is False, the convention of
+    `expost.mechanisms.transcript`), ``stopped``, ``tries`` made, ``cost`` = Σ eps_i²/2 over them
+    (rho, zCDP), and ``value`` (trials, *value.shape), the last released try of each trial.
     """
 
-    stopped_at: IndexArray
-    success: BoolArray
+    stop_index: IndexArray
+    stopped: BoolArray
     tries: IndexArray
     cost: FloatArray
     value: FloatArray
@@ -123,7 +126,7 @@ class DoublingMethod:
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_grid", self._build_grid())
-        object.__setattr__(self, "_sigma", _read_only([m.sigma for m in self.tries]))
+        object.__setattr__(self, "_sigma", read_only([m.sigma for m in self.tries]))
         object.__setattr__(self, "_times", self._grid.times.array)
 
     def _build_grid(self) -> EpsilonGrid:
@@ -147,7 +150,6 @@ class DoublingMethod:
         grid = EpsilonGrid.geometric_in_eps2(
             self.start_eps2, self.max_eps2, self.ratio, self.sensitivity
         )
-        assert isinstance(grid, EpsilonGrid)  # a stop was given, so the grid is closed
         if self.max_tries is not None and self.max_tries < len(grid):
             return EpsilonGrid.from_eps2(grid.eps2[: self.max_tries], self.sensitivity)
         return grid
@@ -166,10 +168,14 @@ class DoublingMethod:
         """The worst case: every try up to the cap made, Σ_i eps_i²/2-zCDP (APC Lemma 2.2)."""
         return ZCDP(float(self._cumulative_cost()[-1]))
 
+    def cost(self) -> ZCDPCost:
+        """The worst case as a cost: ZCDPCost of every try's rho summed (= ``guarantee().rho``)."""
+        return ZCDPCost(self.guarantee().rho)
+
     @property
     def cumulative_cost(self) -> FloatArray:
         """Σ_(i<=k) eps_i²/2 for k = 1, …, len(grid): what a run that made k tries is charged."""
-        return _read_only(self._cumulative_cost())
+        return read_only(self._cumulative_cost())
 
     def _cumulative_cost(self) -> FloatArray:
         return np.cumsum(self._grid.rho)
@@ -190,11 +196,11 @@ class DoublingMethod:
                 break
         made = len(released)
         return DoublingTranscript(
-            released=_read_only(np.stack(released)),
-            eps2=_read_only(self._grid.eps2[:made]),
-            success=stopped_at is not None,
-            stopped_at=stopped_at,
-            cost=float(self._cumulative_cost()[made - 1]),
+            released=read_only(np.stack(released)),
+            eps2=read_only(self._grid.eps2[:made]),
+            stopped=stopped_at is not None,
+            stop_index=stopped_at,
+            cost=ZCDPCost(float(self._cumulative_cost()[made - 1])),
             costs=tuple(m.guarantee() for m in tries[:made]),
         )
 
@@ -207,7 +213,7 @@ class DoublingMethod:
         rule falls back to a Python loop over trials (`run_rule_on_path`), which is slower.
         """
         v = point("value", value)
-        n = _trials(trials)
+        n = positive_int("trials", trials)
         return self._run_rows(np.broadcast_to(v, (n, *v.shape)), generator(rng), None)
 
     def run_trials(
@@ -260,11 +266,11 @@ class DoublingMethod:
         success.flags.writeable = False
         made = np.where(success, stopped + 1, count if caps is None else caps)
         return DoublingBatch(
-            stopped_at=_locked(stopped),
-            success=success,
+            stop_index=_locked(stopped),
+            stopped=success,
             tries=_locked(made),
-            cost=_read_only(self._cumulative_cost()[made - 1]),
-            value=_read_only(values[np.arange(n), made - 1]),
+            cost=read_only(self._cumulative_cost()[made - 1]),
+            value=read_only(values[np.arange(n), made - 1]),
         )
 
 

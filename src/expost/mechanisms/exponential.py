@@ -6,10 +6,19 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import as_float, finite_array, generator, positive, validator
+from expost._validation import (
+    as_float,
+    candidates_mask,
+    check_scale,
+    generator,
+    positive,
+    positive_int,
+    scores_array,
+    validator,
+)
 from expost.errors import InvalidParameter
+from expost.filters.costs import BoundedRangeCost
 from expost.guarantees import ZCDP, PureDP
-from expost.mechanisms.additive import _check_scale, _trials
 
 __all__ = ["ExponentialMechanism"]
 
@@ -25,30 +34,9 @@ def _is_bool(name: str, value: object) -> None:
         )
 
 
-def _scores(scores: npt.ArrayLike, *, max_ndim: int) -> FloatArray:
-    u = finite_array("scores", scores)
-    if not 1 <= u.ndim <= max_ndim or u.shape[-1] == 0 or u.size == 0:
-        shape = "(m,)" if max_ndim == 1 else "(m,) or (trials, m)"
-        raise InvalidParameter("scores", scores, f"must be a non-empty array of shape {shape}")
-    return u
-
-
-def _allowed(candidates: npt.ArrayLike | None, shape: tuple[int, ...]) -> BoolArray | None:
-    """The candidates mask broadcast to the scores' shape; every row must allow one candidate."""
-    if candidates is None:
-        return None
-    mask = np.asarray(candidates)
-    if mask.dtype != np.bool_:
-        raise InvalidParameter("candidates", candidates, "must be a boolean mask")
-    try:
-        allowed = np.broadcast_to(mask, shape)
-    except ValueError as exc:
-        raise InvalidParameter(
-            "candidates", candidates, f"must broadcast to the scores' shape {shape}"
-        ) from exc
-    if not np.all(allowed.any(axis=-1)):
-        raise InvalidParameter("candidates", candidates, "must allow at least one candidate")
-    return allowed
+# TODO(lead, issue 12): remove once session.py uses candidates_mask / scores_array.
+_allowed = candidates_mask
+_scores = scores_array
 
 
 @frozen
@@ -69,7 +57,7 @@ class ExponentialMechanism:
     sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
 
     def __attrs_post_init__(self) -> None:
-        _check_scale("eps", self.eps, self.scale)
+        check_scale("eps", self.eps, self.scale)
 
     @property
     def scale(self) -> float:
@@ -89,6 +77,10 @@ class ExponentialMechanism:
         """bounded_range-DP: eps-DP if monotone, else 2eps-DP."""
         return PureDP(self.bounded_range)
 
+    def cost(self) -> BoundedRangeCost:
+        """The round as a cost: BoundedRangeCost(bounded_range) (THEORY §2; Cesar–Rogers)."""
+        return BoundedRangeCost(self.bounded_range)
+
     def selection_probabilities(
         self, scores: npt.ArrayLike, candidates: npt.ArrayLike | None = None
     ) -> FloatArray:
@@ -98,8 +90,8 @@ class ExponentialMechanism:
         """
         from scipy import special  # lazy: keeps `import expost` fast
 
-        u = _scores(scores, max_ndim=2)
-        logits = self._logits(u, _allowed(candidates, u.shape))
+        u = scores_array(scores, max_ndim=2)
+        logits = self._logits(u, candidates_mask(candidates, u.shape))
         probabilities: FloatArray = np.exp(
             logits - special.logsumexp(logits, axis=-1, keepdims=True)
         )
@@ -112,8 +104,8 @@ class ExponentialMechanism:
         candidates: npt.ArrayLike | None = None,
     ) -> int:
         """One selection: the index of an allowed candidate for scores (m,)."""
-        u = _scores(scores, max_ndim=1)
-        allowed = _allowed(candidates, u.shape)
+        u = scores_array(scores, max_ndim=1)
+        allowed = candidates_mask(candidates, u.shape)
         return int(self._select(u, allowed, generator(rng)))
 
     def run_batch(
@@ -128,12 +120,14 @@ class ExponentialMechanism:
         ``scores`` is (m,) (the same for every trial) or (trials, m); ``candidates``
         broadcasts to (trials, m).
         """
-        u = _scores(scores, max_ndim=2)
-        n = _trials(trials)
+        u = scores_array(scores, max_ndim=2)
+        n = positive_int("trials", trials)
         if u.ndim == 2 and u.shape[0] != n:
             raise InvalidParameter("scores", u.shape, f"must have {n} rows, one per trial")
         shape = (n, u.shape[-1])
-        return self._select(np.broadcast_to(u, shape), _allowed(candidates, shape), generator(rng))
+        return self._select(
+            np.broadcast_to(u, shape), candidates_mask(candidates, shape), generator(rng)
+        )
 
     def rank_batch(
         self, scores: npt.ArrayLike, trials: int, rng: np.random.Generator
@@ -146,8 +140,8 @@ class ExponentialMechanism:
         sequential selection without replacement (Gumbel-top-k; Yellott 1977, Kool et al. 2019).
         Each choice revealed is one round and costs `guarantee()`. ``scores`` (m,) or (trials, m).
         """
-        u = _scores(scores, max_ndim=2)
-        n = _trials(trials)
+        u = scores_array(scores, max_ndim=2)
+        n = positive_int("trials", trials)
         if u.ndim == 2 and u.shape[0] != n:
             raise InvalidParameter("scores", u.shape, f"must have {n} rows, one per trial")
         g = generator(rng)

@@ -20,22 +20,21 @@ from attrs import field, frozen
 
 from expost._validation import (
     as_float,
-    finite_array,
+    float_tuple,
     generator,
-    point,
+    path_value,
     positive,
+    positive_decreasing,
     positive_int,
     validator,
 )
 from expost.boundaries import PrivacyBoundary
 from expost.errors import InvalidParameter
+from expost.filters.costs import BrownianCost, ExPostCost
 from expost.grids import (
-    ClippedGrids,
     EpsilonGrid,
     OpenEpsilonGrid,
     TimeGrid,
-    _as_float_tuple,
-    _positive_decreasing,
 )
 from expost.guarantees import ZCDP, ExPost, PureDP
 from expost.loss import BrownianLoss, LaplaceNoiseReductionLoss, SkellamLoss
@@ -47,14 +46,15 @@ from expost.processes import (
     sample_laplace_grid,
     sample_skellam_grid,
 )
+from expost.processes.privacy_time import CHUNK, lazy_brownian_walk, shared_columns
 from expost.stopping import (
     BatchStoppingRule,
     MemorylessRule,
-    Never,
     Released,
+    ReleasedBuffer,
     StoppingRule,
-    as_stopping_rule,
     first_stops,
+    rule_or_never,
 )
 
 __all__ = [
@@ -63,7 +63,6 @@ __all__ = [
     "PrivacyBoundaryWithDelta",
     "SkellamNoiseReduction",
     "TimeFunction",
-    "brownian_trials",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -73,8 +72,6 @@ TimeFunction = Callable[[Released], float | None]
 """An adaptive time function: the next, strictly smaller, Brownian time from the released
 iterates, or None to end (BNR Def 3.1). It must be a public function of what it is shown."""
 
-_CHUNK = 64
-
 
 class PrivacyBoundaryWithDelta(PrivacyBoundary, Protocol):
     """A delta-privacy boundary ψ (BNR Def 3.5): ``P(∃n: L_n > ψ(T_n)) <= delta``."""
@@ -83,13 +80,8 @@ class PrivacyBoundaryWithDelta(PrivacyBoundary, Protocol):
     def delta(self) -> float: ...
 
 
-def _value(value: npt.ArrayLike) -> FloatArray:
-    """A finite scalar or non-empty 1-d array, as shape (d,)."""
-    return point("value", value).reshape(-1)
-
-
-def _rule(stop: object) -> StoppingRule:
-    return Never() if stop is None else as_stopping_rule(stop)
+# TODO(lead, issue 12): remove once session.py uses expost._validation.path_value.
+_value = path_value
 
 
 def _batch_rule(rule: StoppingRule) -> BatchStoppingRule:
@@ -100,7 +92,7 @@ def _batch_rule(rule: StoppingRule) -> BatchStoppingRule:
     return rule
 
 
-def _check_boundary(boundary: object, sensitivity: float) -> PrivacyBoundaryWithDelta | None:
+def check_boundary(boundary: object, sensitivity: float) -> PrivacyBoundaryWithDelta | None:
     if boundary is None:
         return None
     if not (callable(boundary) and hasattr(boundary, "delta")):
@@ -113,38 +105,6 @@ def _check_boundary(boundary: object, sensitivity: float) -> PrivacyBoundaryWith
     return cast(PrivacyBoundaryWithDelta, boundary)
 
 
-class _Iterates:
-    """Released iterates in growing buffers, viewed by stopping rules through `Released`."""
-
-    __slots__ = ("_count", "_rule_times", "_sensitivity", "_times", "_values")
-
-    def __init__(self, d: int, sensitivity: float) -> None:
-        self._values = np.empty((16, d))
-        self._times = np.empty(16)
-        self._rule_times = np.empty(16)
-        self._sensitivity = sensitivity
-        self._count = 0
-
-    def append(self, y: FloatArray, t: float, rule_time: float) -> Released:
-        if self._count == self._times.size:
-            grow = 2 * self._count
-            self._values = np.concatenate([self._values, np.empty_like(self._values)])[:grow]
-            self._times = np.concatenate([self._times, np.empty(self._count)])
-            self._rule_times = np.concatenate([self._rule_times, np.empty(self._count)])
-        k = self._count
-        self._values[k], self._times[k], self._rule_times[k] = y, t, rule_time
-        self._count = k + 1
-        return Released._prefix(self._values, self._rule_times, self._sensitivity, k + 1)
-
-    @property
-    def values(self) -> FloatArray:
-        return self._values[: self._count].copy()
-
-    @property
-    def times(self) -> FloatArray:
-        return self._times[: self._count].copy()
-
-
 def _walk(
     value: FloatArray,
     first_time: float,
@@ -153,12 +113,12 @@ def _walk(
     rule: StoppingRule,
     sensitivity: float,
     rule_time: Callable[[float], float],
-) -> tuple[_Iterates, bool]:
+) -> tuple[ReleasedBuffer, bool]:
     """Release ``value + draw(t)`` at each time, noisiest first, until the rule fires or times end.
 
     The rule sees `Released` views whose ``times`` are ``rule_time(t)``.
     """
-    iterates = _Iterates(value.size, sensitivity)
+    iterates = ReleasedBuffer(value.size, sensitivity)
     t: float | None = first_time
     while t is not None:
         view = iterates.append(value + draw(t), t, rule_time(t))
@@ -216,8 +176,8 @@ class BrownianNoiseReduction:
     ) -> None:
         s = _sensitivity(grid, sensitivity)
         first, smallest = _adaptive_range(grid, first_time, min_time)
-        rule = _rule(stop)
-        psi = _check_boundary(boundary, s)
+        rule = rule_or_never(stop)
+        psi = check_boundary(boundary, s)
         self.__attrs_init__(grid, s, rule, psi, first, smallest)
 
     @property
@@ -243,6 +203,20 @@ class BrownianNoiseReduction:
             return ZCDP(self.grid.max_rho)
         return ZCDP(self.sensitivity**2 / (2.0 * self.smallest_time))
 
+    def cost_at(self, time: float) -> BrownianCost:
+        """The run stopped at ``time``: Δ²/(2t)-zCDP (APC Thm 3/5), with a boundary ψ also
+        (ψ(t), delta)-ex-post private (BNR Thm 3.6)."""
+        t = positive("time", time)
+        psi = self.boundary
+        if psi is None:
+            return BrownianCost(t, self.sensitivity)
+        return BrownianCost(t, self.sensitivity, float(psi(t)), psi.delta)
+
+    def cost(self) -> BrownianCost:
+        """The worst case, ``cost_at(smallest_time)``: what a filter must afford before the run
+        (APC Lemma 6.2 (2), Thm 5 (3))."""
+        return self.cost_at(self.smallest_time)
+
     def loss(self, distance: float | None = None) -> BrownianLoss:
         """The loss at t_min for neighbours at ℓ2 distance ``distance`` (default Δ) (APC Thm 3)."""
         d = self.sensitivity if distance is None else positive("distance", distance)
@@ -255,7 +229,7 @@ class BrownianNoiseReduction:
             s = g.eps2 / self.sensitivity**2
             return g.times.array, s, g.eps, g.rho
         if isinstance(g, TimeGrid):
-            return g.array, 1.0 / g.array, g.eps(self.sensitivity), g.rho(self.sensitivity)
+            return g.array, 1.0 / g.array, g.eps_for(self.sensitivity), g.rho_for(self.sensitivity)
         raise InvalidParameter("grid", g, "is an adaptive time function: it has no fixed times")
 
     def _next_time(self) -> tuple[float, Callable[[Released], float | None]]:
@@ -289,7 +263,7 @@ class BrownianNoiseReduction:
 
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
         """One interactive run: a `BrownianPath` walked time by time (BNR appendix bridge)."""
-        v = _value(value)
+        v = path_value(value)
         path = BrownianPath(v.size, generator(rng))
         first, next_time = self._next_time()
         iterates, stopped = _walk(
@@ -299,14 +273,12 @@ class BrownianNoiseReduction:
         t = float(times[-1])
         if self.adaptive:
             eps = self.sensitivity / np.sqrt(times)
-            cost = self.sensitivity**2 / (2.0 * t)
         else:
-            _, _, grid_eps, grid_rho = self._grid_arrays()
-            eps, cost = grid_eps[: times.size], float(grid_rho[times.size - 1])
-        return Transcript(iterates.values, times, eps, stopped, cost, self._ex_post(t))
+            eps = self._grid_arrays()[2][: times.size]
+        return Transcript(iterates.values, times, eps, stopped, self.cost_at(t), self._ex_post(t))
 
     def run_batch(
-        self, value: npt.ArrayLike, trials: int, rng: np.random.Generator, *, chunk: int = _CHUNK
+        self, value: npt.ArrayLike, trials: int, rng: np.random.Generator, *, chunk: int = CHUNK
     ) -> BatchTranscript:
         """``trials`` independent runs on a grid, walked lazily in privacy time (THEORY §3).
 
@@ -315,15 +287,15 @@ class BrownianNoiseReduction:
         ``chunk`` at a time and only trials that have not stopped are advanced, so a trial pays for
         the steps it walked. Rules other than the built-in memoryless ones see whole paths.
         """
-        v = _value(value)
+        v = path_value(value)
         n = positive_int("trials", trials)
         rng = generator(rng)
         rule = _batch_rule(self.stop)
         step = positive_int("chunk", chunk) if isinstance(rule, MemorylessRule) else None
         times, s, eps, rho = self._grid_arrays()
         rows = np.broadcast_to(v, (n, v.size))
-        columns = _shared_columns(times, s)
-        index, stopped, values = _lazy_brownian(
+        columns = shared_columns(times, s)
+        index, stopped, values = lazy_brownian_walk(
             rows, rng, rule, columns, times.size, self.sensitivity, step
         )
         t = times[index]
@@ -374,155 +346,6 @@ def _adaptive_range(
     return first, smallest
 
 
-Columns = Callable[[IntArray, int, int], tuple[FloatArray, FloatArray]]
-"""(times t, privacy times s = 1/t) of grid points lo..hi−1 for the trials ``rows``: each
-(hi − lo,) when every trial shares the grid, else (len(rows), hi − lo)."""
-
-
-def _lazy_brownian(
-    value: FloatArray,
-    rng: np.random.Generator,
-    rule: BatchStoppingRule,
-    columns: Columns,
-    K: int,
-    sensitivity: float,
-    chunk: int | None,
-    grow: bool = False,
-) -> tuple[IntArray, npt.NDArray[np.bool_], FloatArray]:
-    """Walk X forward in privacy time s, ``chunk`` grid points at a time (None: all at once).
-
-    ``value`` (trials, d); the grid's K points come from ``columns`` a block at a time, so
-    per-trial grids are never built beyond the points walked. ``grow``: each block twice the
-    last (few trials walk far, so fewer, larger blocks for them).
-    """
-    trials, d = value.shape
-    width = K if chunk is None else chunk
-    fires = rule._fires if isinstance(rule, MemorylessRule) else None  # grid checked already
-    index: IntArray = np.full(trials, K - 1, dtype=np.intp)
-    stopped = np.zeros(trials, dtype=np.bool_)
-    values = np.empty((trials, d))
-    position = np.zeros((trials, d))
-    previous = np.zeros(trials)
-    active = np.arange(trials)
-    start = 0
-    while start < K:
-        end = min(start + width, K)
-        seen, s = columns(active, start, end)
-        block = np.broadcast_to(s, (active.size, end - start))
-        steps = rng.standard_normal((active.size, end - start, d))
-        steps *= np.sqrt(np.diff(block, axis=1, prepend=previous[active, None]))[..., None]
-        steps[:, 0] += position[active]
-        np.cumsum(steps, axis=1, out=steps)
-        iterates = value[active, None, :] + steps / block[..., None]
-        if fires is None:
-            fired = np.asarray(rule.stops(iterates, seen, sensitivity, start=start), dtype=bool)
-        else:
-            fired = fires(iterates, seen, sensitivity, np.arange(start, end))
-        first = np.argmax(fired, axis=1)
-        hit = fired[np.arange(active.size), first]
-        done = active[hit]
-        index[done] = start + first[hit]
-        stopped[done] = True
-        values[done] = iterates[hit, first[hit]]
-        going = ~hit
-        active = active[going]
-        if active.size == 0:
-            break
-        position[active] = steps[going, -1]
-        previous[active] = block[going, -1]
-        values[active] = iterates[going, -1]  # final unless a later block stops
-        start, width = end, 2 * width if grow else width
-    return index, stopped, values
-
-
-def _shared_columns(times: FloatArray, s: FloatArray) -> Columns:
-    return lambda _rows, lo, hi: (times[lo:hi], s[lo:hi])
-
-
-def _level_columns(levels: Callable[[IntArray, int, int], FloatArray], d: float) -> Columns:
-    def columns(rows: IntArray, lo: int, hi: int) -> tuple[FloatArray, FloatArray]:
-        s = levels(rows, lo, hi)
-        if d != 1.0:
-            s = s / (d * d)
-        return 1.0 / s, s
-
-    return columns
-
-
-def brownian_trials(
-    values: npt.ArrayLike,
-    grids: ClippedGrids | npt.ArrayLike,
-    stop: object,
-    rng: np.random.Generator,
-    *,
-    sensitivity: float = 1.0,
-    chunk: int = _CHUNK,
-) -> BatchTranscript:
-    """Independent Brownian mechanisms, each trial with its own value and grid (APC Def 4.4, Sec. 7).
-
-    ``values`` (trials,) or (trials, d). ``grids``: `ClippedGrids` (one open grid clipped at
-    each trial's budget, APC Sec. 7) or an array (trials, K) of eps² per trial, noisiest first,
-    positive and non-decreasing (a repeated level repeats the iterate: a zero Brownian
-    increment). Times t = Δ²/eps². Walked lazily in privacy time like
-    `BrownianNoiseReduction.run_batch`, in blocks of ``chunk`` points that double as the walk
-    goes on (the few trials that walk far take few steps); stopped at eps² a trial costs
-    rho = eps²/2 (APC Thm 3). ``stop`` must be a built-in (memoryless) rule; it sees each
-    trial's own times. ``stop_index`` counts a padded row's repeats (a trial whose rule never
-    fired ends at K − 1).
-    """
-    rule = _rule(stop)
-    if not isinstance(rule, MemorylessRule):
-        raise InvalidParameter("stop", stop, "must be a built-in rule (e.g. RelativeError)")
-    d = positive("sensitivity", sensitivity)
-    step = positive_int("chunk", chunk)
-    levels = grids if isinstance(grids, ClippedGrids) else _eps2_rows(grids)
-    n, K = levels.trials, levels.length
-    v = finite_array("values", values)
-    v = v[:, None] if v.ndim == 1 else v
-    if v.ndim != 2 or v.shape[0] != n or v.shape[1] == 0:
-        raise InvalidParameter("values", v.shape, f"must have shape ({n},) or ({n}, d)")
-    columns = _level_columns(levels.eps2, d)
-    index, stopped, released = _lazy_brownian(
-        v, generator(rng), rule, columns, K, d, step, grow=True
-    )
-    level = levels.at(index)
-    return BatchTranscript(
-        index, released, d * d / level, np.sqrt(level), stopped, level / 2.0, None, None
-    )
-
-
-@frozen(eq=False)
-class _Eps2Rows:
-    """Explicit per-trial eps² rows (trials, K), with the `ClippedGrids` access pattern."""
-
-    array: FloatArray
-
-    @property
-    def trials(self) -> int:
-        return int(self.array.shape[0])
-
-    @property
-    def length(self) -> int:
-        return int(self.array.shape[1])
-
-    def eps2(self, rows: IntArray | None = None, lo: int = 0, hi: int | None = None) -> FloatArray:
-        picked = self.array if rows is None else self.array[rows]
-        return picked[:, lo:hi]
-
-    def at(self, index: IntArray) -> FloatArray:
-        out: FloatArray = self.array[np.arange(self.trials), index]
-        return out
-
-
-def _eps2_rows(eps2: npt.ArrayLike) -> _Eps2Rows:
-    e2 = finite_array("grids", eps2)
-    if e2.ndim != 2 or e2.shape[0] == 0 or e2.shape[1] == 0:
-        raise InvalidParameter("grids", e2.shape, "must have shape (trials, K), K >= 1")
-    if np.any(e2 < np.finfo(np.float64).tiny) or np.any(np.diff(e2, axis=1) < 0.0):
-        raise InvalidParameter("grids", e2.shape, "rows must be positive and non-decreasing")
-    return _Eps2Rows(e2)
-
-
 @frozen
 class LaplaceNoiseReduction:
     """Laplace noise reduction: ``f(x) + Z(t_k)`` at scales t1 > t2 > … (BNR Sec. 4; Ligett et al.).
@@ -534,10 +357,10 @@ class LaplaceNoiseReduction:
     """
 
     scales: tuple[float, ...] = field(
-        converter=_as_float_tuple, validator=validator(_positive_decreasing)
+        converter=float_tuple, validator=validator(positive_decreasing)
     )
     sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
-    stop: StoppingRule = field(default=None, converter=_rule)
+    stop: StoppingRule = field(default=None, converter=rule_or_never)
 
     @property
     def array(self) -> FloatArray:
@@ -548,6 +371,16 @@ class LaplaceNoiseReduction:
         """Worst case over the scales: (Δ1/t_min)-DP."""
         return PureDP(self.sensitivity / self.scales[-1])
 
+    def cost_at(self, scale: float) -> ExPostCost:
+        """The run stopped at ``scale``: (Δ1/scale)-ex-post private, and (Δ1/t_min)-DP whatever
+        the stop (BNR Prop 4.2)."""
+        t = positive("scale", scale)
+        return ExPostCost(self.sensitivity / t, 0.0, eps_max=self.sensitivity / self.scales[-1])
+
+    def cost(self) -> ExPostCost:
+        """The worst case, ``cost_at(t_min)``."""
+        return self.cost_at(self.scales[-1])
+
     def loss(self, distance: float | None = None) -> LaplaceNoiseReductionLoss:
         """The loss at t_min for neighbours at ℓ1 distance ``distance`` (default Δ1)."""
         d = self.sensitivity if distance is None else positive("distance", distance)
@@ -555,7 +388,7 @@ class LaplaceNoiseReduction:
 
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
         """One interactive run on one `LaplaceProcess` (η = t_min, T = t_max)."""
-        v = _value(value)
+        v = path_value(value)
         rng = generator(rng)
         scales = self.array
         process = LaplaceProcess(scales[-1], scales[0], v.size, rng)
@@ -570,14 +403,14 @@ class LaplaceNoiseReduction:
         )
         times = iterates.times
         eps = self.sensitivity / times
-        bound = float(eps[-1])
-        return Transcript(iterates.values, times, eps, stopped, bound, ExPost(bound))
+        cost = self.cost_at(float(times[-1]))
+        return Transcript(iterates.values, times, eps, stopped, cost, ExPost(cost.bound))
 
     def run_batch(
         self, value: npt.ArrayLike, trials: int, rng: np.random.Generator
     ) -> BatchTranscript:
         """``trials`` independent runs: `sample_laplace_grid` paths and the rule's vectorised form."""
-        v = _value(value)
+        v = path_value(value)
         n = positive_int("trials", trials)
         rng = generator(rng)
         rule = _batch_rule(self.stop)
@@ -592,7 +425,7 @@ class LaplaceNoiseReduction:
 
 
 def _integer_array(value: npt.ArrayLike) -> FloatArray:
-    v = _value(value)
+    v = path_value(value)
     if np.any(v != np.round(v)) or np.any(np.abs(v) > 2.0**53):
         raise InvalidParameter("value", value, "must be integers (of magnitude below 2**53)")
     return v
@@ -612,11 +445,11 @@ class SkellamNoiseReduction:
     """
 
     times: tuple[float, ...] = field(
-        converter=_as_float_tuple, validator=validator(_positive_decreasing)
+        converter=float_tuple, validator=validator(positive_decreasing)
     )
     rate: float = field(default=1.0, converter=as_float, validator=validator(positive))
     sensitivity: int = field(default=1, validator=validator(positive_int))
-    stop: StoppingRule = field(default=None, converter=_rule)
+    stop: StoppingRule = field(default=None, converter=rule_or_never)
 
     @property
     def array(self) -> FloatArray:

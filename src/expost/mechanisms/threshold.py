@@ -13,17 +13,25 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import as_float, finite, finite_array, generator, positive, validator
+from expost._validation import (
+    as_float,
+    finite,
+    finite_array,
+    generator,
+    path_value,
+    positive,
+    validator,
+)
 from expost.errors import InvalidParameter
+from expost.filters.costs import DPCost, ExPostCost
 from expost.guarantees import ExPost, PureDP
 from expost.mechanisms.noise_reduction import (
     BrownianNoiseReduction,
-    _check_boundary,
-    _Iterates,
-    _value,
+    PrivacyBoundaryWithDelta,
+    check_boundary,
 )
 from expost.processes import BrownianPath, LaplaceProcess, sample_laplace_grid
-from expost.stopping import Never
+from expost.stopping import Never, ReleasedBuffer
 
 __all__ = [
     "AboveThreshold",
@@ -52,11 +60,20 @@ def _first_hits(fired: npt.NDArray[np.bool_]) -> IntArray:
 
 @frozen
 class AboveThresholdResult:
-    """The first query at or above the threshold (``index``, 0-based; None: none did) and how many
-    queries were asked."""
+    """The first query at or above the threshold (``stop_index``, 0-based; None: none was), how
+    many queries were asked and the round's ``cost``, DPCost(eps) (Lyu et al. 2017).
 
-    index: int | None
+    What the run releases is ``stop_index`` alone. Vocabulary: `expost.mechanisms.transcript`.
+    """
+
+    stop_index: int | None
     queries_asked: int
+    cost: DPCost
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a query was found above the threshold."""
+        return self.stop_index is not None
 
 
 @frozen
@@ -74,6 +91,10 @@ class AboveThreshold:
     def guarantee(self) -> PureDP:
         """eps-DP (Lyu et al. 2017)."""
         return PureDP(self.eps)
+
+    def cost(self) -> DPCost:
+        """The round as a cost: DPCost(eps) (Lyu et al. 2017)."""
+        return DPCost(self.eps)
 
     @property
     def threshold_scale(self) -> float:
@@ -96,11 +117,12 @@ class AboveThreshold:
                 noisy_threshold = self.threshold + rng.laplace(0.0, self.threshold_scale)
             asked += 1
             if value + rng.laplace(0.0, self.query_scale) >= noisy_threshold:
-                return AboveThresholdResult(asked - 1, asked)
-        return AboveThresholdResult(None, asked)
+                return AboveThresholdResult(asked - 1, asked, self.cost())
+        return AboveThresholdResult(None, asked, self.cost())
 
     def run_batch(self, utilities: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
-        """Halting index per trial (−1: none) for a (trials, n) utility array; all n noises drawn."""
+        """Each trial's ``stop_index`` (−1: none, `expost.mechanisms.transcript`) for (trials, n)
+        utilities; all n noises drawn."""
         u = _utilities(utilities)
         rng = generator(rng)
         zeta = rng.laplace(0.0, self.threshold_scale, size=(u.shape[0], 1))
@@ -110,39 +132,59 @@ class AboveThreshold:
 
 @frozen
 class ReducedAboveThresholdResult:
-    """Halting index N (0-based; None: no query passed), queries asked, and ``level`` = E_N.
+    """Halting index N (``stop_index``, 0-based; None: no query passed), queries asked, and
+    ``level`` = E_N.
 
     ``level`` bounds the threshold part of the loss: L <= L^Alg_(1:N) + E_N (BNR Thm 5.1);
-    ``ex_post`` = ExPost(E_N) is that part, to compose with the algorithm's own ex-post bound
-    (APC Lemma B.1). With no halt, ``level`` is the last level asked: the all-zero answers cost at
-    most E_n/2 given the algorithm's iterates (inequalities 1 and 3 of the proof of Thm 5.1).
+    ``ex_post`` = ExPost(E_N) is that part and ``cost`` = ExPostCost(E_N) the same as a cost, to
+    compose with the algorithm's own (APC Lemma B.1). With no halt, ``level`` is the last level
+    asked: the all-zero answers cost at most E_n/2 given the algorithm's iterates (inequalities 1
+    and 3 of the proof of Thm 5.1). No query asked: ``level`` and ``cost`` are None.
     """
 
-    index: int | None
+    stop_index: int | None
     queries_asked: int
     level: float | None
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a query passed."""
+        return self.stop_index is not None
 
     @property
     def ex_post(self) -> ExPost | None:
         """ExPost(E_N): the threshold part of the loss (BNR Thm 5.1)."""
         return None if self.level is None else ExPost(self.level)
 
+    @property
+    def cost(self) -> ExPostCost | None:
+        """ExPostCost(E_N): the threshold part of the loss (BNR Thm 5.1)."""
+        return None if self.level is None else ExPostCost(self.level)
+
 
 @frozen
 class BrownianThresholdResult:
     """ReducedAboveThreshold run on a Brownian mechanism's iterates (BNR Cor 5.2).
 
-    ``index``: the first iterate whose private check passed (None: none did); ``value``: that
+    ``stop_index``: the first iterate whose private check passed (None: none did); ``value``: that
     iterate, the only one released; ``time``: its Brownian time T_N; ``level``: ψ(T_N);
-    ``ex_post``: ExPost(2ψ(T_N), delta) (BNR Cor 5.2), None if no check passed.
+    ``ex_post``: ExPost(2ψ(T_N), delta) (BNR Cor 5.2), None if no check passed; ``cost``:
+    ExPostCost(2ψ(T_N), delta) when it halted, else the worst case
+    `ReducedAboveThreshold.brownian_cost`. Vocabulary: `expost.mechanisms.transcript`.
     """
 
-    index: int | None
+    stop_index: int | None
     queries_asked: int
     value: FloatArray | None = field(eq=False)
     time: float | None
     level: float | None
     ex_post: ExPost | None
+    cost: ExPostCost
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a check passed."""
+        return self.stop_index is not None
 
 
 def _eps_max_check(eps_max: float, levels: FloatArray | float, name: str) -> None:
@@ -215,7 +257,8 @@ class ReducedAboveThreshold:
     def run_batch(
         self, utilities: npt.ArrayLike, levels: npt.ArrayLike, rng: np.random.Generator
     ) -> IntArray:
-        """Halting index per trial (−1: none) for (trials, n) utilities and fixed levels (n,)."""
+        """Each trial's ``stop_index`` (−1: none, `expost.mechanisms.transcript`) for (trials, n)
+        utilities and fixed levels (n,)."""
         u = _utilities(utilities)
         e = finite_array("levels", levels)
         if e.shape != (u.shape[1],) or np.any(e <= 0.0) or np.any(np.diff(e) < 0.0):
@@ -227,6 +270,20 @@ class ReducedAboveThreshold:
         zeta = sample_laplace_grid(-distinct, u.shape[0], 1, rng)[:, where, 0]
         xi = rng.laplace(0.0, 2.0 * scales, size=u.shape)
         return _first_hits(u + xi >= self.threshold + zeta)
+
+    def brownian_cost(self, bm: BrownianNoiseReduction, boundary: object = None) -> ExPostCost:
+        """The most `run_with_brownian` may cost: ExPostCost(2ψ(t_min), delta) (BNR Cor 5.2).
+
+        ψ is ``boundary`` (default ``bm.boundary``).
+        """
+        psi = self._boundary(bm, boundary)
+        return ExPostCost(2.0 * float(psi(bm.smallest_time)), psi.delta)
+
+    def _boundary(self, bm: BrownianNoiseReduction, boundary: object) -> PrivacyBoundaryWithDelta:
+        psi = check_boundary(bm.boundary if boundary is None else boundary, bm.sensitivity)
+        if psi is None:
+            raise InvalidParameter("boundary", boundary, "a privacy boundary ψ is needed")
+        return psi
 
     def run_with_brownian(
         self,
@@ -246,20 +303,19 @@ class ReducedAboveThreshold:
         probability >= 1 − delta (BNR Thm 3.6). The BM's own rule must be `Never`: the check
         decides when to stop. An adaptive time function sees the earlier iterates; the bound
         covers that (Thm 5.1 counts all of Alg_(1:N)). A run where no check passes releases
-        only that fact; Cor 5.2 gives no ex-post bound for it (``ex_post`` is None).
+        only that fact; Cor 5.2 gives no ex-post bound for it (``ex_post`` is None) and its
+        ``cost`` is the worst case, `brownian_cost`.
         """
-        psi = _check_boundary(bm.boundary if boundary is None else boundary, bm.sensitivity)
-        if psi is None:
-            raise InvalidParameter("boundary", boundary, "a privacy boundary ψ is needed")
+        psi = self._boundary(bm, boundary)
         if not isinstance(bm.stop, Never):
             raise InvalidParameter("bm", bm, "must have stop=Never(): the private check stops it")
         if not callable(utility):
             raise InvalidParameter("utility", utility, "must be callable")
         _eps_max_check(self.eps_max, psi(bm.smallest_time), "bm")
-        v = _value(value)
+        v = path_value(value)
         rng = generator(rng)
         path = BrownianPath(v.size, rng)
-        hidden = _Iterates(v.size, bm.sensitivity)
+        hidden = ReleasedBuffer(v.size, bm.sensitivity)
 
         def rounds() -> Iterable[tuple[object, object]]:
             first, next_time = bm._next_time()
@@ -272,9 +328,17 @@ class ReducedAboveThreshold:
 
         index, asked, _ = self._steps(rounds(), rng)
         if index is None:
-            return BrownianThresholdResult(None, asked, None, None, None, None)
+            worst = self.brownian_cost(bm, psi)
+            return BrownianThresholdResult(None, asked, None, None, None, None, worst)
         t_n = float(hidden.times[index])
-        level = psi(t_n)
+        level = float(psi(t_n))
+        bound = ExPost(2.0 * level, psi.delta)
         return BrownianThresholdResult(
-            index, asked, hidden.values[index], t_n, level, ExPost(2.0 * level, psi.delta)
+            index,
+            asked,
+            hidden.values[index],
+            t_n,
+            level,
+            bound,
+            ExPostCost(bound.bound, psi.delta),
         )

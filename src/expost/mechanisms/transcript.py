@@ -3,7 +3,20 @@
 A `Transcript` is one interactive run (APC Def 4.2, BNR Def 2.3): the iterates actually
 released, noisiest first, up to and including the one where the stopping rule fired. Its realised
 cost is that of the last iterate alone (APC Lemma 4.1, BNR Lemma 3.2). A `BatchTranscript` holds
-the stopped iterate of many independent runs at once. Arrays are stored as read-only copies.
+the final iterate of many independent runs at once. Arrays are stored as read-only copies.
+
+The result vocabulary, shared by every mechanism's results (`Transcript`, `DoublingTranscript`,
+`AboveThresholdResult`, ...):
+
+- single run: ``value`` (what it released last), ``stopped`` (bool: did the stopping rule or
+  check fire), ``stop_index`` (0-based index of the iterate, try or query where it stopped; None
+  iff it never stopped) and ``cost`` (the realised `expost.filters.costs.Cost` of the round, None
+  only where no guarantee exists: Skellam, BNR App. E).
+- batch: the same names over trials, ``value`` (trials, ...), ``stopped`` (trials,) bool,
+  ``stop_index`` (trials,) int and ``cost`` (trials,) float, the realised amount in the
+  mechanism's natural unit (each class says which). **Convention: ``stop_index`` is −1 exactly
+  where ``stopped`` is False.** The index of the iterate a run ended on whether or not it stopped
+  is ``end_index`` where a batch carries it.
 """
 
 from __future__ import annotations
@@ -14,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
+from expost.filters.costs import Cost
 from expost.guarantees import ExPost
 
 __all__ = ["BatchTranscript", "Transcript"]
@@ -41,10 +55,12 @@ class Transcript:
     - ``times`` (k,): their noise levels (Brownian times, Laplace scales or Skellam times).
     - ``eps`` (k,): their privacy levels (BM: Δ/sqrt(t), so rho = eps²/2; LNR: Δ1/scale, pure DP;
       Skellam: Δ/σ with σ² the noise variance, a noise level, not a guarantee).
-    - ``stopped``: whether the stopping rule fired (False: the grid ran out).
-    - ``cost``: the realised cost of the whole run, which is that of the last iterate
-      (BM: rho = Δ²/(2 t_stop), APC Thm 3/5; LNR: eps = Δ1/t_stop, BNR Prop 4.2; Skellam: None,
-      BNR App. E states no guarantee).
+    - ``stopped``: whether the stopping rule fired (False: the grid ran out); ``stop_index`` the
+      index of the iterate where it fired (None: it never did).
+    - ``cost``: the realised cost of the whole run, which is that of the last iterate, also when
+      the grid ran out (BM: `BrownianCost` at t_stop, ``mechanism.cost_at(t_stop)``, APC Thm 3/5,
+      BNR Thm 3.6; LNR: `ExPostCost` (Δ1/t_stop), BNR Prop 4.2; Skellam: None, BNR App. E states
+      no guarantee).
     - ``ex_post``: the ex-post guarantee of the values released (BM with a privacy boundary ψ:
       ExPost(ψ(t_stop), delta), BNR Thm 3.6/Cor 3.7; LNR: ExPost(Δ1/t_stop), BNR Prop 4.2;
       None otherwise).
@@ -54,13 +70,13 @@ class Transcript:
     times: FloatArray = field(converter=_frozen_copy)
     eps: FloatArray = field(converter=_frozen_copy)
     stopped: bool
-    cost: float | None
+    cost: Cost | None
     ex_post: ExPost | None
 
     @property
-    def stop_index(self) -> int:
-        """0-based index of the last released iterate."""
-        return int(self.times.size) - 1
+    def stop_index(self) -> int | None:
+        """0-based index of the iterate where the rule fired (the last one), None if it never did."""
+        return int(self.times.size) - 1 if self.stopped else None
 
     @property
     def value(self) -> npt.NDArray[Any]:
@@ -76,16 +92,19 @@ class Transcript:
 
 @frozen(eq=False)
 class BatchTranscript:
-    """The stopped iterate of ``trials`` independent runs, each field an array over trials.
+    """The final iterate of ``trials`` independent runs, each field an array over trials.
 
-    ``stop_index`` (trials,), ``values`` (trials, d) the iterate at the stop, ``times`` and
-    ``eps`` (trials,) its noise and privacy level, ``stopped`` (trials,) whether the rule fired,
-    ``cost`` (trials,) the realised cost (None for Skellam), ``ex_post_bound`` (trials,) the
-    realised ex-post bound with failure probability ``delta`` (both None without a bound).
+    ``end_index`` (trials,) the index of the iterate each run ended on (where the rule fired, else
+    the grid's last), ``value`` (trials, d) that iterate, ``times`` and ``eps`` (trials,) its noise
+    and privacy level, ``stopped`` (trials,) whether the rule fired, ``stop_index`` (−1 where it
+    did not, module docstring), ``cost`` (trials,) the realised cost in the mechanism's unit (BM:
+    rho = Δ²/(2t) zCDP, APC Thm 3; LNR: eps = Δ1/t, BNR Prop 4.2; Skellam: None),
+    ``ex_post_bound`` (trials,) the realised ex-post bound with failure probability ``delta``
+    (both None without a bound).
     """
 
-    stop_index: IntArray = field(converter=_frozen_copy)
-    values: npt.NDArray[Any] = field(converter=_frozen_copy)
+    end_index: IntArray = field(converter=_frozen_copy)
+    value: npt.NDArray[Any] = field(converter=_frozen_copy)
     times: FloatArray = field(converter=_frozen_copy)
     eps: FloatArray = field(converter=_frozen_copy)
     stopped: BoolArray = field(converter=_frozen_copy)
@@ -94,6 +113,11 @@ class BatchTranscript:
     delta: float | None
 
     @property
+    def stop_index(self) -> IntArray:
+        """Where the rule fired, −1 where it never did (module docstring)."""
+        return _frozen_copy(np.where(self.stopped, self.end_index, -1))
+
+    @property
     def trials(self) -> int:
         """How many runs."""
-        return int(self.stop_index.size)
+        return int(self.end_index.size)

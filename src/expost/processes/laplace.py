@@ -23,12 +23,7 @@ import numpy.typing as npt
 
 from expost._validation import positive
 from expost.errors import InvalidParameter
-from expost.processes.brownian import (
-    FloatArray,
-    _batch,
-    _cumsum_upward,
-    _DecreasingPath,
-)
+from expost.processes._paths import DecreasingPath, FloatArray, batch_arguments, cumsum_upward
 
 __all__ = ["LaplaceProcess", "sample_koufogiannis_grid", "sample_laplace_grid"]
 
@@ -65,12 +60,12 @@ def sample_koufogiannis_grid(
     Entry k is ``ζ`` at ``scales[k]``, ``~ Lap(scales[k])``; its increments are independent, so
     the chain is one cumulative sum from the smallest scale upward. Shape ``(trials, K, d)``.
     """
-    grid, trials, d, rng = _batch("scales", scales, trials, d, rng)
+    grid, trials, d, rng = batch_arguments("scales", scales, trials, d, rng)
     shape = (trials, grid.size, d)
     keep = _keep_probability(np.append(grid[1:], 0.0), grid)
     steps = rng.laplace(0.0, grid[:, None], size=shape)
     steps[rng.random(shape) < keep[:, None]] = 0.0
-    return _cumsum_upward(steps)
+    return cumsum_upward(steps)
 
 
 def sample_laplace_grid(
@@ -81,17 +76,17 @@ def sample_laplace_grid(
     ``η`` is the last scale and ``T`` the first; ``Z_t ~ Lap(t)`` (BNR Thm D.1). All arrivals are
     drawn at once and binned into grid cells, then summed from ``η`` upward. Shape ``(trials, K, d)``.
     """
-    grid, trials, d, rng = _batch("scales", scales, trials, d, rng)
+    grid, trials, d, rng = batch_arguments("scales", scales, trials, d, rng)
     eta, T, K = float(grid[-1]), float(grid[0]), grid.size
     owner, times, jumps = _arrivals(eta, T, trials * d, rng)
     cell = K - 1 - np.searchsorted(grid[::-1], times, side="left")
     binned = np.bincount(owner * K + cell, weights=jumps, minlength=trials * d * K)
     steps = binned.astype(np.float64, copy=False).reshape(trials, d, K).transpose(0, 2, 1).copy()
     steps[:, -1, :] += rng.laplace(0.0, eta, size=(trials, d))
-    return _cumsum_upward(steps)
+    return cumsum_upward(steps)
 
 
-class LaplaceProcess(_DecreasingPath[np.float64]):
+class LaplaceProcess(DecreasingPath[np.float64]):
     """One d-dim continuous Laplace process ``Z`` on ``[η, T]``, drawn whole at construction.
 
     ``Z_t ~ Lap(t)`` per coordinate, coordinates independent, increments independent

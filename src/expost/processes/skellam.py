@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from expost._validation import positive
-from expost.processes.brownian import _batch, _cumsum_upward, _DecreasingPath, _gaps
+from expost.processes._paths import DecreasingPath, batch_arguments, cumsum_upward, gaps
 
 __all__ = ["SkellamPath", "sample_skellam_grid"]
 
@@ -40,15 +40,15 @@ def sample_skellam_grid(
     Independent ``Poisson(λ·(t_k − t_(k+1)))`` increments summed from the smallest time upward
     (BNR App. E). Shape ``(trials, K, d)``, dtype ``int64``.
     """
-    grid, trials, d, rng = _batch("times", times, trials, d, rng)
+    grid, trials, d, rng = batch_arguments("times", times, trials, d, rng)
     lam1, lam2 = positive("rate1", rate1), positive("rate2", rate2)
-    gaps = _gaps(grid)[:, None]
+    step = gaps(grid)[:, None]
     shape = (trials, grid.size, d)
-    steps = rng.poisson(lam1 * gaps, size=shape) - rng.poisson(lam2 * gaps, size=shape)
-    return _cumsum_upward(steps.astype(np.int64, copy=False))
+    steps = rng.poisson(lam1 * step, size=shape) - rng.poisson(lam2 * step, size=shape)
+    return cumsum_upward(steps.astype(np.int64, copy=False))
 
 
-class SkellamPath(_DecreasingPath[np.int64]):
+class SkellamPath(DecreasingPath[np.int64]):
     """One d-dim Skellam process ``P1(t) − P2(t)``, drawn lazily at decreasing times (BNR App. E).
 
     ``next(t)``: first call ``N_i(t) ~ Poisson(λ_i·t)``; later, given ``N_i(s) = n``,
