@@ -15,7 +15,16 @@ from attrs import frozen
 
 from expost.errors import InvalidParameter
 
-__all__ = ["Chain", "Totals", "excess", "grow", "history", "rho_of_brownian", "rho_of_eps", "round_up"]
+__all__ = [
+    "Chain",
+    "Totals",
+    "excess",
+    "grow",
+    "history",
+    "rho_of_brownian",
+    "rho_of_eps",
+    "round_up",
+]
 
 
 def round_up(approx: float, num: int, den: int) -> float:
@@ -149,6 +158,4 @@ class Totals:
     deltas: tuple[float, ...] = ()
 
     def add(self, cost: object, amount: float, delta: float) -> Totals:
-        return Totals(
-            self.chain.append(cost), grow(self.amounts, amount), grow(self.deltas, delta)
-        )
+        return Totals(self.chain.append(cost), grow(self.amounts, amount), grow(self.deltas, delta))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import ClassVar, Protocol, Self
+from typing import ClassVar, Protocol, Self, runtime_checkable
 
 import attrs
 from attrs import field, frozen
@@ -31,6 +31,7 @@ Price = tuple[float, float]
 """(amount in the filter's unit, delta) of one round."""
 
 
+@runtime_checkable
 class PrivacyFilter(Protocol):
     """What every filter offers; `PrivateSession` needs nothing else."""
 

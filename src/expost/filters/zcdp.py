@@ -31,9 +31,7 @@ __all__ = ["BrownianFilter", "Conversion", "UnifiedFilter", "ZCDPFilter", "zcdp_
 
 Conversion = Literal["bun-steinke", "cks"]
 
-ZCDP_ACCEPTS = (
-    "ZCDPCost, BrownianCost, DPCost, BoundedRangeCost and ExPostCost with eps_max"
-)
+ZCDP_ACCEPTS = "ZCDPCost, BrownianCost, DPCost, BoundedRangeCost and ExPostCost with eps_max"
 
 
 def zcdp_price(cost: Cost) -> Price | None:
