@@ -69,6 +69,10 @@ def refuse(filter: object, what: str, accepted: str) -> InvalidParameter:
     return InvalidParameter("filter", name, f"cannot charge {what}: accepts only {accepted}")
 
 
+def _costs(value: tuple[Cost, ...] | Chain[Cost]) -> Chain[Cost]:
+    return history(value)
+
+
 @frozen
 class Filter(ABC):
     """Admit/check/spend for a filter with one additive budget and one additive delta budget.
@@ -81,7 +85,7 @@ class Filter(ABC):
     _ACCEPTS: ClassVar[str]
 
     _realised: Chain[Cost] = field(
-        default=Chain(), kw_only=True, converter=history, alias="realised"
+        default=Chain(), kw_only=True, converter=_costs, alias="realised"
     )
     _totals: Totals | None = field(
         default=None, kw_only=True, eq=False, repr=False, alias="_totals"
