@@ -959,3 +959,77 @@ def test_ledger_config_is_the_filter_configuration_only() -> None:
         "ex_post": {"type": "ExPostFilter", "eps": 1.0, "delta": 0.01},
         "delta_second": 1e-6,
     }
+
+
+# ----------------------------------------------------------------------------- ledger format
+
+
+def test_ledger_records_are_the_rounds_own_costs(tmp_path: Path) -> None:
+    path = tmp_path / "v2.sqlite"
+    f = UnifiedFilter.from_dp(10.0, 1e-6)
+    s = _session(f, ledger=path)
+    s.exponential_mechanism([0.0, 1.0], 0.1, True)
+    s.laplace(0.0, 1.0, 0.2)
+    run = s.brownian(0.0, 1.0, TimeGrid([400.0, 100.0]), stop=AtIndex(0))
+    spent = s.spent
+    s.close()
+    ledger = ep.Ledger.open(path, {"format": "expost-session/2", "filter": _describe(f)})
+    settled = [dict(e.record["cost"]) for e in ledger.entries() if e.kind == "settle"]
+    ledger.close()
+    assert settled == [
+        {"type": "BoundedRangeCost", "eps": 0.1},
+        {"type": "DPCost", "eps": 0.2, "delta": 0.0},
+        {"type": "BrownianCost", "time": run.time, "sensitivity": 1.0, "bound": None, "delta": 0.0},
+    ]
+    resumed = _session(f, ledger=path)
+    assert resumed.spent == spent
+    resumed.close()
+
+
+def _old_ledger(path: Path, f: SessionFilter, costs: list[dict[str, Any]]) -> None:
+    """A ledger as expost-session/1 wrote it: each round reserved and settled at ``costs``."""
+    ledger = ep.Ledger.open(path, {"format": "expost-session/1", "filter": _describe(f)})
+    for k, cost in enumerate(costs):
+        for kind in ("reserve", "settle"):
+            ledger.append(kind, lambda _e, k=k, c=cost: {"round": k, "mechanism": "m", "cost": c})
+    ledger.close()
+
+
+def test_an_expost_session_1_ledger_still_opens_and_prices_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite"
+    f = ZCDPFilter(1.0, 1e-3)
+    old = [
+        {"type": "ZCDPCost", "rho": rho_of_eps(0.1) / 4.0, "delta": 0.0},  # an EM round in /1
+        {"type": "BrownianCost", "time": 50.0, "sensitivity": 2.0},
+        {"type": "ZCDPCost", "rho": 0.25, "delta": 1e-4},
+    ]
+    _old_ledger(path, f, old)
+    s = _session(f, ledger=path)
+    assert s.spent == math.fsum([rho_of_eps(0.1) / 4.0, 0.04, 0.25])
+    assert s.filter.realised == (
+        ZCDPCost(rho_of_eps(0.1) / 4.0),
+        BrownianCost(50.0, 2.0),
+        ZCDPCost(0.25, 1e-4),
+    )
+    s.exponential_mechanism([0.0, 1.0], 0.1, True)  # a new round in the old file
+    assert s.spent == math.fsum([rho_of_eps(0.1) / 2.0, 0.04, 0.25])
+    s.close()
+    again = _session(f, ledger=path)
+    assert again.spent == math.fsum([rho_of_eps(0.1) / 2.0, 0.04, 0.25])
+    again.close()
+    with pytest.raises(LedgerMismatch):  # an old file for another filter is still refused
+        _session(ZCDPFilter(2.0, 1e-3), ledger=path)
+
+
+def test_an_unknown_ledger_format_or_cost_is_a_clear_ledger_error(tmp_path: Path) -> None:
+    f = ZCDPFilter(1.0)
+    future = tmp_path / "v9.sqlite"
+    ep.Ledger.open(future, {"format": "expost-session/9", "filter": _describe(f)}).close()
+    with pytest.raises(LedgerMismatch) as info:
+        _session(f, ledger=future)
+    assert "expost-session/9" in str(info.value)
+    assert "expost-session/2" in str(info.value)
+    odd = tmp_path / "odd.sqlite"
+    _old_ledger(odd, f, [{"type": "GaussianDPCost", "mu": 0.1}])
+    with pytest.raises(ep.LedgerCorrupted, match="unknown cost record"):
+        _session(f, ledger=odd)
