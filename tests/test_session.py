@@ -990,8 +990,13 @@ def _old_ledger(path: Path, f: SessionFilter, costs: list[dict[str, Any]]) -> No
     """A ledger as expost-session/1 wrote it: each round reserved and settled at ``costs``."""
     ledger = ep.Ledger.open(path, {"format": "expost-session/1", "filter": _describe(f)})
     for k, cost in enumerate(costs):
+        record: dict[str, Any] = {"round": k, "mechanism": "m", "cost": cost}
+
+        def decide(_entries: object, r: dict[str, Any] = record) -> dict[str, Any]:
+            return r
+
         for kind in ("reserve", "settle"):
-            ledger.append(kind, lambda _e, k=k, c=cost: {"round": k, "mechanism": "m", "cost": c})
+            ledger.append(kind, decide)
     ledger.close()
 
 
@@ -1006,6 +1011,7 @@ def test_an_expost_session_1_ledger_still_opens_and_prices_as_before(tmp_path: P
     _old_ledger(path, f, old)
     s = _session(f, ledger=path)
     assert s.spent == math.fsum([rho_of_eps(0.1) / 4.0, 0.04, 0.25])
+    assert isinstance(s.filter, ZCDPFilter)
     assert s.filter.realised == (
         ZCDPCost(rho_of_eps(0.1) / 4.0),
         BrownianCost(50.0, 2.0),
