@@ -26,7 +26,6 @@ from expost.filters import (
     DPCost,
     ExPostCost,
     ExPostFilter,
-    PrivacyFilter,
     UnifiedFilter,
     ZCDPCost,
     ZCDPFilter,
@@ -103,27 +102,6 @@ def test_bad_input_raises_invalid_parameter(make: Callable[[], object]) -> None:
         make()
 
 
-@pytest.mark.parametrize(
-    ("filt", "foreign"),
-    [
-        (BrownianFilter(1.0, 0.1), DPCost(0.1)),
-        (ZCDPFilter(1.0), ExPostCost(0.1)),
-        (UnifiedFilter(1.0), ExPostCost(0.1)),
-        (BrownianFilter(1.0, 0.1), ZCDPCost(0.1)),
-        (ApproxDPFilter(1.0, 0.0, 0.1), ZCDPCost(0.1)),
-        (ExPostFilter(1.0), BrownianCost(10.0)),
-    ],
-)
-def test_unknown_cost_types_are_invalid(
-    filt: RhoFilter | ApproxDPFilter | ExPostFilter | ConcurrentFilter, foreign: Cost
-) -> None:
-    for call in (filt.admits, filt.check, filt.spend):
-        with pytest.raises(InvalidParameter):
-            call(foreign)
-    with pytest.raises(InvalidParameter):
-        filt.admits("rho=0.1")  # type: ignore[arg-type]
-
-
 @settings(max_examples=200, deadline=None)
 @given(
     time=st.floats(1e-12, 1e12),
@@ -145,20 +123,6 @@ def test_brownian_cost_from_eps_costs_eps_squared_over_two() -> None:
     c = BrownianCost.from_eps(0.5, sensitivity=2.0)
     assert c.time == pytest.approx(16.0)
     assert _rho(c) == pytest.approx(0.125, rel=1e-15)
-
-
-def test_every_filter_is_a_privacy_filter() -> None:
-    filters: list[PrivacyFilter] = [
-        ZCDPFilter(1.0),
-        UnifiedFilter(1.0),
-        BrownianFilter(1.0, 0.1),
-        ApproxDPFilter(1.0, 0.0, 0.1),
-        ExPostFilter(1.0),
-        ConcurrentFilter(ZCDPFilter(1.0), ExPostFilter(1.0), 0.1),
-    ]
-    for f in filters:
-        assert f.rounds == 0
-        assert isinstance(f.guarantee(), ZCDP | ApproxDP)
 
 
 # --------------------------------------------------------------------------- exact arithmetic
