@@ -58,12 +58,9 @@ _DELTA = field(default=0.0, converter=as_float, validator=validator(probability)
 
 
 @frozen
-class ZCDPFilter(RhoFilter):
-    """The approx-zCDP filter (FAC Thm 1).
-
-    Admits round n+1 iff Σ rho_m <= rho and Σ delta_m <= delta including it; the stopped
-    interaction is delta-approximate rho-zCDP. Prices rounds by `zcdp_price`.
-    """
+class _ZCDPBudget(RhoFilter):
+    """A budget (rho, delta) for rounds priced by `zcdp_price`; the stopped interaction is
+    delta-approximate rho-zCDP (FAC Thm 1; APC Thm 5, as its proof shows)."""
 
     _ACCEPTS: ClassVar[str] = ZCDP_ACCEPTS
 
@@ -82,12 +79,21 @@ class ZCDPFilter(RhoFilter):
         return zcdp_price(cost)
 
     def guarantee(self) -> ZCDP:
-        """delta-approximate rho-zCDP (FAC Thm 1)."""
+        """delta-approximate rho-zCDP (FAC Thm 1; APC Thm 5 for the unified filter)."""
         return ZCDP(self.rho, self.delta)
 
 
 @frozen
-class UnifiedFilter(RhoFilter):
+class ZCDPFilter(_ZCDPBudget):
+    """The approx-zCDP filter (FAC Thm 1).
+
+    Admits round n+1 iff Σ rho_m <= rho and Σ delta_m <= delta including it; the stopped
+    interaction is delta-approximate rho-zCDP. Prices rounds by `zcdp_price`.
+    """
+
+
+@frozen
+class UnifiedFilter(_ZCDPBudget):
     """The unified filter for zCDP rounds and Brownian mechanisms (APC Thm 5).
 
     zCDP rounds and BM rounds share one budget rho (prices: `zcdp_price`); condition (3): a
@@ -99,10 +105,6 @@ class UnifiedFilter(RhoFilter):
     `from_dp`, so that `dp_guarantee()` (and `reported_guarantee()`) return the target (eps, delta).
     """
 
-    _ACCEPTS: ClassVar[str] = ZCDP_ACCEPTS
-
-    rho: float = field(converter=as_float, validator=validator(positive))
-    delta: float = _DELTA
     delta_second: float | None = field(default=None)
     conversion: Conversion = field(default="bun-steinke")
 
@@ -132,21 +134,6 @@ class UnifiedFilter(RhoFilter):
         else:
             raise InvalidParameter("conversion", conversion, "must be 'bun-steinke' or 'cks'")
         return cls(rho, 0.0, delta, conversion)
-
-    @property
-    def budget(self) -> float:
-        return self.rho
-
-    @property
-    def delta_budget(self) -> float:
-        return self.delta
-
-    def _rate(self, cost: Cost) -> Price | None:
-        return zcdp_price(cost)
-
-    def guarantee(self) -> ZCDP:
-        """delta-approximate rho-zCDP (APC Thm 5, as its proof shows)."""
-        return ZCDP(self.rho, self.delta)
 
     def reported_guarantee(self) -> ZCDP | ApproxDP:
         """`dp_guarantee()` when the filter knows its delta'' (e.g. from `from_dp`), else `guarantee()`."""
