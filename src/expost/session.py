@@ -483,7 +483,6 @@ class PrivateSession:
         v = _path_value(value)
         rat = ReducedAboveThreshold(threshold, float(boundary(bm.smallest_time)), sensitivity)
         request = rat.brownian_cost(bm)
-        self._filter.price(request)  # a filter without an ex-post budget refuses it here
 
         def realised(r: BrownianThresholdResult) -> Cost:
             # until h-results: r.cost
