@@ -26,6 +26,7 @@ import expost as ep
 from expost import (
     ApproxDP,
     ApproxDPFilter,
+    BoundedRangeCost,
     BrownianCost,
     BrownianFilter,
     BudgetExceeded,
@@ -47,6 +48,8 @@ from expost import (
     ZCDPCost,
     ZCDPFilter,
 )
+from expost.filters import Filter
+from expost.filters._exact import rho_of_brownian, rho_of_eps
 from expost.session import SessionFilter, _describe
 from expost.stopping import AtIndex, Never, RelativeError, StoppingRule
 from expost.testing.strategies import eps_grids, stopping_rules, time_grids
@@ -111,7 +114,8 @@ def test_the_architecture_sketch_runs() -> None:
     assert 0 <= top < counts.size
     first, second = session.history
     assert (first.mechanism, second.mechanism) == ("exponential", "brownian")
-    assert first.realised == ZCDPCost(DPCost(0.1).rho / 4.0)  # 0.1²/8, rounded up
+    assert first.realised == BoundedRangeCost(0.1)  # the round's own cost
+    assert filt.price(first.realised) == (rho_of_eps(0.1) / 4.0, 0.0)  # 0.1²/8, rounded up
     assert second.realised == BrownianCost(run.time, 1.0)
     assert session.spent == pytest.approx(0.1**2 / 8.0 + run.eps[-1] ** 2 / 2.0, rel=1e-12)
     assert _left(session) == pytest.approx(filt.rho - _spent(session), rel=1e-12)
@@ -136,9 +140,15 @@ def test_methods_return_released_values_and_record_rounds() -> None:
     assert [r.index for r in s.history] == [0, 1, 2, 3]
     assert [r.realised for r in s.history] == [
         ZCDPCost(0.5),
-        ZCDPCost(0.5),
-        ZCDPCost(0.5),  # not monotone: (2·eps)²/8
+        DPCost(1.0),
+        BoundedRangeCost(2.0),  # not monotone: range 2·eps
         BrownianCost(20.0, 2.0),
+    ]
+    assert [s.filter.price(r.realised) for r in s.history] == [
+        (0.5, 0.0),
+        (0.5, 0.0),
+        (0.5, 0.0),  # (2·eps)²/8
+        (0.1, 0.0),
     ]
     assert s.history[3].request == BrownianCost(8.0, 2.0)
     assert s.spent == pytest.approx(1.6, rel=1e-15)
@@ -168,7 +178,7 @@ FILTERS: dict[str, tuple[SessionFilter, set[str]]] = {
     "unified": (UnifiedFilter.from_dp(2.0, 1e-6), set(CALLS)),
     "concurrent": (ConcurrentFilter(ZCDPFilter(1.0), ExPostFilter(1.0), 1e-6), set(CALLS)),
     "brownian": (BrownianFilter(1.0, 1e-6), {"brownian", "brownian-open", "brownian-boundary"}),
-    "approx-dp": (ApproxDPFilter(2.0, 0.0, 1e-6), {"laplace", "exponential", "brownian-boundary"}),
+    "approx-dp": (ApproxDPFilter(2.0, 0.0, 1e-6), set(CALLS) - {"gaussian"}),
     "ex-post": (ExPostFilter(2.0, 0.01), {"laplace", "exponential", "brownian-boundary"}),
 }
 
@@ -194,7 +204,7 @@ def test_each_filter_charges_what_it_can_and_refuses_the_rest(filter_name: str, 
 def test_what_each_filter_is_charged() -> None:
     psi = MixturePrivacyBoundary(10.0, 1e-3)
     charges: list[tuple[SessionFilter, Cost, Cost]] = [
-        (ZCDPFilter(1.0), ZCDPCost(DPCost(0.2).rho), ZCDPCost(DPCost(0.4).rho / 4.0)),
+        (ZCDPFilter(1.0), ZCDPCost(rho_of_eps(0.2)), ZCDPCost(rho_of_eps(0.4) / 4.0)),
         (ApproxDPFilter(5.0, 0.0, 1e-6), DPCost(0.2), DPCost(0.4)),
         (ExPostFilter(2.0), ExPostCost(0.2), ExPostCost(0.4)),
     ]
@@ -202,18 +212,32 @@ def test_what_each_filter_is_charged() -> None:
         s = _session(f)
         s.laplace(0.0, 1.0, 0.2)
         s.exponential_mechanism([0.0, 1.0], 0.2, False)
-        assert [r.realised for r in s.history] == [laplace, exponential]
-    assert Fraction(DPCost(0.2).rho) >= Fraction(0.2) ** 2 / 2  # conversions round up
+        assert [r.realised for r in s.history] == [DPCost(0.2), BoundedRangeCost(0.4)]
+        charged = [f.price(r.realised) for r in s.history]
+        assert charged == [f.price(laplace), f.price(exponential)]
+        assert s.spent == math.fsum(a for a, _ in charged)
+    assert Fraction(rho_of_eps(0.2)) >= Fraction(0.2) ** 2 / 2  # conversions round up
     s = _session(ExPostFilter(2.0, 0.01))
     run = s.brownian(0.0, 1.0, TimeGrid([400.0, 200.0]), stop=AtIndex(0), boundary=psi)
-    assert s.history[0].request == ExPostCost(psi(200.0), 1e-3)
-    assert s.history[0].realised == ExPostCost(psi(400.0), 1e-3)
+    assert s.history[0].request == BrownianCost(200.0, 1.0, psi(200.0), 1e-3)
+    assert s.history[0].realised == BrownianCost(400.0, 1.0, psi(400.0), 1e-3)
+    assert s.filter.price(s.history[0].realised) == (psi(400.0), 1e-3)
+    assert s.spent == psi(400.0)
     assert run.ex_post is not None
     assert run.ex_post.bound == psi(400.0)
     s = _session(ApproxDPFilter(2.0, 0.0, 1e-6))
     s.brownian(0.0, 1.0, TimeGrid([400.0, 100.0]), stop=AtIndex(0), boundary=psi)
-    assert s.history[0].request == DPCost(0.1)
-    assert s.history[0].realised == DPCost(0.05)
+    # Recorded as what it was, a BM; charged as before, Δ²/(2t) = (Δ/sqrt(t))²/2 rounded up.
+    assert s.history[0].request == BrownianCost(100.0, 1.0, psi(100.0), 1e-3)
+    assert s.history[0].realised == BrownianCost(400.0, 1.0, psi(400.0), 1e-3)
+    # Δ²/(2t) rounded up: never above the old charge (eps covering Δ/sqrt(t), eps²/2 rounded
+    # up), one ulp below it at t = 100, and never below the exact value.
+    for cost, t, old in ((s.history[0].request, 100.0, 0.1), (s.history[0].realised, 400.0, 0.05)):
+        new = s.filter.price(cost)
+        assert new == (rho_of_brownian(t, 1.0), 0.0)
+        assert Fraction(1, 2) / Fraction(t) <= Fraction(new[0]) <= Fraction(rho_of_eps(old))
+    assert s.filter.price(s.history[0].request)[0] == math.nextafter(rho_of_eps(0.1), 0.0)
+    assert s.spent == rho_of_brownian(400.0, 1.0) == math.nextafter(rho_of_eps(0.05), 0.0)
 
 
 def test_guarantee_is_the_theorem_of_each_filter() -> None:
@@ -338,57 +362,40 @@ filters: st.SearchStrategy[SessionFilter] = st.one_of(
 
 
 def _charge_bm(f: SessionFilter, r: BM, time: float) -> Cost | None:
-    """What a BM stopped (or requested) at ``time`` costs under ``f``; None: not chargeable."""
-    if isinstance(f, (*RHO_FILTERS, BrownianFilter)):
-        return BrownianCost(time, r.sensitivity)
+    """The record of a BM stopped (or requested) at ``time``; None: ``f`` cannot charge it."""
     if not r.boundary:
-        return None
-    if isinstance(f, ExPostFilter):
-        return ExPostCost(_psi(r.sensitivity)(time), PSI_DELTA)
-    return DPCost(_smallest_eps_covering(Fraction(r.sensitivity) ** 2 / Fraction(time)))
-
-
-def _smallest_eps_covering(eps2: Fraction) -> float:
-    """The smallest float eps with eps² >= eps2 (bisection on the floats' bit patterns)."""
-    lo, hi = 0, struct.unpack("<q", struct.pack("<d", math.inf))[0]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if Fraction(struct.unpack("<d", struct.pack("<q", mid))[0]) ** 2 >= eps2:
-            hi = mid
-        else:
-            lo = mid
-    value: float = struct.unpack("<d", struct.pack("<q", hi))[0]
-    return value
+        return None if isinstance(f, ExPostFilter) else BrownianCost(time, r.sensitivity)
+    return BrownianCost(time, r.sensitivity, _psi(r.sensitivity)(time), PSI_DELTA)
 
 
 def _expected_request(f: SessionFilter, r: Request) -> Cost | None:
     """The worst-case cost the session must ask the filter for; None: InvalidParameter."""
-    rho_like = isinstance(f, RHO_FILTERS)
     if isinstance(r, Bad) or (isinstance(f, BrownianFilter) and not isinstance(r, BM)):
         return None
     if isinstance(r, Gauss):
-        return ZCDPCost(r.rho) if rho_like else None
-    if isinstance(r, Lap | Expo):
-        pure = r.eps if isinstance(r, Lap) or r.monotone else 2.0 * r.eps
-        if rho_like:  # eps²/2, or (bounded range)²/8, rounded up
-            return ZCDPCost(DPCost(pure).rho / (1.0 if isinstance(r, Lap) else 4.0))
-        return DPCost(pure) if isinstance(f, ApproxDPFilter) else ExPostCost(pure)
+        return ZCDPCost(r.rho) if isinstance(f, RHO_FILTERS) else None
+    if isinstance(r, Lap):
+        return DPCost(r.eps)
+    if isinstance(r, Expo):
+        return BoundedRangeCost(r.eps if r.monotone else 2.0 * r.eps)
     d = r.sensitivity
     if isinstance(r.grid, TimeGrid):
         return _charge_bm(f, r, r.grid.smallest)
-    if not isinstance(f, (*RHO_FILTERS, BrownianFilter)):
+    if isinstance(f, ExPostFilter):  # no rho budget to clip eps grids to
         return (
             None if isinstance(r.grid, OpenEpsilonGrid) else _charge_bm(f, r, r.grid.times.smallest)
         )
     top = f.max_bm_eps(d)
+    assert top is not None
     if r.grid.first_eps > top:
         return BrownianCost.from_eps(r.grid.first_eps, d)  # not admitted
     if isinstance(r.grid, OpenEpsilonGrid) and r.grid.num == 1:
-        return BrownianCost(d * d / r.grid.start, d)  # a one-point grid is its start
+        return _charge_bm(f, r, d * d / r.grid.start)  # a one-point grid is its start
     if isinstance(r.grid, OpenEpsilonGrid):
-        return BrownianCost.from_eps(top, d)  # the last point is exactly the budget's max eps
+        # the last point is exactly the budget's max eps
+        return _charge_bm(f, r, BrownianCost.from_eps(top, d).time)
     eps2 = r.grid.eps2[r.grid.eps <= top]
-    return BrownianCost(d * d / eps2[-1], d)
+    return _charge_bm(f, r, d * d / eps2[-1])
 
 
 def _call(s: PrivateSession, r: Request, x: float) -> float:
@@ -414,38 +421,51 @@ def _call(s: PrivateSession, r: Request, x: float) -> float:
     raise AssertionError(f"{r.kind} was accepted")
 
 
-def _exact(cost: Cost) -> tuple[Fraction, Fraction]:
-    """(amount in the filter's unit, delta) of a cost, exactly, from its definition."""
+def _exact(f: SessionFilter, cost: Cost) -> tuple[Fraction, Fraction]:
+    """(amount in ``f``'s unit, delta) of a cost, exactly, from the filters' theorems."""
+    if isinstance(f, ConcurrentFilter):
+        return _exact(f.ex_post if isinstance(cost, ExPostCost) else f.zcdp, cost)
+    if isinstance(f, ExPostFilter):  # eps-DP rounds are eps-ex-post private; BM: ψ(t)
+        if isinstance(cost, DPCost | BoundedRangeCost):
+            return Fraction(cost.eps), Fraction(getattr(cost, "delta", 0.0))
+        assert isinstance(cost, ExPostCost | BrownianCost)
+        assert cost.bound is not None
+        return Fraction(cost.bound), Fraction(cost.delta)
     if isinstance(cost, ZCDPCost):
         return Fraction(cost.rho), Fraction(cost.delta)
     if isinstance(cost, BrownianCost):
         return Fraction(cost.sensitivity) ** 2 / (2 * Fraction(cost.time)), Fraction(0)
     if isinstance(cost, DPCost):
         return Fraction(cost.eps) ** 2 / 2, Fraction(cost.delta)
-    return Fraction(cost.bound), Fraction(cost.delta)
+    if isinstance(cost, BoundedRangeCost):  # eps²/8 (Cesar–Rogers); FAC Thm 2 takes it as eps-DP
+        return Fraction(cost.eps) ** 2 / (2 if isinstance(f, ApproxDPFilter) else 8), Fraction(0)
+    assert cost.eps_max is not None
+    return Fraction(cost.eps_max) ** 2 / 2, Fraction(0)
 
 
-def _budgets(f: SessionFilter) -> list[tuple[tuple[Cost, ...], float, float]]:
-    """(realised costs, amount budget, delta budget) of each additive part of ``f``."""
+def _budgets(f: Filter | ConcurrentFilter) -> list[tuple[Filter, float, float]]:
+    """(filter, amount budget, delta budget) of each additive part of ``f``."""
     if isinstance(f, ConcurrentFilter):
         return [*_budgets(f.zcdp), *_budgets(f.ex_post)]
     if isinstance(f, ApproxDPFilter):
-        return [(f.realised, f.rho_budget, f.delta_prime)]
+        return [(f, f.rho_budget, f.delta_prime)]
     if isinstance(f, ExPostFilter):
-        return [(f.realised, f.eps, f.delta)]
-    return [(f.realised, f.rho, 0.0 if isinstance(f, BrownianFilter) else f.delta)]
-
-
-def _amount(cost: Cost) -> float:
-    return cost.bound if isinstance(cost, ExPostCost) else cost.rho
+        return [(f, f.eps, f.delta)]
+    if isinstance(f, BrownianFilter):
+        return [(f, f.rho, 0.0)]
+    assert isinstance(f, ZCDPFilter | UnifiedFilter)
+    return [(f, f.rho, f.delta)]
 
 
 def _assert_within_budget(f: SessionFilter, ours: list[Cost]) -> None:
+    assert isinstance(f, Filter | ConcurrentFilter)
     parts = _budgets(f)
-    assert sorted(map(repr, (c for p in parts for c in p[0]))) == sorted(map(repr, ours))
-    for realised, budget, delta_budget in parts:
-        assert math.fsum([*(_amount(c) for c in realised), -budget]) <= 0.0
-        exact = [_exact(c) for c in realised]
+    assert sorted(map(repr, (c for p in parts for c in p[0].realised))) == sorted(map(repr, ours))
+    for part, budget, delta_budget in parts:
+        realised = part.realised
+        assert math.fsum([*(part.price(c)[0] for c in realised), -budget]) <= 0.0
+        assert all(Fraction(part.price(c)[0]) >= _exact(part, c)[0] for c in realised)
+        exact = [_exact(part, c) for c in realised]
         assert sum((a for a, _ in exact), Fraction(0)) <= Fraction(budget)
         assert sum((d for _, d in exact), Fraction(0)) <= Fraction(delta_budget)
 
@@ -492,8 +512,8 @@ def _check_round(s: PrivateSession, rng: np.random.Generator, r: Request, x: flo
         assert last.realised == _charge_bm(f, r, last.result.time)
     else:
         assert last.realised == expected
-    assert _exact(last.realised)[0] <= _exact(expected)[0]
-    assert _exact(last.realised)[0] >= _true_cost(f, r, last.result)
+    assert _exact(f, last.realised)[0] <= _exact(f, expected)[0]
+    assert _exact(f, last.realised)[0] >= _true_cost(f, r, last.result)
     assert s.guarantee() == before[4]
     return released
 
@@ -858,7 +878,7 @@ def test_reservation_without_settlement_stays_charged(tmp_path: Path, workers: W
     assert set(rounds[0]) == {"reserve"}
     resumed = _session(ZCDPFilter(1.0), ledger=path)
     request = BrownianCost(HANG_GRID.smallest, 1.0)
-    assert resumed.spent == request.rho == 0.125
+    assert resumed.spent == resumed.filter.price(request)[0] == 0.125
     resumed.gaussian(0.0, 1.0, 0.875)
     with pytest.raises(BudgetExceeded):
         resumed.gaussian(0.0, 1.0, 1e-9)
@@ -939,3 +959,83 @@ def test_ledger_config_is_the_filter_configuration_only() -> None:
         "ex_post": {"type": "ExPostFilter", "eps": 1.0, "delta": 0.01},
         "delta_second": 1e-6,
     }
+
+
+# ----------------------------------------------------------------------------- ledger format
+
+
+def test_ledger_records_are_the_rounds_own_costs(tmp_path: Path) -> None:
+    path = tmp_path / "v2.sqlite"
+    f = UnifiedFilter.from_dp(10.0, 1e-6)
+    s = _session(f, ledger=path)
+    s.exponential_mechanism([0.0, 1.0], 0.1, True)
+    s.laplace(0.0, 1.0, 0.2)
+    run = s.brownian(0.0, 1.0, TimeGrid([400.0, 100.0]), stop=AtIndex(0))
+    spent = s.spent
+    s.close()
+    ledger = ep.Ledger.open(path, {"format": "expost-session/2", "filter": _describe(f)})
+    settled = [dict(e.record["cost"]) for e in ledger.entries() if e.kind == "settle"]
+    ledger.close()
+    assert settled == [
+        {"type": "BoundedRangeCost", "eps": 0.1},
+        {"type": "DPCost", "eps": 0.2, "delta": 0.0},
+        {"type": "BrownianCost", "time": run.time, "sensitivity": 1.0, "bound": None, "delta": 0.0},
+    ]
+    resumed = _session(f, ledger=path)
+    assert resumed.spent == spent
+    resumed.close()
+
+
+def _old_ledger(path: Path, f: SessionFilter, costs: list[dict[str, Any]]) -> None:
+    """A ledger as expost-session/1 wrote it: each round reserved and settled at ``costs``."""
+    ledger = ep.Ledger.open(path, {"format": "expost-session/1", "filter": _describe(f)})
+    for k, cost in enumerate(costs):
+        record: dict[str, Any] = {"round": k, "mechanism": "m", "cost": cost}
+
+        def decide(_entries: object, r: dict[str, Any] = record) -> dict[str, Any]:
+            return r
+
+        for kind in ("reserve", "settle"):
+            ledger.append(kind, decide)
+    ledger.close()
+
+
+def test_an_expost_session_1_ledger_still_opens_and_prices_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite"
+    f = ZCDPFilter(1.0, 1e-3)
+    old = [
+        {"type": "ZCDPCost", "rho": rho_of_eps(0.1) / 4.0, "delta": 0.0},  # an EM round in /1
+        {"type": "BrownianCost", "time": 50.0, "sensitivity": 2.0},
+        {"type": "ZCDPCost", "rho": 0.25, "delta": 1e-4},
+    ]
+    _old_ledger(path, f, old)
+    s = _session(f, ledger=path)
+    assert s.spent == math.fsum([rho_of_eps(0.1) / 4.0, 0.04, 0.25])
+    assert isinstance(s.filter, ZCDPFilter)
+    assert s.filter.realised == (
+        ZCDPCost(rho_of_eps(0.1) / 4.0),
+        BrownianCost(50.0, 2.0),
+        ZCDPCost(0.25, 1e-4),
+    )
+    s.exponential_mechanism([0.0, 1.0], 0.1, True)  # a new round in the old file
+    assert s.spent == math.fsum([rho_of_eps(0.1) / 2.0, 0.04, 0.25])
+    s.close()
+    again = _session(f, ledger=path)
+    assert again.spent == math.fsum([rho_of_eps(0.1) / 2.0, 0.04, 0.25])
+    again.close()
+    with pytest.raises(LedgerMismatch):  # an old file for another filter is still refused
+        _session(ZCDPFilter(2.0, 1e-3), ledger=path)
+
+
+def test_an_unknown_ledger_format_or_cost_is_a_clear_ledger_error(tmp_path: Path) -> None:
+    f = ZCDPFilter(1.0)
+    future = tmp_path / "v9.sqlite"
+    ep.Ledger.open(future, {"format": "expost-session/9", "filter": _describe(f)}).close()
+    with pytest.raises(LedgerMismatch) as info:
+        _session(f, ledger=future)
+    assert "expost-session/9" in str(info.value)
+    assert "expost-session/2" in str(info.value)
+    odd = tmp_path / "odd.sqlite"
+    _old_ledger(odd, f, [{"type": "GaussianDPCost", "mu": 0.1}])
+    with pytest.raises(ep.LedgerCorrupted, match="unknown cost record"):
+        _session(f, ledger=odd)

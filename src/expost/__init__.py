@@ -29,7 +29,7 @@ from expost.errors import (
 )
 from expost.filters import (
     ApproxDPFilter,
-    BatchBudget,
+    BoundedRangeCost,
     BrownianCost,
     BrownianFilter,
     ConcurrentFilter,
@@ -146,10 +146,10 @@ __all__ = [
     "ApproxDP",
     "ApproxDPFilter",
     "AtIndex",
-    "BatchBudget",
     "BatchStoppingRule",
     "BatchTranscript",
     "Boundary",
+    "BoundedRangeCost",
     "BrownianCost",
     "BrownianFilter",
     "BrownianLoss",

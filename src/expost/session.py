@@ -20,10 +20,9 @@ charged at its worst case. A session object is not thread-safe.
 
 from __future__ import annotations
 
-import math
+import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,19 +32,15 @@ import numpy.typing as npt
 from attrs import frozen
 
 from expost._validation import generator, point, positive
-from expost.errors import InvalidParameter, LedgerCorrupted
+from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
 from expost.filters import (
-    ApproxDPFilter,
+    BoundedRangeCost,
     BrownianCost,
-    BrownianFilter,
-    ConcurrentFilter,
     Cost,
     DPCost,
     ExPostCost,
-    ExPostFilter,
-    UnifiedFilter,
+    PrivacyFilter,
     ZCDPCost,
-    ZCDPFilter,
 )
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import ZCDP, ApproxDP
@@ -71,22 +66,12 @@ from expost.stopping import Never, RelativeError, StoppingRule
 
 __all__ = ["PrivateSession", "Round", "SessionFilter"]
 
-SessionFilter = (
-    ZCDPFilter | UnifiedFilter | BrownianFilter | ApproxDPFilter | ExPostFilter | ConcurrentFilter
-)
-_FILTERS = (
-    ZCDPFilter,
-    UnifiedFilter,
-    BrownianFilter,
-    ApproxDPFilter,
-    ExPostFilter,
-    ConcurrentFilter,
-)
-_RHO_FILTERS = (ZCDPFilter, UnifiedFilter, ConcurrentFilter)
+SessionFilter = PrivacyFilter
 _COSTS: dict[str, type[Cost]] = {
-    c.__name__: c for c in (ZCDPCost, BrownianCost, DPCost, ExPostCost)
+    c.__name__: c for c in (ZCDPCost, BrownianCost, DPCost, BoundedRangeCost, ExPostCost)
 }
-_FORMAT = "expost-session/1"
+_FORMAT = "expost-session/2"
+_OLD_FORMATS = ("expost-session/1",)  # its records are a subset of today's: they open as is
 R = TypeVar("R")
 
 
@@ -101,58 +86,29 @@ class Round:
     result: object = attrs.field(eq=False)
 
 
-# ----------------------------------------------------------------------------- pricing
-# What a round costs depends on the filter's currency: rho (zCDP filters), (eps, delta)-DP
-# rounds (FAC Thm 2) or ex-post bounds (APC Lemma B.2).
-
-
-def _refuse(f: SessionFilter, what: str) -> InvalidParameter:
-    return InvalidParameter("filter", type(f).__name__, f"cannot charge {what}")
-
-
-def _zcdp_cost(f: SessionFilter, rho: float, what: str) -> Cost:
-    """A zCDP round (Gaussian, doubling): only filters with a rho budget can take it."""
-    if isinstance(f, _RHO_FILTERS):
-        return ZCDPCost(rho)
-    raise _refuse(f, f"{what}, a zCDP round: use a ZCDPFilter, UnifiedFilter or ConcurrentFilter")
-
-
-def _pure_cost(f: SessionFilter, eps: float, what: str, *, bounded_range: bool = False) -> Cost:
-    """A pure eps-DP round: eps²/2 zCDP (APC Lemma 2.1), or eps²/8 if eps-bounded-range
-    (Cesar–Rogers), rounded up like every conversion to rho (`DPCost.rho`)."""
-    if isinstance(f, _RHO_FILTERS):
-        rho = DPCost(eps).rho
-        return ZCDPCost(rho / 4.0 if bounded_range else rho)  # /4 is exact
-    if isinstance(f, ApproxDPFilter):
-        return DPCost(eps)
-    if isinstance(f, ExPostFilter):
-        return ExPostCost(eps)  # a pure eps-DP mechanism is eps-ex-post private
-    raise _refuse(f, f"{what}, a pure DP round (a BrownianFilter takes only Brownian rounds)")
-
-
-def _ex_post_cost(f: SessionFilter, bound: float, delta: float, worst_eps: float) -> Cost:
-    """An ex-post round; filters without an ex-post budget pay its worst case as pure DP."""
-    if isinstance(f, ExPostFilter | ConcurrentFilter):
-        return ExPostCost(bound, delta)
-    return _pure_cost(f, worst_eps, "an ex-post round")
-
-
-def _bm_eps(sensitivity: float, time: float) -> float:
-    """The smallest float eps with eps² >= Δ²/t (exactly): a BM at t priced as a DP level."""
-    eps = sensitivity / math.sqrt(time)
-    exact = Fraction(sensitivity) ** 2 / Fraction(time)
-    while Fraction(eps) ** 2 < exact:
-        eps = math.nextafter(eps, math.inf)
-    return eps
-
-
 def _encode(cost: Cost) -> dict[str, Any]:
     return {"type": type(cost).__name__, **attrs.asdict(cost)}
 
 
-def _decode(record: Mapping[str, Any]) -> Cost:
+def _decode(record: Mapping[str, Any], path: Path) -> Cost:
     fields = dict(record)
-    return _COSTS[fields.pop("type")](**fields)
+    kind = _COSTS.get(fields.pop("type", None))
+    if kind is None:
+        raise LedgerCorrupted(path, f"unknown cost record {dict(record)!r}")
+    return kind(**fields)
+
+
+def _open_ledger(path: str | os.PathLike[str], filter: SessionFilter) -> Ledger:
+    """The session ledger for ``filter``; a file of an older format (its costs decode and
+    price as they did) opens under its own format, any other config is a `LedgerMismatch`."""
+    config = {"format": _FORMAT, "filter": _describe(filter)}
+    try:
+        return Ledger.open(path, config)
+    except LedgerMismatch as err:
+        stored = json.loads(err.stored)
+        if isinstance(stored, dict) and stored.get("format") in _OLD_FORMATS:
+            return Ledger.open(path, {**config, "format": stored["format"]})
+        raise
 
 
 def _describe(f: Any) -> dict[str, Any]:
@@ -189,7 +145,7 @@ class _Replay:
 
     def update(self, entries: Sequence[LedgerEntry]) -> SessionFilter:
         for entry in entries[self._seen :]:
-            key, cost = int(entry.record["round"]), _decode(entry.record["cost"])
+            key, cost = int(entry.record["round"]), _decode(entry.record["cost"], self._path)
             if entry.kind == "reserve" and key == self._rounds:
                 self._open[key] = cost
                 self._rounds += 1
@@ -225,9 +181,9 @@ class PrivateSession:
         rng: np.random.Generator,
         ledger: str | os.PathLike[str] | None = None,
     ) -> None:
-        if not isinstance(filter, _FILTERS):
+        if not isinstance(filter, PrivacyFilter):
             raise InvalidParameter(
-                "filter", filter, "must be one of " + ", ".join(c.__name__ for c in _FILTERS)
+                "filter", filter, "must be a privacy filter (see expost.filters.PrivacyFilter)"
             )
         self._rng = generator(rng)
         self._filter: SessionFilter = filter
@@ -239,7 +195,7 @@ class PrivateSession:
                 raise InvalidParameter(
                     "filter", filter, "must have no recorded rounds when a ledger is used"
                 )
-            self._ledger = Ledger.open(ledger, {"format": _FORMAT, "filter": _describe(filter)})
+            self._ledger = _open_ledger(ledger, filter)
             self._replay = _Replay(filter, self._ledger.path)
             self._filter = self._replay.update(self._ledger.entries())
 
@@ -271,13 +227,10 @@ class PrivateSession:
     def guarantee(self) -> ZCDP | ApproxDP:
         """The guarantee of the whole interaction, whenever it stops.
 
-        A `UnifiedFilter` that knows its delta'' (e.g. from ``from_dp``) reports (eps, delta)-DP
-        by APC Lemma 2.1; other filters report their theorem's guarantee.
+        The filter's `reported_guarantee` (e.g. (eps, delta)-DP by APC Lemma 2.1 for a
+        `UnifiedFilter` that knows its delta'', the filter's theorem's guarantee otherwise).
         """
-        f = self._filter
-        if isinstance(f, UnifiedFilter) and f.delta_second is not None:
-            return f.dp_guarantee()
-        return f.guarantee()
+        return self._filter.reported_guarantee()
 
     def refresh(self) -> None:
         """Re-read the ledger, so ``spent``/``remaining`` include other processes' rounds.
@@ -346,14 +299,14 @@ class PrivateSession:
         """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round."""
         mechanism = GaussianMechanism(sensitivity, rho)
         v = point("value", value)
-        cost = _zcdp_cost(self._filter, mechanism.guarantee().rho, "the Gaussian mechanism")
+        cost = mechanism.cost()
         return self._round("gaussian", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
 
     def laplace(self, value: npt.ArrayLike, sensitivity: float, eps: float) -> npt.NDArray[Any]:
         """Release ``value + Lap(Δ1/eps)``: a pure eps-DP round."""
         mechanism = LaplaceMechanism(sensitivity, eps)
         v = point("value", value)
-        cost = _pure_cost(self._filter, eps, "the Laplace mechanism")
+        cost = mechanism.cost()
         return self._round("laplace", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
 
     def exponential_mechanism(
@@ -366,13 +319,13 @@ class PrivateSession:
     ) -> int:
         """The index chosen by Gumbel-max among ``candidates`` (APC Sec. 7.2).
 
-        Costs eps²/8 zCDP for monotone scores, (2·eps)²/8 otherwise (Cesar–Rogers).
+        An eps-bounded-range round for monotone scores, 2·eps otherwise (Cesar–Rogers): a
+        zCDP filter charges eps²/8, resp. (2·eps)²/8.
         """
         mechanism = ExponentialMechanism(eps, monotone, sensitivity)
         s = _scores(scores, max_ndim=1)
         allowed = _allowed(candidates, s.shape)
-        dp = mechanism.dp_guarantee().eps
-        cost = _pure_cost(self._filter, dp, "the exponential mechanism", bounded_range=True)
+        cost = mechanism.cost()
 
         def run() -> int:
             return mechanism.run(s, self._rng, candidates=allowed)
@@ -384,7 +337,7 @@ class PrivateSession:
     ) -> AboveThresholdResult:
         """AboveThreshold (sparse vector, Lyu et al. 2017): a pure eps-DP round."""
         mechanism = AboveThreshold(eps, threshold, sensitivity)
-        cost = _pure_cost(self._filter, eps, "AboveThreshold")
+        cost = mechanism.cost()
 
         def run() -> AboveThresholdResult:
             return mechanism.run(utilities, self._rng)
@@ -407,10 +360,10 @@ class PrivateSession:
         rule = RelativeError(0.1) if stop is None else stop
         v = point("value", value)
         cap = self._doubling_cap(sensitivity, start_eps2, ratio, rule)
-        request = _zcdp_cost(self._filter, cap.guarantee().rho, "the doubling method")
+        request = cap.cost()
 
         def realised(t: DoublingTranscript) -> Cost:
-            return _zcdp_cost(self._filter, t.cost, "the doubling method")
+            return ZCDPCost(t.cost)  # until h-results: t.cost
 
         return self._round("doubling", request, lambda: cap.run(v, self._rng), realised)
 
@@ -421,8 +374,7 @@ class PrivateSession:
         tries = 1
         while True:
             longer = DoublingMethod(sensitivity, start_eps2, ratio, max_tries=tries + 1, stop=rule)
-            cost = _zcdp_cost(self._filter, longer.guarantee().rho, "the doubling method")
-            if not self._filter.admits(cost):
+            if not self._filter.admits(longer.cost()):
                 return DoublingMethod(sensitivity, start_eps2, ratio, max_tries=tries, stop=rule)
             tries += 1
 
@@ -442,14 +394,19 @@ class PrivateSession:
                 sensitivity,
                 f"must equal the grid's sensitivity {grid.sensitivity!r}",
             )
-        f = self._filter
-        if isinstance(grid, TimeGrid) or (
-            isinstance(grid, EpsilonGrid) and not isinstance(f, (*_RHO_FILTERS, BrownianFilter))
-        ):
+        if isinstance(grid, TimeGrid):
             return grid
-        if not isinstance(f, (*_RHO_FILTERS, BrownianFilter)):
-            raise InvalidParameter("grid", grid, "an open grid needs a rho budget to close it")
+        f = self._filter
         max_eps = f.max_bm_eps(sensitivity)
+        if max_eps is None:  # the filter does not price BMs by time: nothing to clip to
+            if isinstance(grid, OpenEpsilonGrid):
+                raise InvalidParameter(
+                    "grid",
+                    grid,
+                    f"an open grid needs a budget to close it: {type(f).__name__} "
+                    "does not price Brownian mechanisms by time",
+                )
+            return grid
         if grid.first_eps > max_eps:  # refused with what was spent, asked and remains
             f.check(BrownianCost.from_eps(grid.first_eps, sensitivity))
         return grid.clip(max_eps)
@@ -464,10 +421,10 @@ class PrivateSession:
     ) -> Transcript:
         """The Brownian mechanism (APC Def 4.4, BNR Def 3.1), charged where it stopped.
 
-        An eps grid is clipped to the largest eps the budget allows; the round is admitted on
-        the grid's smallest time (APC condition (2)/(3)) and charged Δ²/(2·t_stop) (APC Thm 3).
-        Under an `ExPostFilter` a privacy ``boundary`` ψ is needed and ψ(t) is charged
-        (BNR Thm 3.6).
+        An eps grid is clipped to the largest eps the budget allows (`max_bm_eps`); the round
+        is admitted on the grid's smallest time (APC condition (2)/(3)) and recorded as a
+        `BrownianCost` at its stopping time, which a rho filter prices Δ²/(2·t_stop) (APC
+        Thm 3/5) and an `ExPostFilter` ψ(t_stop) (BNR Thm 3.6: a ``boundary`` is needed).
         """
         d = positive("sensitivity", sensitivity)
         v = _path_value(value)
@@ -478,20 +435,10 @@ class PrivateSession:
             boundary,
         )
 
-        def price(t: float) -> Cost:
-            f = self._filter
-            if isinstance(f, (*_RHO_FILTERS, BrownianFilter)):
-                return BrownianCost(t, d)
-            if mechanism.boundary is None:
-                raise _refuse(f, "a Brownian mechanism without a privacy boundary")
-            bound = float(mechanism.boundary(t))
-            return _ex_post_cost(f, bound, mechanism.boundary.delta, _bm_eps(d, t))
-
-        request = price(mechanism.smallest_time)
-
         def realised(t: Transcript) -> Cost:
-            return price(t.time)
+            return mechanism.cost_at(float(t.times[-1]))  # until h-results: t.cost
 
+        request = mechanism.cost()
         return self._round("brownian", request, lambda: mechanism.run(v, self._rng), realised)
 
     def laplace_noise_reduction(
@@ -503,16 +450,15 @@ class PrivateSession:
     ) -> Transcript:
         """Laplace noise reduction (BNR Sec. 4): (Δ1/t_stop)-ex-post private (BNR Prop 4.2).
 
-        Filters with an ex-post budget are charged Δ1/t_stop; the others its worst case
-        Δ1/t_min as pure DP.
+        Recorded as an `ExPostCost` (Δ1/t_stop, with eps_max = Δ1/t_min): filters with an
+        ex-post budget charge Δ1/t_stop, the others its worst case Δ1/t_min as pure DP.
         """
         mechanism = LaplaceNoiseReduction(scales, sensitivity, Never() if stop is None else stop)
         v = _path_value(value)
-        worst = mechanism.guarantee().eps
-        request = _ex_post_cost(self._filter, worst, 0.0, worst)
+        request = mechanism.cost()
 
         def realised(t: Transcript) -> Cost:
-            return _ex_post_cost(self._filter, float(t.cost or worst), 0.0, worst)
+            return mechanism.cost_at(float(t.times[-1]))  # until h-results: t.cost
 
         run = lambda: mechanism.run(v, self._rng)
         return self._round("laplace-noise-reduction", request, run, realised)
@@ -533,15 +479,13 @@ class PrivateSession:
         budget (`ExPostFilter` or `ConcurrentFilter`); charged 2ψ(t_min) up front and
         2ψ(T_N) when it halts (a run where no check passes stays charged 2ψ(t_min)).
         """
-        if not isinstance(self._filter, ExPostFilter | ConcurrentFilter):
-            raise _refuse(self._filter, "ReducedAboveThreshold, an ex-post round")
         bm = BrownianNoiseReduction(grid, sensitivity, Never(), boundary)
         v = _path_value(value)
-        worst = 2.0 * float(boundary(bm.smallest_time))
-        rat = ReducedAboveThreshold(threshold, worst / 2.0, sensitivity)
-        request = ExPostCost(worst, boundary.delta)
+        rat = ReducedAboveThreshold(threshold, float(boundary(bm.smallest_time)), sensitivity)
+        request = rat.brownian_cost(bm)
 
         def realised(r: BrownianThresholdResult) -> Cost:
+            # until h-results: r.cost
             return request if r.ex_post is None else ExPostCost(r.ex_post.bound, boundary.delta)
 
         run = lambda: rat.run_with_brownian(bm, v, utility, self._rng)

@@ -42,9 +42,10 @@ from expost._validation import (
     positive_int,
     validator,
 )
+from expost.apps.batch_budget import BatchBudget
 from expost.apps.data import load_counts, zipf_counts
 from expost.errors import InvalidParameter
-from expost.filters import BatchBudget, BrownianCost, Conversion, UnifiedFilter, ZCDPCost
+from expost.filters import BrownianCost, Conversion, UnifiedFilter, ZCDPCost
 from expost.grids import OpenEpsilonGrid
 from expost.mechanisms import DoublingMethod, ExponentialMechanism
 from expost.processes.privacy_time import brownian_trials

@@ -1,0 +1,265 @@
+"""The filter base: one additive budget, one delta budget, the realised history (THEORY.md §4).
+
+Every filter is an immutable value. ``price(cost)`` says what a round costs in the filter's
+unit and in delta (or raises `InvalidParameter` "cannot charge ..." for a cost the filter does
+not accept), ``admits(request)`` whether a round whose worst case is ``request`` may run, and
+``spend(realised)`` returns a new filter that has recorded the round, or raises
+`BudgetExceeded` and changes nothing. The recorded costs are the rounds' own costs; their
+prices are summed exactly (`expost.filters._exact`), so a round costs O(1) whatever the
+history's length and no rounding can overspend.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import ClassVar, Protocol, Self, runtime_checkable
+
+import attrs
+from attrs import field, frozen
+
+from expost._validation import positive
+from expost.errors import BudgetExceeded, InvalidParameter
+from expost.filters._exact import Chain, Totals, excess, history
+from expost.filters.costs import BrownianCost, Cost
+from expost.guarantees import ZCDP, ApproxDP
+
+__all__ = ["Filter", "Price", "PrivacyFilter", "RhoFilter"]
+
+Price = tuple[float, float]
+"""(amount in the filter's unit, delta) of one round."""
+
+
+@runtime_checkable
+class PrivacyFilter(Protocol):
+    """What every filter offers; `PrivateSession` needs nothing else."""
+
+    @property
+    def rounds(self) -> int: ...
+
+    @property
+    def spent(self) -> float | tuple[float, float]: ...
+
+    @property
+    def remaining(self) -> float | tuple[float, float]: ...
+
+    def accepts(self, cost: Cost) -> bool: ...
+
+    def price(self, cost: Cost) -> Price: ...
+
+    def admits(self, request: Cost) -> bool: ...
+
+    def check(self, request: Cost) -> None: ...
+
+    def spend(self, realised: Cost) -> Self: ...
+
+    def guarantee(self) -> ZCDP | ApproxDP: ...
+
+    def reported_guarantee(self) -> ZCDP | ApproxDP: ...
+
+    def max_bm_eps(self, sensitivity: float = 1.0) -> float | None: ...
+
+    def min_bm_time(self, sensitivity: float = 1.0) -> float | None: ...
+
+
+def refuse(filter: object, what: str, accepted: str) -> InvalidParameter:
+    """The error for a cost a filter does not accept."""
+    name = type(filter).__name__
+    return InvalidParameter("filter", name, f"cannot charge {what}: accepts only {accepted}")
+
+
+def _costs(value: tuple[Cost, ...] | Chain[Cost]) -> Chain[Cost]:
+    return history(value)
+
+
+@frozen
+class Filter(ABC):
+    """Admit/check/spend for a filter with one additive budget and one additive delta budget.
+
+    Subclasses say which costs they accept and what each costs (`_rate`), and what the two
+    budgets are. The recorded realised costs (``realised``) are the state.
+    """
+
+    _UNIT: ClassVar[str]
+    _ACCEPTS: ClassVar[str]
+
+    _realised: Chain[Cost] = field(
+        default=Chain(), kw_only=True, converter=_costs, alias="realised"
+    )
+    _totals: Totals | None = field(
+        default=None, kw_only=True, eq=False, repr=False, alias="_totals"
+    )
+
+    @property
+    def realised(self) -> tuple[Cost, ...]:
+        """The recorded realised costs, oldest first (built on each call: O(rounds))."""
+        return self._realised.items()
+
+    @property
+    @abstractmethod
+    def budget(self) -> float:
+        """The budget in the filter's unit (``unit``)."""
+
+    @property
+    @abstractmethod
+    def delta_budget(self) -> float:
+        """The budget for the rounds' deltas."""
+
+    @abstractmethod
+    def _rate(self, cost: Cost) -> Price | None:
+        """(amount, delta) of ``cost``; None if the filter does not accept it."""
+
+    @abstractmethod
+    def guarantee(self) -> ZCDP | ApproxDP:
+        """The filter's theorem's guarantee for the whole interaction."""
+
+    def reported_guarantee(self) -> ZCDP | ApproxDP:
+        """The guarantee a session reports: `guarantee` unless the filter knows a better form."""
+        return self.guarantee()
+
+    def _what(self, cost: object) -> str:
+        return repr(cost)
+
+    def accepts(self, cost: Cost) -> bool:
+        """Whether this filter can charge ``cost`` at all."""
+        return self._rate(cost) is not None
+
+    def price(self, cost: Cost) -> Price:
+        """(amount in ``unit``, delta) of ``cost``; `InvalidParameter` if not accepted."""
+        rate = self._rate(cost)
+        if rate is None:
+            raise refuse(self, self._what(cost), self._ACCEPTS)
+        return rate
+
+    def max_bm_eps(self, sensitivity: float = 1.0) -> float | None:
+        """None: this filter does not price Brownian mechanisms by their stopping time."""
+        positive("sensitivity", sensitivity)
+        return None
+
+    def min_bm_time(self, sensitivity: float = 1.0) -> float | None:
+        """None: this filter does not price Brownian mechanisms by their stopping time."""
+        positive("sensitivity", sensitivity)
+        return None
+
+    @property
+    def _sums(self) -> Totals:
+        assert self._totals is not None  # set by __attrs_post_init__
+        return self._totals
+
+    def __attrs_post_init__(self) -> None:
+        if self._totals is None or self._totals.chain is not self._realised:
+            totals = Totals(Chain())
+            for cost in self.realised:
+                totals = totals.add(cost, *self.price(cost))
+            object.__setattr__(self, "_totals", attrs.evolve(totals, chain=self._realised))
+        if excess(self._sums.amounts, self.budget) > 0.0 or (
+            excess(self._sums.deltas, self.delta_budget) > 0.0
+        ):
+            raise InvalidParameter("realised", self.realised, "its costs exceed the budget")
+
+    @property
+    def spent(self) -> float:
+        """The realised spend, in the filter's unit (``unit``), correctly rounded."""
+        return math.fsum(self._sums.amounts)
+
+    @property
+    def remaining(self) -> float:
+        """What is left of the budget, in the filter's unit (exact difference, rounded)."""
+        return max(0.0, -excess(self._sums.amounts, self.budget))
+
+    @property
+    def rounds(self) -> int:
+        """How many rounds have been recorded."""
+        return self._realised.size
+
+    @property
+    def unit(self) -> str:
+        """The unit of ``spent``, ``remaining`` and ``budget``."""
+        return self._UNIT
+
+    def _refusal(self, amount: float, delta: float) -> BudgetExceeded | None:
+        for parts, asked, budget, unit in (
+            (self._sums.amounts, amount, self.budget, self._UNIT),
+            (self._sums.deltas, delta, self.delta_budget, "delta"),
+        ):
+            if excess([*parts, asked], budget) > 0.0:
+                left = max(0.0, -excess(parts, budget))
+                return BudgetExceeded(math.fsum(parts), asked, left, unit)
+        return None
+
+    def admits(self, request: Cost) -> bool:
+        """Whether a round costing at most ``request`` keeps both exact sums within budget."""
+        return self._refusal(*self.price(request)) is None
+
+    def check(self, request: Cost) -> None:
+        """Raise `BudgetExceeded` (naming spent, asked and remaining) unless ``request`` is admitted."""
+        refusal = self._refusal(*self.price(request))
+        if refusal is not None:
+            raise refusal
+
+    def spend(self, realised: Cost) -> Self:
+        """A new filter with ``realised`` recorded; `BudgetExceeded` if it is not admissible.
+
+        Constant time in the number of recorded rounds: the new filter shares the old one's
+        history chain and carries the exact sums along.
+        """
+        amount, delta = self.price(realised)
+        refusal = self._refusal(amount, delta)
+        if refusal is not None:
+            raise refusal
+        totals = self._sums.add(realised, amount, delta)
+        return attrs.evolve(self, realised=totals.chain, _totals=totals)
+
+
+@frozen
+class RhoFilter(Filter):
+    """A filter whose unit is rho and which prices a BM stopped at t as Δ²/(2t) (APC Thm 5).
+
+    Eps grids can be clipped to it: `max_bm_eps` / `min_bm_time`.
+    """
+
+    _UNIT: ClassVar[str] = "rho"
+
+    def min_bm_time(self, sensitivity: float = 1.0) -> float:
+        """The smallest time t with Δ²/(2t) <= remaining: a BM grid may go down to it.
+
+        ``inf`` when nothing remains (no BM can be admitted).
+        """
+        d = positive("sensitivity", sensitivity)
+        left = self.remaining
+        t = d * d / (2.0 * left) if left > 0.0 else math.inf
+        if not math.isfinite(t):
+            return math.inf
+        return _extreme(t, lambda x: BrownianCost(x, d), self.admits, upward=False)
+
+    def max_bm_eps(self, sensitivity: float = 1.0) -> float:
+        """The largest eps = Δ/sqrt(t) (about sqrt(2·remaining)) a BM may reach.
+
+        A BM at ``BrownianCost.from_eps(max_bm_eps(Δ), Δ)`` is admitted; 0.0 when nothing remains.
+        """
+        d = positive("sensitivity", sensitivity)
+        left = self.remaining
+        if left <= 0.0 or not math.isfinite(d * d / (2.0 * left)):
+            return 0.0
+        eps = math.sqrt(2.0 * left)
+        return _extreme(eps, lambda e: BrownianCost.from_eps(e, d), self.admits, upward=True)
+
+
+def _extreme(
+    start: float,
+    cost: Callable[[float], BrownianCost],
+    admits: Callable[[Cost], bool],
+    *,
+    upward: bool,
+) -> float:
+    """Nudge ``start`` by ulps to the largest (``upward``) / smallest admitted value."""
+    towards, away = (math.inf, 0.0) if upward else (0.0, math.inf)
+    x = start
+    while x > 0.0 and not admits(cost(x)):
+        x = math.nextafter(x, away)
+    while True:
+        nxt = math.nextafter(x, towards)
+        if not (0.0 < nxt < math.inf) or not admits(cost(nxt)):
+            return x
+        x = nxt

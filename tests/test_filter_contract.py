@@ -1,0 +1,253 @@
+"""The contract every privacy filter keeps (in the spirit of dp-accounting's accountant tests).
+
+One test class, parametrised by `CASES`: a new filter gets every check by adding one line there
+(its factory, costs it accepts, costs it refuses, a tiny cost it accepts).
+
+Exactness promised by `expost.filters.base.Filter`: ``spent`` is the correctly rounded exact
+sum of the recorded prices and ``remaining`` the correctly rounded exact difference
+budget − that sum; both are compared exactly. ``spent + remaining`` is then within one ulp
+of the budget (two roundings), which is what is checked for the sum.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from expost.errors import BudgetExceeded, InvalidParameter
+from expost.filters import (
+    ApproxDPFilter,
+    BoundedRangeCost,
+    BrownianCost,
+    BrownianFilter,
+    ConcurrentFilter,
+    Cost,
+    DPCost,
+    ExPostCost,
+    ExPostFilter,
+    Filter,
+    PrivacyFilter,
+    UnifiedFilter,
+    ZCDPCost,
+    ZCDPFilter,
+)
+from expost.filters._exact import Chain
+from expost.guarantees import ZCDP, ApproxDP
+
+AnyFilter = Filter | ConcurrentFilter
+
+BM = BrownianCost(400.0, 2.0)
+BM_PSI = BrownianCost(400.0, 2.0, 0.05, 1e-4)
+RHO_COSTS = (ZCDPCost(0.01, 1e-4), BM, BM_PSI, DPCost(0.1, 1e-4), BoundedRangeCost(0.2))
+LNR = ExPostCost(0.05, 0.0, eps_max=0.2)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    make: Callable[[], AnyFilter]
+    accepts: tuple[Cost, ...]
+    refuses: tuple[Cost, ...]
+    tiny: Cost  # accepted, so small that 10⁴ copies fit in the budget
+
+
+CASES = [
+    Case("zcdp", lambda: ZCDPFilter(1.0, 1e-2), (*RHO_COSTS, LNR), (ExPostCost(0.1),), ZCDPCost(1e-5)),
+    Case("unified", lambda: UnifiedFilter(0.9, 1e-2, 1e-6), (*RHO_COSTS, LNR), (ExPostCost(0.1),), BrownianCost(1e5)),
+    Case("unified-dp", lambda: UnifiedFilter.from_dp(3.0, 1e-6), (ZCDPCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR), (ExPostCost(0.1),), DPCost(1e-3)),
+    Case("brownian", lambda: BrownianFilter(1.0, 1e-6), (BM, BM_PSI), (ZCDPCost(0.1), DPCost(0.1), BoundedRangeCost(0.1), LNR), BrownianCost(1e5)),
+    Case("approx-dp", lambda: ApproxDPFilter(3.0, 1e-2, 1e-6), (BM, BM_PSI, DPCost(0.1, 1e-4), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01), ExPostCost(0.1)), BoundedRangeCost(1e-3)),
+    Case("ex-post", lambda: ExPostFilter(1.0, 1e-2), (BM_PSI, DPCost(0.1, 1e-4), BoundedRangeCost(0.2), LNR, ExPostCost(0.1, 1e-4)), (BM, ZCDPCost(0.01)), ExPostCost(1e-5)),
+    Case("concurrent", lambda: ConcurrentFilter(ZCDPFilter(1.0, 1e-2), ExPostFilter(1.0, 1e-2), 1e-6), (*RHO_COSTS, LNR, ExPostCost(0.1)), (), ZCDPCost(1e-5)),
+]  # fmt: skip
+
+
+def _parts(f: AnyFilter) -> list[Filter]:
+    return [f.zcdp, f.ex_post] if isinstance(f, ConcurrentFilter) else [f]
+
+
+def _part(f: AnyFilter, cost: Cost) -> Filter:
+    """The filter that prices ``cost`` (APC Thm 2: ex-post rounds go to the ex-post part)."""
+    if isinstance(f, ConcurrentFilter):
+        return f.ex_post if isinstance(cost, ExPostCost) else f.zcdp
+    return f
+
+
+def _exact_spent(part: Filter) -> tuple[Fraction, Fraction]:
+    prices = [part.price(c) for c in part.realised]
+    return sum((Fraction(a) for a, _ in prices), Fraction(0)), sum(
+        (Fraction(d) for _, d in prices), Fraction(0)
+    )
+
+
+def _state(f: AnyFilter) -> tuple[object, ...]:
+    return (f, f.rounds, f.spent, f.remaining, pickle.dumps(f))
+
+
+def _fill(f: AnyFilter, cost: Cost) -> AnyFilter:
+    """Spend ``cost`` until the filter refuses it (a handful of rounds for the costs above)."""
+    for _ in range(10_000):
+        if not f.admits(cost):
+            return f
+        f = f.spend(cost)
+    raise AssertionError("never refused")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+class TestFilterContract:
+    def test_is_a_privacy_filter_with_its_guarantee(self, case: Case) -> None:
+        f = case.make()
+        assert isinstance(f, PrivacyFilter)
+        assert f.rounds == 0
+        assert isinstance(f.guarantee(), ZCDP | ApproxDP)
+        assert isinstance(f.reported_guarantee(), ZCDP | ApproxDP)
+        g = f.spend(case.tiny)
+        assert (g.guarantee(), g.reported_guarantee()) == (f.guarantee(), f.reported_guarantee())
+        for part in _parts(f):
+            assert part.unit in ("rho", "eps")
+            assert (part.spent, part.remaining) == (0.0, part.budget)
+
+    def test_accepted_costs_are_priced_admitted_and_spent(self, case: Case) -> None:
+        f = case.make()
+        for cost in case.accepts:
+            assert f.accepts(cost), cost
+            amount, delta = f.price(cost)
+            assert amount > 0.0
+            assert delta >= 0.0
+            assert f.admits(cost)
+            f.check(cost)
+            g = f.spend(cost)
+            assert g.rounds == f.rounds + 1
+            assert f.rounds == 0  # the old value is untouched
+            part = _part(g, cost)
+            assert part.realised == (cost,)  # the round's own cost is recorded
+            assert part.spent == amount
+            assert part.price(cost) == (amount, delta)
+
+    def test_refused_cost_types_raise_and_change_nothing(self, case: Case) -> None:
+        f = case.make().spend(case.tiny)
+        before = _state(f)
+        for cost in (*case.refuses, "rho=0.1"):
+            assert not f.accepts(cost)  # type: ignore[arg-type]
+            for call in (f.price, f.admits, f.check, f.spend):
+                with pytest.raises(InvalidParameter) as info:
+                    call(cost)  # type: ignore[arg-type]
+                assert info.value.name == "filter"
+                assert "cannot charge" in str(info.value)
+                assert "accepts only" in str(info.value)
+            assert _state(f) == before
+
+    def test_a_refused_round_changes_nothing(self, case: Case) -> None:
+        for cost in case.accepts:
+            f = _fill(case.make(), cost)
+            before = _state(f)
+            assert not f.admits(cost)
+            with pytest.raises(BudgetExceeded):
+                f.check(cost)
+            with pytest.raises(BudgetExceeded):
+                f.spend(cost)
+            assert _state(f) == before
+            for part in _parts(f):
+                spent, deltas = _exact_spent(part)
+                assert spent <= Fraction(part.budget)
+                assert deltas <= Fraction(part.delta_budget)
+
+    def test_exact_sums_under_ten_thousand_tiny_rounds(
+        self, case: Case, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        n = 10_000
+        f = case.make()
+        for _ in range(n):
+            f = f.spend(case.tiny)
+        assert f.rounds == n
+
+        def refuse(_self: object) -> tuple[object, ...]:
+            raise AssertionError("spend walked the history")
+
+        with monkeypatch.context() as m:  # a round costs O(1), whatever the history's length
+            m.setattr(Chain, "items", refuse)
+            g = f.spend(case.tiny)
+            assert g.admits(case.tiny) == f.spend(case.tiny).admits(case.tiny)
+        assert g.rounds == n + 1
+        for part in _parts(g):
+            spent, deltas = _exact_spent(part)
+            assert spent <= Fraction(part.budget)
+            assert deltas <= Fraction(part.delta_budget)
+            assert part.spent == float(spent)
+            assert part.remaining == float(Fraction(part.budget) - spent)
+
+    def test_equality_hashing_pickling_and_repr(self, case: Case) -> None:
+        f, g = case.make(), case.make()
+        assert f == g
+        assert hash(f) == hash(g)
+        h = f.spend(case.tiny)
+        assert h != f
+        assert h == g.spend(case.tiny)
+        assert hash(h) == hash(g.spend(case.tiny))
+        for twin in (pickle.loads(pickle.dumps(h)), copy.deepcopy(h)):
+            assert twin == h
+            assert hash(twin) == hash(h)
+            assert (twin.spent, twin.remaining, twin.rounds) == (h.spent, h.remaining, h.rounds)
+            assert twin.admits(case.tiny) == h.admits(case.tiny)
+        for _ in range(1000):
+            h = h.spend(case.tiny)
+        text = repr(h)
+        assert text.startswith(type(f).__name__ + "(")
+        assert len(text) < 1000  # short: the history is not spelt out
+
+    @settings(max_examples=40, deadline=None, derandomize=True)
+    @given(data=st.data())
+    def test_spent_plus_remaining_is_the_budget(self, case: Case, data: st.DataObject) -> None:
+        f = case.make()
+        for _ in range(data.draw(st.integers(0, 12))):
+            cost = data.draw(st.sampled_from(case.accepts))
+            if f.admits(cost):
+                f = f.spend(cost)
+        for part in _parts(f):
+            spent, _ = _exact_spent(part)
+            assert part.spent == float(spent)  # exact promise
+            assert part.remaining == float(Fraction(part.budget) - spent)  # exact promise
+            ulp = Fraction(math.ulp(part.budget))
+            assert (
+                abs(Fraction(part.spent) + Fraction(part.remaining) - Fraction(part.budget)) <= ulp
+            )
+
+    @settings(max_examples=40, deadline=None, derandomize=True)
+    @given(data=st.data())
+    def test_admitted_iff_the_exact_sums_stay_within_budget(
+        self, case: Case, data: st.DataObject
+    ) -> None:
+        f = case.make()
+        for _ in range(data.draw(st.integers(1, 15))):
+            cost = data.draw(st.sampled_from(case.accepts))
+            part = _part(f, cost)
+            amount, delta = part.price(cost)
+            spent, deltas = _exact_spent(part)
+            fits = spent + Fraction(amount) <= Fraction(part.budget) and deltas + Fraction(
+                delta
+            ) <= Fraction(part.delta_budget)
+            assert f.admits(cost) == fits
+            if fits:
+                f = f.spend(cost)
+
+    def test_brownian_grids_clip_to_what_the_filter_admits(self, case: Case) -> None:
+        f = case.make()
+        for d in (0.5, 2.0):
+            top, t_min = f.max_bm_eps(d), f.min_bm_time(d)
+            if not f.accepts(BrownianCost(1.0, d)) or isinstance(f, ExPostFilter):
+                assert (top, t_min) == (None, None)  # BMs are not priced by time
+                continue
+            assert top is not None
+            assert t_min is not None
+            assert f.admits(BrownianCost.from_eps(top, d))
+            assert not f.admits(BrownianCost.from_eps(math.nextafter(top, math.inf), d))
+            assert f.admits(BrownianCost(t_min, d))
+            assert not f.admits(BrownianCost(math.nextafter(t_min, 0.0), d))
