@@ -106,7 +106,7 @@ def test_the_architecture_sketch_runs() -> None:
     run = session.brownian(
         value=counts[top],
         sensitivity=1.0,
-        grid=ep.EpsilonGrid.linear_in_eps2(1e-4, None, 1000),
+        grid=ep.OpenEpsilonGrid.linear_in_eps2(1e-4, 1000),
         stop=ep.stopping.RelativeError(alpha=0.1),
     )
     assert isinstance(run, ep.Transcript)
@@ -170,7 +170,7 @@ CALLS: dict[str, Callable[[PrivateSession], object]] = {
     "laplace": lambda s: s.laplace(0.0, 1.0, 0.1),
     "exponential": lambda s: s.exponential_mechanism([1.0, 2.0], 0.1, True),
     "brownian": lambda s: s.brownian(0.0, 1.0, TimeGrid([400.0, 200.0])),
-    "brownian-open": lambda s: s.brownian(0.0, 1.0, EpsilonGrid.linear_in_eps2(1e-3, None, 5)),
+    "brownian-open": lambda s: s.brownian(0.0, 1.0, OpenEpsilonGrid.linear_in_eps2(1e-3, 5)),
     "brownian-boundary": _brownian_with_boundary,
 }
 FILTERS: dict[str, tuple[SessionFilter, set[str]]] = {
@@ -317,9 +317,8 @@ def _bm(sensitivity: float) -> st.SearchStrategy[BM]:
         time_grids(1, 8, lo=0.05, hi=1e3),
         eps_grids(1, 8, lo=1e-2, hi=2.0, sensitivities=st.just(sensitivity)),
         st.builds(
-            EpsilonGrid.linear_in_eps2,
+            OpenEpsilonGrid.linear_in_eps2,
             st.floats(1e-4, 0.5),
-            st.none(),
             st.integers(1, 30),
             st.just(sensitivity),
         ),
@@ -549,7 +548,7 @@ def test_refused_round_changes_nothing_even_with_a_ledger(tmp_path: Path) -> Non
     for call in (
         lambda: s.gaussian(0.0, 1.0, 0.5),
         lambda: s.brownian(0.0, 1.0, TimeGrid([10.0, 1.0])),
-        lambda: s.brownian(0.0, 1.0, EpsilonGrid.linear_in_eps2(0.6, None, 10)),
+        lambda: s.brownian(0.0, 1.0, OpenEpsilonGrid.linear_in_eps2(0.6, 10)),
     ):
         with pytest.raises(BudgetExceeded):
             call()
@@ -600,7 +599,7 @@ def test_open_grid_ends_exactly_at_the_budgets_max_eps(sensitivity: float) -> No
     f = UnifiedFilter.from_dp(1.0, 1e-3).spend(ZCDPCost(0.01))
     s = _session(f)
     top = f.max_bm_eps(sensitivity)
-    grid = EpsilonGrid.linear_in_eps2(1e-4, None, 50, sensitivity=sensitivity)
+    grid = OpenEpsilonGrid.linear_in_eps2(1e-4, 50, sensitivity=sensitivity)
     run = s.brownian(0.0, sensitivity, grid, stop=Never())
     assert run.eps[-1] == top
     assert run.eps.size == 50
@@ -615,7 +614,7 @@ def test_closed_eps_grid_is_clipped_and_geometric_open_grid_stays_within_budget(
     assert run.eps.tolist() == [0.05, 0.1, 0.15, 0.2]
     assert s.history[0].request == BrownianCost.from_eps(0.2)
     s = _session(ZCDPFilter(0.02))
-    geometric = EpsilonGrid.geometric_in_eps2(1e-4, None, 2.0)
+    geometric = OpenEpsilonGrid.geometric_in_eps2(1e-4, 2.0)
     run = s.brownian(0.0, 1.0, geometric, stop=Never())
     assert run.eps[-1] ** 2 <= 0.04 < 2.0 * run.eps[-1] ** 2
     assert _left(s) < _rho(s) / 2.0
@@ -624,7 +623,7 @@ def test_closed_eps_grid_is_clipped_and_geometric_open_grid_stays_within_budget(
 @pytest.mark.parametrize(
     "grid",
     [
-        EpsilonGrid.linear_in_eps2(0.05, None, 10),
+        OpenEpsilonGrid.linear_in_eps2(0.05, 10),
         EpsilonGrid([0.25, 0.5]),
         TimeGrid([100.0, 15.0]),
     ],
@@ -681,7 +680,7 @@ def test_results_and_session_hold_no_private_value() -> None:
         s.gaussian(PRIVATE, 1.0, 0.1),
         s.laplace([PRIVATE, 1.0], 1.0, 0.5),
         s.exponential_mechanism([PRIVATE, 2.0, 3.0], 0.5, True),
-        s.brownian(PRIVATE, 1.0, EpsilonGrid.linear_in_eps2(1e-3, None, 20), RelativeError(0.01)),
+        s.brownian(PRIVATE, 1.0, OpenEpsilonGrid.linear_in_eps2(1e-3, 20), RelativeError(0.01)),
         s.brownian(np.array([PRIVATE, -PRIVATE]), 1.0, TimeGrid([9.0, 4.0]), AtIndex(1)),
     ]
     assert len(s.history) == len(released)
@@ -890,7 +889,7 @@ def test_reservation_without_settlement_stays_charged(tmp_path: Path, workers: W
 FX, DISTANCE = 2.0, 1.0
 AUDIT_EPS, AUDIT_DELTA, AUDIT_N = 1.0, 0.1, 1500
 CLOSED = EpsilonGrid.linear_in_eps2(1e-3, 0.04, 8)
-OPEN = EpsilonGrid.linear_in_eps2(1e-3, None, 8)
+OPEN = OpenEpsilonGrid.linear_in_eps2(1e-3, 8)
 RULE = RelativeError(0.3)
 
 

@@ -4,9 +4,13 @@ Noise-reduction mechanisms with ex-post guarantees, fully adaptive privacy filte
 odometers, symbolic proofs of every closed form and statistical audits of every claim.
 The math and its sources are in THEORY.md and the docs' theory map; ``expost prove``
 checks the closed forms.
+
+``__all__`` is the curated surface a user of the README, the tutorial and the docs needs.
+Engine internals (batch engines, path samplers, the audit machinery) stay importable from
+their modules: ``expost.processes``, ``expost.stopping``, ``expost.audit``, ``expost.testing``.
 """
 
-from expost import grids, stopping
+from expost import stopping
 from expost.boundaries import (
     Boundary,
     FACStitched,
@@ -33,7 +37,6 @@ from expost.filters import (
     BrownianCost,
     BrownianFilter,
     ConcurrentFilter,
-    Conversion,
     Cost,
     DPCost,
     ExPostCost,
@@ -43,13 +46,7 @@ from expost.filters import (
     ZCDPCost,
     ZCDPFilter,
 )
-from expost.grids import (
-    ClippedGrids,
-    EpsilonGrid,
-    HasTimeFor,
-    OpenEpsilonGrid,
-    TimeGrid,
-)
+from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import (
     ZCDP,
     ApproxDP,
@@ -68,11 +65,7 @@ from expost.guarantees import (
     rho_for_dp,
     zcdp_to_dp,
 )
-from expost.ledger import (
-    Decide,
-    Ledger,
-    LedgerEntry,
-)
+from expost.ledger import Ledger
 from expost.loss import (
     BrownianLoss,
     GaussianLoss,
@@ -83,24 +76,17 @@ from expost.loss import (
 )
 from expost.mechanisms import (
     AboveThreshold,
-    AboveThresholdResult,
     BatchTranscript,
     BrownianNoiseReduction,
-    BrownianThresholdResult,
-    DoublingBatch,
     DoublingMethod,
     DoublingTranscript,
     ExponentialMechanism,
     GaussianMechanism,
     LaplaceMechanism,
     LaplaceNoiseReduction,
-    PrivacyBoundaryWithDelta,
     ReducedAboveThreshold,
-    ReducedAboveThresholdResult,
     SkellamNoiseReduction,
-    TimeFunction,
     Transcript,
-    brownian_trials,
 )
 from expost.odometers import (
     BrownianOdometer,
@@ -108,33 +94,15 @@ from expost.odometers import (
     MixtureOdometer,
     StitchedOdometer,
 )
-from expost.processes import (
-    BrownianPath,
-    LaplaceProcess,
-    SkellamPath,
-    sample_brownian_grid,
-    sample_brownian_grid_privacy_time,
-    sample_koufogiannis_grid,
-    sample_laplace_grid,
-    sample_skellam_grid,
-)
-from expost.session import (
-    PrivateSession,
-    Round,
-    SessionFilter,
-)
+from expost.session import PrivateSession, Round
 from expost.stopping import (
     AtIndex,
-    BatchStoppingRule,
     MemorylessRule,
     Never,
     RelativeError,
     Released,
     StoppingRule,
     WhenPublicUtility,
-    as_stopping_rule,
-    first_stops,
-    run_rule_on_path,
 )
 
 __version__ = "0.1.0"
@@ -142,11 +110,9 @@ __version__ = "0.1.0"
 __all__ = [
     "ZCDP",
     "AboveThreshold",
-    "AboveThresholdResult",
     "ApproxDP",
     "ApproxDPFilter",
     "AtIndex",
-    "BatchStoppingRule",
     "BatchTranscript",
     "Boundary",
     "BoundedRangeCost",
@@ -155,16 +121,10 @@ __all__ = [
     "BrownianLoss",
     "BrownianNoiseReduction",
     "BrownianOdometer",
-    "BrownianPath",
-    "BrownianThresholdResult",
     "BudgetExceeded",
-    "ClippedGrids",
     "ConcurrentFilter",
-    "Conversion",
     "Cost",
     "DPCost",
-    "Decide",
-    "DoublingBatch",
     "DoublingMethod",
     "DoublingTranscript",
     "EpsilonGrid",
@@ -178,16 +138,13 @@ __all__ = [
     "GaussianLoss",
     "GaussianMechanism",
     "Guarantee",
-    "HasTimeFor",
     "InvalidParameter",
     "LaplaceLoss",
     "LaplaceMechanism",
     "LaplaceNoiseReduction",
     "LaplaceNoiseReductionLoss",
-    "LaplaceProcess",
     "Ledger",
     "LedgerCorrupted",
-    "LedgerEntry",
     "LedgerError",
     "LedgerMismatch",
     "LineCrossing",
@@ -201,24 +158,19 @@ __all__ = [
     "OpenEpsilonGrid",
     "PolynomialStitching",
     "PrivacyBoundary",
-    "PrivacyBoundaryWithDelta",
     "PrivacyFilter",
     "PrivacyLoss",
     "PrivateSession",
     "ProbabilisticDP",
     "PureDP",
     "ReducedAboveThreshold",
-    "ReducedAboveThresholdResult",
     "RelativeError",
     "Released",
     "Round",
-    "SessionFilter",
     "SkellamLoss",
     "SkellamNoiseReduction",
-    "SkellamPath",
     "StitchedOdometer",
     "StoppingRule",
-    "TimeFunction",
     "TimeGrid",
     "Transcript",
     "UnifiedFilter",
@@ -227,8 +179,6 @@ __all__ = [
     "ZCDPFilter",
     "__version__",
     "apc_psi",
-    "as_stopping_rule",
-    "brownian_trials",
     "cks_delta",
     "cks_rho_for_dp",
     "cks_zcdp_to_dp",
@@ -236,16 +186,8 @@ __all__ = [
     "compose_zcdp",
     "dp_to_pdp",
     "dp_to_zcdp",
-    "first_stops",
-    "grids",
     "pdp_to_dp",
     "rho_for_dp",
-    "run_rule_on_path",
-    "sample_brownian_grid",
-    "sample_brownian_grid_privacy_time",
-    "sample_koufogiannis_grid",
-    "sample_laplace_grid",
-    "sample_skellam_grid",
     "stopping",
     "zcdp_to_dp",
 ]

@@ -24,14 +24,14 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 from attrs import frozen
 
-from expost._validation import generator, point, positive
+from expost._validation import candidates_mask, generator, path_value, point, positive, scores_array
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
 from expost.filters import (
     BoundedRangeCost,
@@ -60,8 +60,6 @@ from expost.mechanisms import (
     ReducedAboveThreshold,
     Transcript,
 )
-from expost.mechanisms.exponential import _allowed, _scores
-from expost.mechanisms.noise_reduction import _value as _path_value
 from expost.stopping import Never, RelativeError, StoppingRule
 
 __all__ = ["PrivateSession", "Round", "SessionFilter"]
@@ -73,6 +71,18 @@ _COSTS: dict[str, type[Cost]] = {
 _FORMAT = "expost-session/2"
 _OLD_FORMATS = ("expost-session/1",)  # its records are a subset of today's: they open as is
 R = TypeVar("R")
+
+
+class _Costed(Protocol):
+    @property
+    def cost(self) -> Cost | None: ...
+
+
+def _result_cost(result: _Costed) -> Cost:
+    """The realised cost a result reports (every mechanism a session runs reports one)."""
+    if result.cost is None:
+        raise InvalidParameter("mechanism", type(result).__name__, "reported no realised cost")
+    return result.cost
 
 
 @frozen
@@ -323,8 +333,8 @@ class PrivateSession:
         zCDP filter charges eps²/8, resp. (2·eps)²/8.
         """
         mechanism = ExponentialMechanism(eps, monotone, sensitivity)
-        s = _scores(scores, max_ndim=1)
-        allowed = _allowed(candidates, s.shape)
+        s = scores_array(scores, max_ndim=1)
+        allowed = candidates_mask(candidates, s.shape)
         cost = mechanism.cost()
 
         def run() -> int:
@@ -362,10 +372,7 @@ class PrivateSession:
         cap = self._doubling_cap(sensitivity, start_eps2, ratio, rule)
         request = cap.cost()
 
-        def realised(t: DoublingTranscript) -> Cost:
-            return ZCDPCost(t.cost)  # until h-results: t.cost
-
-        return self._round("doubling", request, lambda: cap.run(v, self._rng), realised)
+        return self._round("doubling", request, lambda: cap.run(v, self._rng), _result_cost)
 
     def _doubling_cap(
         self, sensitivity: float, start_eps2: float, ratio: float, rule: object
@@ -427,7 +434,7 @@ class PrivateSession:
         Thm 3/5) and an `ExPostFilter` ψ(t_stop) (BNR Thm 3.6: a ``boundary`` is needed).
         """
         d = positive("sensitivity", sensitivity)
-        v = _path_value(value)
+        v = path_value(value)
         mechanism = BrownianNoiseReduction(
             self._clipped(grid, d),
             d,
@@ -435,11 +442,8 @@ class PrivateSession:
             boundary,
         )
 
-        def realised(t: Transcript) -> Cost:
-            return mechanism.cost_at(float(t.times[-1]))  # until h-results: t.cost
-
-        request = mechanism.cost()
-        return self._round("brownian", request, lambda: mechanism.run(v, self._rng), realised)
+        run = lambda: mechanism.run(v, self._rng)
+        return self._round("brownian", mechanism.cost(), run, _result_cost)
 
     def laplace_noise_reduction(
         self,
@@ -454,14 +458,9 @@ class PrivateSession:
         ex-post budget charge Δ1/t_stop, the others its worst case Δ1/t_min as pure DP.
         """
         mechanism = LaplaceNoiseReduction(scales, sensitivity, Never() if stop is None else stop)
-        v = _path_value(value)
-        request = mechanism.cost()
-
-        def realised(t: Transcript) -> Cost:
-            return mechanism.cost_at(float(t.times[-1]))  # until h-results: t.cost
-
+        v = path_value(value)
         run = lambda: mechanism.run(v, self._rng)
-        return self._round("laplace-noise-reduction", request, run, realised)
+        return self._round("laplace-noise-reduction", mechanism.cost(), run, _result_cost)
 
     def reduced_above_threshold(
         self,
@@ -480,13 +479,7 @@ class PrivateSession:
         2ψ(T_N) when it halts (a run where no check passes stays charged 2ψ(t_min)).
         """
         bm = BrownianNoiseReduction(grid, sensitivity, Never(), boundary)
-        v = _path_value(value)
+        v = path_value(value)
         rat = ReducedAboveThreshold(threshold, float(boundary(bm.smallest_time)), sensitivity)
-        request = rat.brownian_cost(bm)
-
-        def realised(r: BrownianThresholdResult) -> Cost:
-            # until h-results: r.cost
-            return request if r.ex_post is None else ExPostCost(r.ex_post.bound, boundary.delta)
-
         run = lambda: rat.run_with_brownian(bm, v, utility, self._rng)
-        return self._round("reduced-above-threshold", request, run, realised)
+        return self._round("reduced-above-threshold", rat.brownian_cost(bm), run, _result_cost)

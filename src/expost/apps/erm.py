@@ -614,7 +614,7 @@ def single_run(
     utilities = (-float(task.loss(y)) for y in _iterates(task, mechanisms, method, rng))
     if checker == "above_threshold":
         at = AboveThreshold(ABOVE_THRESHOLD_EPS, -target, task.utility_sensitivity)
-        index = at.run(utilities, rng).index
+        index = at.run(utilities, rng).stop_index
         stop = last if index is None else index
         return float(bounds[stop]) + ABOVE_THRESHOLD_EPS, index is not None
     rat = ReducedAboveThreshold(-target, float(bounds[-1]), task.utility_sensitivity)
@@ -626,8 +626,8 @@ def single_run(
             return 2.0 * float(bounds[-1]), False
         return result.ex_post.bound, True
     reduced = rat.run(utilities, bounds, rng)
-    stop = last if reduced.index is None else reduced.index
-    return 2.0 * float(bounds[stop]), reduced.index is not None
+    stop = last if reduced.stop_index is None else reduced.stop_index
+    return 2.0 * float(bounds[stop]), reduced.stop_index is not None
 
 
 def _quartiles(res: MethodResult, checker: Checker) -> dict[str, float]:

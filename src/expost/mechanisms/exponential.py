@@ -34,11 +34,6 @@ def _is_bool(name: str, value: object) -> None:
         )
 
 
-# TODO(lead, issue 12): remove once session.py uses candidates_mask / scores_array.
-_allowed = candidates_mask
-_scores = scores_array
-
-
 @frozen
 class ExponentialMechanism:
     """Return the index of the largest score + Gumbel(Δ/eps) noise (Gumbel-max).

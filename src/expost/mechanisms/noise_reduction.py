@@ -80,10 +80,6 @@ class PrivacyBoundaryWithDelta(PrivacyBoundary, Protocol):
     def delta(self) -> float: ...
 
 
-# TODO(lead, issue 12): remove once session.py uses expost._validation.path_value.
-_value = path_value
-
-
 def _batch_rule(rule: StoppingRule) -> BatchStoppingRule:
     if not isinstance(rule, BatchStoppingRule):
         raise InvalidParameter(
