@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.filters import (
     ApproxDPFilter,
+    BoundedRangeCost,
     BrownianCost,
     BrownianFilter,
     ConcurrentFilter,
@@ -610,3 +611,41 @@ def test_brownian_filter_audit_and_twin() -> None:
     # Planted bug: the filter runs on four times the budget its claim is computed from.
     loss = _audit_bm_interactions(BrownianFilter(2.0, 0.1), eps, trials, seed=22)
     assert not stats.rate_is_at_most(int(np.sum(loss > eps)), trials, 0.1)
+
+
+def _smallest_float_at_least(amount: float, exact: Fraction) -> bool:
+    return Fraction(amount) >= exact and Fraction(math.nextafter(amount, 0.0)) < exact
+
+
+# (filter, cost, the theorem's exact price in the filter's unit, delta): the price table of
+# docs/filters.md, derived here from the formulas, not from the code.
+PRICE_TABLE: list[tuple[str, Any, Cost, Fraction, float]] = [
+    ("FAC Thm 1", ZCDPFilter(1.0, 0.1), ZCDPCost(0.3, 1e-3), Fraction(0.3), 1e-3),
+    ("APC Thm 5", UnifiedFilter(1.0), BrownianCost(7.0, 3.0), Fraction(9, 14), 0.0),
+    ("APC Lemma 2.1", ZCDPFilter(1.0, 0.1), DPCost(0.3, 1e-3), Fraction(0.3) ** 2 / 2, 1e-3),
+    ("Cesar–Rogers", UnifiedFilter(1.0), BoundedRangeCost(0.3), Fraction(0.3) ** 2 / 8, 0.0),
+    ("eps_max-DP", ZCDPFilter(1.0), ExPostCost(0.1, 0.0, 0.3), Fraction(0.3) ** 2 / 2, 0.0),
+    ("APC Lemma 6.2", BrownianFilter(1.0, 1e-6), BrownianCost(7.0, 3.0), Fraction(9, 14), 0.0),
+    ("FAC Thm 2", ApproxDPFilter(3.0, 0.1, 1e-6), DPCost(0.3, 1e-3), Fraction(0.3) ** 2 / 2, 1e-3),
+    ("APC Thm 5 in FAC Thm 2", ApproxDPFilter(3.0, 0.1, 1e-6), BrownianCost(7.0, 3.0), Fraction(9, 14), 0.0),
+    ("APC Lemma B.2", ExPostFilter(1.0, 0.1), ExPostCost(0.3, 1e-3), Fraction(0.3), 1e-3),
+    ("BNR Thm 3.6", ExPostFilter(1.0, 0.1), BrownianCost(7.0, 3.0, 0.3, 1e-3), Fraction(0.3), 1e-3),
+    ("pure DP is ex-post", ExPostFilter(1.0, 0.1), DPCost(0.3), Fraction(0.3), 0.0),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("source", "f", "cost", "exact", "delta"), PRICE_TABLE, ids=[r[0] for r in PRICE_TABLE]
+)
+def test_each_price_is_its_theorems_value_rounded_up(
+    source: str, f: Any, cost: Cost, exact: Fraction, delta: float
+) -> None:
+    amount, charged_delta = f.price(cost)
+    assert _smallest_float_at_least(amount, exact), (source, amount, float(exact))
+    assert charged_delta == delta
+
+
+def test_price_table_twin_a_halved_brownian_price_is_caught() -> None:
+    """Planted bug: Δ²/(4t) for a BM (half of APC Thm 5's price) fails the table's check."""
+    amount, _ = UnifiedFilter(1.0).price(BrownianCost(7.0, 3.0))
+    assert not _smallest_float_at_least(amount / 2.0, Fraction(9, 14))
