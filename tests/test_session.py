@@ -1038,3 +1038,8 @@ def test_an_unknown_ledger_format_or_cost_is_a_clear_ledger_error(tmp_path: Path
     _old_ledger(odd, f, [{"type": "GaussianDPCost", "mu": 0.1}])
     with pytest.raises(ep.LedgerCorrupted, match="unknown cost record"):
         _session(f, ledger=odd)
+    for bad in ({"type": "ZCDPCost", "mu": 0.1}, {"type": "ZCDPCost", "rho": -1.0}):
+        broken = tmp_path / f"broken-{len(bad)}-{bad.get('rho', 0)}.sqlite"
+        _old_ledger(broken, f, [bad])
+        with pytest.raises(ep.LedgerCorrupted, match="bad cost record"):
+            _session(f, ledger=broken)

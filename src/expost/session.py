@@ -105,7 +105,10 @@ def _decode(record: Mapping[str, Any], path: Path) -> Cost:
     kind = _COSTS.get(fields.pop("type", None))
     if kind is None:
         raise LedgerCorrupted(path, f"unknown cost record {dict(record)!r}")
-    return kind(**fields)
+    try:
+        return kind(**fields)
+    except (TypeError, InvalidParameter) as err:
+        raise LedgerCorrupted(path, f"bad cost record {dict(record)!r}: {err}") from err
 
 
 def _open_ledger(path: str | os.PathLike[str], filter: SessionFilter) -> Ledger:
