@@ -36,11 +36,11 @@ from expost.apps.erm import (
     LogisticRegression,
     Mechanisms,
     RidgeRegression,
-    _halts,
     privacy_levels,
     run_task,
     single_run,
 )
+from expost.apps.erm.simulation import halts
 from expost.cli import main
 from expost.errors import InvalidParameter
 from tests import stats as st
@@ -238,7 +238,7 @@ def test_reduced_above_threshold_reads_data_only_through_the_utility(
         assert all(call.shape == (4,) for call in spy.calls)
         assert cost in 2.0 * mechanisms.bounds[method]
     losses = np.random.default_rng(6).uniform(0.0, 1.0, (50, LEVELS.size))
-    same = [_halts(losses, LEVELS, 0.5, 0.01, np.random.default_rng(7)) for _ in range(2)]
+    same = [halts(losses, LEVELS, 0.5, 0.01, np.random.default_rng(7)) for _ in range(2)]
     for checker in CHECKERS:
         np.testing.assert_array_equal(same[0][checker], same[1][checker])
 

@@ -1,0 +1,376 @@
+"""BM vs LNR along one sequence of privacy levels, stopped by three accuracy checkers (BNR Sec. 6).
+
+Vectorised over runs (whole paths at once) and one run at a time (interactive samplers), with
+the ex-post loss each checker pays: E_N (public check), E_N + 0.5 (AboveThreshold, APC Lemma
+B.1), 2E_N (ReducedAboveThreshold, BNR Thm 5.1, Cor 5.2).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from attrs import field, frozen
+
+from expost._validation import as_float, generator, positive, positive_int, validator
+from expost.apps.erm.tasks import (
+    CELLS,
+    LAMBDA,
+    ERMTask,
+    FloatArray,
+    IntArray,
+    blocks,
+)
+from expost.boundaries import LinearPrivacyBoundary
+from expost.errors import InvalidParameter
+from expost.grids import TimeGrid
+from expost.mechanisms.noise_reduction import BrownianNoiseReduction, LaplaceNoiseReduction
+from expost.mechanisms.threshold import AboveThreshold, ReducedAboveThreshold
+from expost.processes import (
+    BrownianPath,
+    LaplaceProcess,
+    sample_brownian_grid_privacy_time,
+    sample_laplace_grid,
+)
+from expost.stopping import WhenPublicUtility
+
+__all__ = [
+    "ABOVE_THRESHOLD_EPS",
+    "CHECKERS",
+    "DEFAULT_RUNS",
+    "DELTA",
+    "METHODS",
+    "TUNED_EPS",
+    "Checker",
+    "Mechanisms",
+    "Method",
+    "MethodResult",
+    "TaskResult",
+    "halts",
+    "path_block",
+    "privacy_levels",
+    "run_task",
+    "single_run",
+    "summary",
+]
+
+Method = Literal["BM", "LNR"]
+Checker = Literal["public", "above_threshold", "reduced_above_threshold"]
+
+DELTA = 1e-6
+TUNED_EPS = 0.3
+ABOVE_THRESHOLD_EPS = 0.5
+METHODS: tuple[Method, ...] = ("BM", "LNR")
+CHECKERS: tuple[Checker, ...] = ("public", "above_threshold", "reduced_above_threshold")
+DEFAULT_RUNS = 1000
+
+
+def privacy_levels(first: float = 0.16, last: float = 32.0, num: int = 60) -> FloatArray:
+    """The shared target privacy levels E_1 < … < E_K, geometric from ``first`` to ``last``.
+
+    ``first`` must exceed the asymptote Δa ≈ 0.149 of the linear boundary tuned at 0.3.
+    """
+    a, b = positive("first", first), positive("last", last)
+    if b <= a:
+        raise InvalidParameter("last", last, f"must be > first = {a!r}")
+    if positive_int("num", num) < 2:
+        raise InvalidParameter("num", num, "must be >= 2")
+    return np.geomspace(a, b, num)
+
+
+@frozen(eq=False)
+class Mechanisms:
+    """BM and LNR for one task along the shared levels, and the ex-post bound of each level."""
+
+    bm: BrownianNoiseReduction
+    lnr: LaplaceNoiseReduction
+    boundary: LinearPrivacyBoundary
+    bounds: dict[str, FloatArray]
+
+    @classmethod
+    def build(cls, task: ERMTask, levels: npt.ArrayLike) -> Mechanisms:
+        """BM on TimeGrid.from_boundary(ψ tuned at 0.3, levels); LNR on scales Δ1/levels."""
+        e = np.asarray(levels, dtype=np.float64)
+        boundary = LinearPrivacyBoundary.tuned_for(TUNED_EPS, DELTA, task.l2_sensitivity)
+        grid = TimeGrid.from_boundary(boundary, e)
+        bm = BrownianNoiseReduction(grid, task.l2_sensitivity, boundary=boundary)
+        lnr = LaplaceNoiseReduction(task.l1_sensitivity / e, task.l1_sensitivity)
+        bounds = {"BM": np.asarray(boundary(bm.times)), "LNR": lnr.sensitivity / lnr.array}
+        return cls(bm, lnr, boundary, bounds)
+
+
+def path_block(task: ERMTask, levels: int) -> int:
+    return max(1, CELLS // (levels * task.value.size))
+
+
+def _path_losses(
+    task: ERMTask,
+    mechanisms: Mechanisms,
+    method: Method,
+    runs: int,
+    rng: np.random.Generator,
+    tick: Callable[[], None],
+) -> FloatArray:
+    """Training loss of every iterate of ``runs`` whole paths, shape (runs, K).
+
+    Each block of runs is ``value + path`` with paths drawn as `BrownianNoiseReduction` /
+    `LaplaceNoiseReduction.run_batch` draw them (privacy-time BM, continuous Laplace process).
+    """
+    m = task.value.size
+    if method == "BM":
+        times = mechanisms.bm.times
+        draw: Callable[[int], FloatArray] = lambda k: sample_brownian_grid_privacy_time(
+            times, k, m, rng
+        )
+    else:
+        scales = mechanisms.lnr.array
+        draw = lambda k: sample_laplace_grid(scales, k, m, rng)
+    K = mechanisms.bounds[method].size
+    out = np.empty((runs, K))
+    for block in blocks(runs, path_block(task, K)):
+        out[block] = task.loss(task.value + draw(block.stop - block.start))
+        tick()
+    return out
+
+
+_COST: dict[Checker, Callable[[FloatArray], FloatArray]] = {
+    "public": lambda level: level,
+    "above_threshold": lambda level: level + ABOVE_THRESHOLD_EPS,
+    "reduced_above_threshold": lambda level: 2.0 * level,
+}
+"""Ex-post loss of each checker stopped at level E_N: E_N (the mechanism alone), E_N + 0.5
+(basic composition with AboveThreshold, APC Lemma B.1), 2E_N (BNR Thm 5.1, Cor 5.2)."""
+
+
+def halts(
+    losses: FloatArray,
+    level_bounds: FloatArray,
+    target: float,
+    sensitivity: float,
+    rng: np.random.Generator,
+) -> dict[Checker, IntArray]:
+    """Halting index (−1: never) of each checker on the losses of whole paths.
+
+    (a) the first iterate whose training loss, treated as public, is <= target (the rule of
+    `WhenPublicUtility`); (b) AboveThreshold at eps = 0.5 and (c) ReducedAboveThreshold at the
+    levels E_n, both on the utility −loss of sensitivity ``sensitivity``: the data enter only
+    through ``losses``.
+    """
+    hit = losses <= target
+    public: IntArray = np.where(hit.any(axis=1), np.argmax(hit, axis=1), -1)
+    at = AboveThreshold(ABOVE_THRESHOLD_EPS, -target, sensitivity)
+    rat = ReducedAboveThreshold(-target, float(level_bounds[-1]), sensitivity)
+    return {
+        "public": public,
+        "above_threshold": at.run_batch(-losses, rng),
+        "reduced_above_threshold": rat.run_batch(-losses, level_bounds, rng),
+    }
+
+
+def _curve(losses: FloatArray) -> dict[str, FloatArray]:
+    """Mean loss per level with a pointwise 95% t-interval over runs."""
+    from scipy import stats  # lazy: keeps the `expost` command fast
+
+    runs = losses.shape[0]
+    mean = losses.mean(axis=0)
+    half = stats.t.ppf(0.975, runs - 1) * losses.std(axis=0, ddof=1) / math.sqrt(runs)
+    return {"mean": mean, "low": mean - half, "high": mean + half}
+
+
+@frozen(eq=False)
+class MethodResult:
+    """One mechanism on one task: the Figure 2 curve and, per checker, for each run the ex-post
+    loss at its stop, whether it stopped, and whether the model it stopped at meets the target
+    (a run that never stops is charged at the last level; Figure 3)."""
+
+    curve: dict[str, FloatArray]
+    ex_post: dict[Checker, FloatArray]
+    stopped: dict[Checker, npt.NDArray[np.bool_]]
+    met: dict[Checker, npt.NDArray[np.bool_]]
+    stop_loss: dict[Checker, FloatArray]
+
+    @classmethod
+    def from_halts(
+        cls, losses: FloatArray, halts: dict[Checker, IntArray], bounds: FloatArray, target: float
+    ) -> MethodResult:
+        """Costs and accuracy at the halting indices (−1: charged at the last level)."""
+        rows = np.arange(losses.shape[0])
+        ex_post, stopped, met, stop_loss = {}, {}, {}, {}
+        for checker in CHECKERS:
+            index = halts[checker]
+            stop = np.where(index >= 0, index, bounds.size - 1)
+            ex_post[checker] = _COST[checker](bounds[stop])
+            stopped[checker] = index >= 0
+            stop_loss[checker] = losses[rows, stop]
+            met[checker] = (index >= 0) & (stop_loss[checker] <= target)
+        return cls(_curve(losses), ex_post, stopped, met, stop_loss)
+
+
+@frozen(eq=False)
+class TaskResult:
+    """Everything measured on one task."""
+
+    task: str
+    data: str
+    n: int
+    d: int
+    target: float = field(converter=as_float, validator=validator(positive))
+    non_private_loss: float
+    levels: FloatArray
+    sensitivities: dict[str, float]
+    methods: dict[Method, MethodResult]
+    seconds: float
+
+
+def run_task(
+    task: ERMTask,
+    levels: npt.ArrayLike,
+    runs: int,
+    rng: np.random.Generator,
+    *,
+    target: float,
+    tick: Callable[[], None] = lambda: None,
+) -> TaskResult:
+    """BNR Sec. 6 on one task, vectorised over runs: Figure 2 curves and Figure 3 ex-post losses."""
+    start = time.perf_counter()
+    n_runs = positive_int("runs", runs)
+    if n_runs < 2:
+        raise InvalidParameter("runs", runs, "must be >= 2 (confidence bands)")
+    rng = generator(rng)
+    goal = positive("target", target)
+    mechanisms = Mechanisms.build(task, levels)
+    methods: dict[Method, MethodResult] = {}
+    for method in METHODS:
+        losses = _path_losses(task, mechanisms, method, n_runs, rng, tick)
+        bounds = mechanisms.bounds[method]
+        stops = halts(losses, bounds, goal, task.utility_sensitivity, rng)
+        methods[method] = MethodResult.from_halts(losses, stops, bounds, goal)
+    return TaskResult(
+        task=task.name,
+        data=task.data.name,
+        n=task.data.n,
+        d=task.data.d,
+        target=goal,
+        non_private_loss=float(task.model_loss(task.models(task.value))),
+        levels=np.asarray(levels, dtype=np.float64),
+        sensitivities={
+            "l2": task.l2_sensitivity,
+            "l1": task.l1_sensitivity,
+            "utility": task.utility_sensitivity,
+        },
+        methods=methods,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _iterates(
+    task: ERMTask, mechanisms: Mechanisms, method: Method, rng: np.random.Generator
+) -> Iterator[FloatArray]:
+    """One path's iterates drawn lazily, noisiest first (BrownianPath / LaplaceProcess)."""
+    m = task.value.size
+    if method == "BM":
+        path = BrownianPath(m, rng)
+        for t in mechanisms.bm.times:
+            yield task.value + path.next(float(t))
+    else:
+        scales = mechanisms.lnr.array
+        process = LaplaceProcess(float(scales[-1]), float(scales[0]), m, rng)
+        for s in scales:
+            yield task.value + process.next(float(s))
+
+
+def single_run(
+    task: ERMTask,
+    mechanisms: Mechanisms,
+    method: Method,
+    checker: Checker,
+    target: float,
+    rng: np.random.Generator,
+) -> tuple[float, bool]:
+    """One run, one at a time (interactive samplers): (ex-post loss at the stop, stopped?).
+
+    The reference for the vectorised `run_task`, with the same laws.
+    """
+    rng = generator(rng)
+    bounds = mechanisms.bounds[method]
+    last = bounds.size - 1
+    if checker == "public":
+        rule = WhenPublicUtility(lambda v: float(task.loss(v)), target, at_least=False)
+        if method == "BM":
+            bm = BrownianNoiseReduction(
+                mechanisms.bm.grid, task.l2_sensitivity, stop=rule, boundary=mechanisms.boundary
+            )
+            run = bm.run(task.value, rng)
+        else:
+            run = LaplaceNoiseReduction(mechanisms.lnr.scales, task.l1_sensitivity, rule).run(
+                task.value, rng
+            )
+        assert run.ex_post is not None  # both mechanisms carry ex-post bounds
+        return run.ex_post.bound, run.stopped
+    utilities = (-float(task.loss(y)) for y in _iterates(task, mechanisms, method, rng))
+    if checker == "above_threshold":
+        at = AboveThreshold(ABOVE_THRESHOLD_EPS, -target, task.utility_sensitivity)
+        index = at.run(utilities, rng).stop_index
+        stop = last if index is None else index
+        return float(bounds[stop]) + ABOVE_THRESHOLD_EPS, index is not None
+    rat = ReducedAboveThreshold(-target, float(bounds[-1]), task.utility_sensitivity)
+    if method == "BM":
+        result = rat.run_with_brownian(
+            mechanisms.bm, task.value, lambda y: -float(task.loss(y)), rng
+        )
+        if result.ex_post is None:
+            return 2.0 * float(bounds[-1]), False
+        return result.ex_post.bound, True
+    reduced = rat.run(utilities, bounds, rng)
+    stop = last if reduced.stop_index is None else reduced.stop_index
+    return 2.0 * float(bounds[stop]), reduced.stop_index is not None
+
+
+def _quartiles(res: MethodResult, checker: Checker) -> dict[str, float]:
+    values = res.ex_post[checker]
+    q25, median, q75 = np.quantile(values, [0.25, 0.5, 0.75])
+    return {
+        "median": float(median),
+        "q25": float(q25),
+        "q75": float(q75),
+        "mean": float(values.mean()),
+        "stopped_fraction": float(res.stopped[checker].mean()),
+        "target_met_fraction": float(res.met[checker].mean()),
+        "median_loss_at_stop": float(np.median(res.stop_loss[checker])),
+    }
+
+
+def summary(results: list[TaskResult], runs: int, seed: int) -> dict[str, Any]:
+    """The JSON summary: per task, method and checker, the quartiles of the ex-post loss."""
+    tasks: dict[str, Any] = {}
+    for r in results:
+        tasks[r.task] = {
+            "data": r.data,
+            "n": r.n,
+            "d": r.d,
+            "target": r.target,
+            "non_private_loss": r.non_private_loss,
+            "sensitivities": r.sensitivities,
+            "seconds": r.seconds,
+            "levels": r.levels.tolist(),
+            "ex_post_loss": {
+                m: {c: _quartiles(res, c) for c in CHECKERS} for m, res in r.methods.items()
+            },
+            "loss_curve": {
+                m: {k: v.tolist() for k, v in res.curve.items()} for m, res in r.methods.items()
+            },
+        }
+    return {
+        "experiment": "BNR Sec. 6 (accuracy-first private ERM)",
+        "runs": runs,
+        "seed": seed,
+        "lambda": LAMBDA,
+        "delta": DELTA,
+        "boundary": f"linear, tuned at eps = {TUNED_EPS}",
+        "above_threshold_eps": ABOVE_THRESHOLD_EPS,
+        "tasks": tasks,
+    }
