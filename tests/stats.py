@@ -3,7 +3,8 @@
 Every check has a stated false-alarm level ``alpha`` (default 1e-6): when the claim is
 true, the check fails with probability at most ``alpha`` (up to the normal approximation
 of a mean of many independent draws, where that is used). Tolerances come from the sample
-size and ``alpha``, never from tuning.
+size and ``alpha``, never from tuning. Confidence bounds are the library's own
+(`expost.audit`); the generic two-sample and goodness-of-fit tests here are test-only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import math
 import numpy as np
 import numpy.typing as npt
 from scipy import stats
+
+from expost import audit
 
 ALPHA = 1e-6
 
@@ -45,10 +48,8 @@ def proportion_is_consistent(hits: int, n: int, p: float, alpha: float = ALPHA) 
 
 
 def clopper_pearson_upper(hits: int, n: int, alpha: float = ALPHA) -> float:
-    """One-sided upper confidence bound for a binomial proportion at level alpha."""
-    if hits >= n:
-        return 1.0
-    return float(stats.beta.ppf(1.0 - alpha, hits + 1, n - hits))
+    """The library's one-sided Clopper–Pearson upper bound, at the tests' default level."""
+    return audit.clopper_pearson_upper(hits, n, alpha)
 
 
 def same_law(a: npt.ArrayLike, b: npt.ArrayLike, alpha: float = ALPHA) -> bool:
@@ -62,10 +63,8 @@ def follows(samples: npt.ArrayLike, cdf: object, alpha: float = ALPHA) -> bool:
 
 
 def clopper_pearson_lower(hits: int, n: int, alpha: float = ALPHA) -> float:
-    """One-sided lower confidence bound for a binomial proportion at level alpha."""
-    if hits <= 0:
-        return 0.0
-    return float(stats.beta.ppf(alpha, hits, n - hits + 1))
+    """The library's one-sided Clopper–Pearson lower bound, at the tests' default level."""
+    return audit.clopper_pearson_lower(hits, n, alpha)
 
 
 def rate_is_at_most(hits: int, n: int, p: float, alpha: float = ALPHA) -> bool:
