@@ -8,9 +8,10 @@ from attrs import field, frozen
 
 from expost._validation import as_float, open_probability, positive, probability, validator
 from expost.errors import InvalidParameter
-from expost.filters._exact import rho_of_brownian, rho_of_eps
+from expost.filters._exact import rho_of_eps
 from expost.filters.base import Price, RhoFilter
-from expost.filters.costs import BoundedRangeCost, BrownianCost, Cost, DPCost, ExPostCost
+from expost.filters.costs import BoundedRangeCost, Cost, ZCDPCost
+from expost.filters.zcdp import zcdp_price
 from expost.guarantees import ApproxDP, rho_for_dp
 
 __all__ = ["ApproxDPFilter"]
@@ -57,15 +58,11 @@ class ApproxDPFilter(RhoFilter):
         return self.delta_prime
 
     def _rate(self, cost: Cost) -> Price | None:
-        if isinstance(cost, DPCost):
-            return rho_of_eps(cost.eps), cost.delta
-        if isinstance(cost, BoundedRangeCost):
+        if isinstance(cost, ZCDPCost):  # FAC Thm 2 is stated for DP rounds
+            return None
+        if isinstance(cost, BoundedRangeCost):  # charged as an eps-DP round
             return rho_of_eps(cost.eps), 0.0
-        if isinstance(cost, ExPostCost) and cost.eps_max is not None:
-            return rho_of_eps(cost.eps_max), 0.0
-        if isinstance(cost, BrownianCost):
-            return rho_of_brownian(cost.time, cost.sensitivity), 0.0
-        return None
+        return zcdp_price(cost)
 
     def guarantee(self) -> ApproxDP:
         """(eps, delta' + delta'')-DP (FAC Thm 2)."""
