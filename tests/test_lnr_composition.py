@@ -1,0 +1,181 @@
+"""APC App. C measured (apps.lnr_composition): the exact bracket against known answers, the
+simulation against the exact law, the order-statistic interval, the CLI.
+
+Statistical checks use tests/stats.py at false-alarm level 1e-6; each has a planted-bug twin
+that the same check rejects.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from expost.apps import lnr_composition as lc
+from expost.cli import main
+from expost.errors import InvalidParameter
+from expost.mechanisms import LaplaceNoiseReduction
+from expost.stopping import AtIndex
+from tests import stats as st
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _laplace_tail(eps: float, x: FloatArray) -> FloatArray:
+    """P(L > x) for one Laplace release at level eps, -eps <= x < eps (APC Lemma C.1, by hand:
+    L = eps when X <= 0, (d − 2X)/t for 0 < X < d, so P(L > x) = 1 − e^(−(eps − x)/2)/2)."""
+    return np.asarray(1.0 - 0.5 * np.exp(-(eps - x) / 2.0))
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+@pytest.mark.parametrize("round_up", [True, False])
+def test_one_round_law_is_a_distribution_with_its_atoms(eps: float, round_up: bool) -> None:
+    pmf = lc.fixed_scale_pmf(eps, 50, round_up)
+    assert pmf.size == 101
+    assert np.all(pmf >= 0.0)
+    assert math.isclose(pmf.sum(), 1.0, rel_tol=1e-12)
+    assert pmf[-1] >= 0.5  # the atom at eps (plus, rounded up, the mass just below)
+    assert pmf[0] >= 0.5 * math.exp(-eps)
+
+
+def test_one_round_bracket_contains_the_closed_form_tail() -> None:
+    exact = lc.composed_fixed_scale(1.0, 1, steps=200)
+    x = exact.losses[:-1]
+    truth = _laplace_tail(1.0, x)
+    up, down = lc._tail(exact.upper)[:-1], lc._tail(exact.lower)[:-1]
+    assert np.all(down <= truth + 1e-12)
+    assert np.all(truth <= up + 1e-12)
+    assert np.max(up - down) <= 0.5 * (1.0 / 200)  # the bracket is one grid step of mass wide
+
+
+def test_one_round_hockey_stick_is_the_laplace_privacy_profile() -> None:
+    # Laplace at eps is (e, 1 − e^((e − eps)/2))-DP for 0 <= e <= eps (its privacy profile).
+    exact = lc.composed_fixed_scale(1.0, 1, steps=1000)
+    for delta in (0.3, 0.1, 1e-2):
+        low, high = exact.dp_eps(delta)
+        truth = 1.0 + 2.0 * math.log(1.0 - delta)
+        assert low <= truth <= high
+        assert high - low <= 2.5e-3
+
+
+@pytest.mark.parametrize("k", [2, 5, 10])
+def test_summing_is_exact_below_two_to_the_minus_k(k: int) -> None:
+    # P(L = k·eps) = 2^−k exactly (every round on its atom): no c < 1 works for delta < 2^−k,
+    # and some c < 1 does for delta > 2^−k.
+    exact = lc.composed_fixed_scale(0.5, k, steps=200)
+    assert exact.factor(0.9 * 0.5**k) == (1.0, 1.0)
+    assert exact.factor(1.5 * 0.5**k)[1] < 1.0
+    assert math.isclose(exact.upper[-1], 0.5**k, rel_tol=0.2)  # the atom plus a sliver rounded up
+
+
+def _sum_of_losses(eps: float, k: int, n: int, rng: np.random.Generator) -> FloatArray:
+    """k independent Laplace releases at scale 1/eps, neighbour at +1: the loss drawn directly."""
+    x = rng.laplace(0.0, 1.0 / eps, size=(n, k))
+    return np.asarray(((np.abs(x - 1.0) - np.abs(x)) * eps).sum(axis=1))
+
+
+def _wrong_pmf(eps: float, steps: int, round_up: bool) -> FloatArray:
+    """Planted bug: the CDF's exponent without its 1/2 (G = e^(−(eps − l))/2)."""
+    g = 0.5 * np.exp(-(eps - np.linspace(-eps, eps, 2 * steps + 1)))
+    jumps = np.diff(g)
+    if round_up:
+        return np.concatenate(([g[0]], jumps[:-1], [1.0 - g[-2]]))
+    return np.concatenate(([g[1]], jumps[1:], [0.5]))
+
+
+def _tails_agree(samples: FloatArray, losses: FloatArray, up: FloatArray, down: FloatArray) -> bool:
+    """Every checked P(S > x) count is consistent with some value in the bracket [down, up].
+
+    The points avoid the sums' atoms (−2, 0, 2 at eps = 1), where float rounding of the sampled
+    losses would decide the comparison."""
+    n = samples.size
+    ok = True
+    for x in (-1.5, -0.5, 0.3, 0.9, 1.5):
+        i = int(np.searchsorted(losses, x))
+        hits = int(np.count_nonzero(samples > losses[i]))
+        ok &= st.clopper_pearson_lower(hits, n, 1e-7) <= up[i]
+        ok &= st.clopper_pearson_upper(hits, n, 1e-7) >= down[i]
+    return ok
+
+
+def test_two_rounds_bracket_matches_simulated_sums_and_rejects_a_planted_law() -> None:
+    eps, k = 1.0, 2
+    samples = _sum_of_losses(eps, k, 200_000, np.random.default_rng(11))
+    exact = lc.composed_fixed_scale(eps, k, steps=400)
+    assert _tails_agree(samples, exact.losses, lc._tail(exact.upper), lc._tail(exact.lower))
+    wrong_up = np.convolve(_wrong_pmf(eps, 400, True), _wrong_pmf(eps, 400, True))
+    wrong_down = np.convolve(_wrong_pmf(eps, 400, False), _wrong_pmf(eps, 400, False))
+    assert not _tails_agree(samples, exact.losses, lc._tail(wrong_up), lc._tail(wrong_down))
+
+
+def test_simulated_fixed_stop_has_the_laplace_loss() -> None:
+    scales = lc.SCALES
+    lnr = LaplaceNoiseReduction(scales, 1.0, AtIndex(15))
+    sim = lc.simulate_rounds(lnr, lc.VALUE, 1, 100_000, np.random.default_rng(5))
+    n = sim.hits.shape[0]
+    assert st.proportion_is_consistent(int(sim.hits.sum()), n, 0.5)
+    # R = L/eps: P(R > 0) = P(L > 0) = 1 − e^(−eps/2)/2, the same at every eps.
+    truth = float(_laplace_tail(1.0, np.array(0.0)))
+    positive = int(np.count_nonzero(sim.ratio[:, 0] > 0.0))
+    assert st.proportion_is_consistent(positive, n, truth)
+    assert not st.proportion_is_consistent(positive, n, 1.0 - 0.5 * math.exp(-1.0))  # twin
+
+
+def test_ratio_is_one_exactly_when_every_round_hits() -> None:
+    rules = lc.paper_rules(lc.VALUE)
+    lnr = LaplaceNoiseReduction(lc.SCALES, 1.0, rules["adversarial (y <= f(x))"])
+    sim = lc.simulate_rounds(lnr, lc.VALUE, 5, 4_000, np.random.default_rng(2))
+    all_hit = np.logical_and.accumulate(sim.hits, axis=1)
+    np.testing.assert_array_equal(sim.ratio == 1.0, all_hit)
+    assert np.all(sim.ratio <= 1.0)
+    assert np.all(sim.ratio >= -1.0)
+    # The adversary ends on the loss's atom far more often than a fixed stop's 1/2.
+    hits = int(sim.hits.sum())
+    assert st.clopper_pearson_lower(hits, sim.hits.size) > 0.8
+    lower, frequency = sim.all_hit(5)
+    assert 0.8**5 < lower < 1.0
+    assert frequency == float(all_hit[:, 4].mean())
+
+
+def test_order_statistic_interval_covers_a_known_quantile_and_excludes_a_shifted_one() -> None:
+    # R uniform on [−1, 1]: c(delta) = 1 − 2·delta.
+    rng = np.random.default_rng(8)
+    ratio = rng.uniform(-1.0, 1.0, size=(200_000, 1))
+    sim = lc.SimulatedComposition("uniform", ratio, np.zeros((200_000, 1), dtype=np.bool_))
+    for delta in (1e-3, 1e-2):
+        f = sim.factor(1, delta, alpha=1e-6)
+        assert f.lower <= 1.0 - 2.0 * delta <= f.upper
+        assert f.lower <= f.estimate <= f.upper
+    shifted = lc.SimulatedComposition("shifted", ratio * 0.99, sim.hits)
+    assert not shifted.factor(1, 1e-2, alpha=1e-6).upper >= 1.0 - 2.0 * 1e-2  # planted twin
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(InvalidParameter, match="rounds"):
+        lc.composed_fixed_scale(1.0, 0)
+    with pytest.raises(InvalidParameter, match="delta"):
+        lc.composed_fixed_scale(1.0, 2).factor(0.0)
+    lnr = LaplaceNoiseReduction(lc.SCALES, 1.0, AtIndex(0))
+    sim = lc.simulate_rounds(lnr, 0.0, 2, 10, np.random.default_rng(0))
+    with pytest.raises(InvalidParameter, match="rounds"):
+        sim.factor(3, 1e-3)
+
+
+def test_cli_prints_the_table_and_writes_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "rows.json"
+    code = main(
+        ["reproduce", "lnr-composition", "--trials", "500", "--rounds", "2", "--json", str(out)]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "| adversarial (y <= f(x)) | 2 | 0.001 |" in text
+    rows = json.loads(out.read_text())
+    assert {r["rule"] for r in rows} >= {"fixed (eps = 1), exact", "relative error 0.1"}
+    assert main(["reproduce", "lnr-composition", "--trials", "0"]) == 2
+    assert "trials" in capsys.readouterr().err
