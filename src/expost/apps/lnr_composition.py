@@ -154,11 +154,12 @@ class FactorEstimate:
     """c(delta) from samples of R: the empirical value and a (1 − alpha) two-sided interval.
 
     The interval comes from order statistics (distribution-free, binomial counts); R <= 1 always,
-    so the upper end is 1 when the sample cannot say more.
+    so the upper end is 1 when the sample cannot say more. No point estimate (None) when fewer
+    than one exceedance is expected (trials·delta < 1).
     """
 
     delta: float
-    estimate: float
+    estimate: float | None
     lower: float
     upper: float
 
@@ -180,13 +181,13 @@ class SimulatedComposition:
         a = open_probability("alpha", alpha) / 2.0
         r = np.sort(self.ratio[:, self._column(rounds)])
         n = r.size
-        estimate = float(r[n - 1 - math.floor(n * d)])
+        estimate = float(r[n - 1 - math.floor(n * d)]) if n * d >= 1.0 else None
         # Upper: the (m+1)-th largest with P(Bin(n, d) <= m) <= a; lower: with P(Bin >= m+1) <= a.
         m_up = int(stats.binom.ppf(a, n, d)) - 1
         upper = float(r[n - 1 - m_up]) if m_up >= 0 else 1.0
         m_low = int(stats.binom.isf(a, n, d))
         lower = float(r[n - 1 - m_low]) if m_low < n else -1.0
-        return FactorEstimate(d, estimate, lower, max(upper, estimate))
+        return FactorEstimate(d, estimate, lower, upper)
 
     def all_hit(self, rounds: int, alpha: float = 0.01) -> tuple[float, float]:
         """``P(R = 1)`` for ``rounds`` rounds: a Clopper–Pearson lower bound from the per-round
@@ -211,11 +212,14 @@ def simulate_rounds(
     rng: np.random.Generator,
     *,
     rule: str = "",
+    above: bool = True,
 ) -> SimulatedComposition:
-    """``trials`` × ``rounds`` independent runs of ``lnr`` on ``value``, neighbour at value + Δ1.
+    """``trials`` × ``rounds`` independent runs of ``lnr`` on ``value``, the neighbour at
+    value + Δ1 (``above``) or value − Δ1.
 
-    Each round's loss is ``(|X − Δ1| − |X|)/t`` at its stop (APC Lemma C.1), X = release − value,
-    computed as Δ1/t exactly where X <= 0 so that all-hit trials have R = 1 exactly.
+    Each round's loss is ``(|X − Δ1| − |X|)/t`` at its stop (APC Lemma C.1), X = ±(release −
+    value) (the sign putting the neighbour at +Δ1), computed as Δ1/t exactly where X <= 0 so that
+    all-hit trials have R = 1 exactly.
     """
     k = positive_int("rounds", rounds)
     n = positive_int("trials", trials)
@@ -227,7 +231,7 @@ def simulate_rounds(
     for start in range(0, n * k, _CHUNK):
         size = min(_CHUNK, n * k - start)
         batch = lnr.run_batch(value, size, rng)
-        x = batch.value[:, 0] - value
+        x = (batch.value[:, 0] - value) * (1.0 if above else -1.0)
         part = slice(start, start + size)
         hit[part] = x <= 0.0
         numerator[part] = np.where(x <= 0.0, delta1, np.maximum(delta1 - 2.0 * x, -delta1))
@@ -238,19 +242,20 @@ def simulate_rounds(
     return SimulatedComposition(rule, ratio, hit.reshape(shape))
 
 
-def paper_rules(value: float) -> dict[str, StoppingRule]:
-    """The three stops measured: fixed (the non-adaptive case), APC's relative-error rule, and
-    the adversary who stops at the first release below f(x) (loss at its bound)."""
+def paper_rules(value: float) -> dict[str, tuple[StoppingRule, bool]]:
+    """The stops measured, each with its neighbour's side (True: value + Δ1): fixed (the
+    non-adaptive case), APC's relative-error rule (both sides: it stops on large releases), and
+    the adversary who stops at the first release below f(x), where the loss is at its bound."""
 
     def release(values: FloatArray) -> FloatArray:
         return values[..., 0]
 
+    adversary = WhenPublicUtility(release, threshold=value, at_least=False, batched=True)
     return {
-        "fixed (eps = 1)": AtIndex(15),
-        "relative error 0.1": RelativeError(0.1),
-        "adversarial (y <= f(x))": WhenPublicUtility(
-            release, threshold=value, at_least=False, batched=True
-        ),
+        "fixed (eps = 1)": (AtIndex(15), True),
+        "relative error 0.1, neighbour above": (RelativeError(0.1), True),
+        "relative error 0.1, neighbour below": (RelativeError(0.1), False),
+        "adversarial (y <= f(x))": (adversary, True),
     }
 
 
@@ -268,9 +273,10 @@ def measure(
     k_max = max(positive_int("rounds", k) for k in rounds)
     rows: list[dict[str, Any]] = []
     seeds = np.random.SeedSequence(seed).spawn(len(paper_rules(VALUE)))
-    for (name, rule), child in zip(paper_rules(VALUE).items(), seeds, strict=True):
+    for (name, (rule, above)), child in zip(paper_rules(VALUE).items(), seeds, strict=True):
         lnr = LaplaceNoiseReduction(SCALES, 1.0, rule)
-        sim = simulate_rounds(lnr, VALUE, k_max, trials, np.random.default_rng(child), rule=name)
+        rng = np.random.default_rng(child)
+        sim = simulate_rounds(lnr, VALUE, k_max, trials, rng, rule=name, above=above)
         for k in rounds:
             hit_lower, hit_freq = sim.all_hit(k)
             for delta in deltas:
