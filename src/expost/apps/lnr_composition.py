@@ -301,25 +301,32 @@ def measure(
     return rows
 
 
-def _cell(value: object) -> str:
-    return "—" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+def _bracket(row: dict[str, Any]) -> str:
+    point = "" if row["c"] is None else f"{row['c']:.4g} "
+    return f"{point}[{row['c_low']:.4g}, {row['c_high']:.4g}]"
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
-    """Markdown table of `measure`'s rows."""
-    head = ("stop rule", "k", "delta", "c(delta)", "interval", "P(R = 1) >=", "DP eps / sum")
+    """Markdown table of `measure`'s rows: one line per stop rule and k, a column per delta."""
+    deltas = sorted({r["delta"] for r in rows}, reverse=True)
+    head = ["stop rule", "k", "P(R = 1) >="]
+    head += [f"c({d:g})" for d in deltas] + [f"DP eps({d:g}) / k·eps" for d in deltas]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    cells: dict[tuple[str, int], dict[float, dict[str, Any]]] = {}
     for r in rows:
-        dp = (
-            f"[{r['dp_eps_low']:.4g}, {r['dp_eps_high']:.4g}] / {r['summed']:.4g}"
-            if "summed" in r
+        cells.setdefault((r["rule"], r["k"]), {})[r["delta"]] = r
+    for (rule, k), by_delta in cells.items():
+        first = by_delta[deltas[0]]
+        line = [rule, str(k), f"{first['all_hit_lower']:.3g}"]
+        line += [_bracket(by_delta[d]) for d in deltas]
+        line += [
+            f"[{by_delta[d]['dp_eps_low']:.4g}, {by_delta[d]['dp_eps_high']:.4g}] / "
+            f"{by_delta[d]['summed']:.4g}"
+            if "summed" in by_delta[d]
             else "—"
-        )
-        cells = (
-            r["rule"], r["k"], f"{r['delta']:g}", _cell(r["c"]),
-            f"[{r['c_low']:.4g}, {r['c_high']:.4g}]", f"{r['all_hit_lower']:.3g}", dp,
-        )  # fmt: skip
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+            for d in deltas
+        ]
+        lines.append("| " + " | ".join(line) + " |")
     return "\n".join(lines)
 
 

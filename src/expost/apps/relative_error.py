@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from attrs import field, frozen
+from attrs import converters, field, frozen, validators
 
 from expost._progress import ProgressLine
 from expost._validation import (
@@ -114,6 +114,11 @@ class Settings:
     grid_size: int = field(default=1_000, validator=validator(_grid_size))
     grid: Literal["linear", "geometric"] = field(default="linear", validator=validator(_grid_shape))
     conversion: Conversion = field(default="bun-steinke", validator=validator(_conversion))
+    stop_alpha: float | None = field(
+        default=None,
+        converter=converters.optional(as_float),
+        validator=validators.optional(validator(positive)),
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.filter().rho < self.start_eps2 / 2.0:
@@ -132,8 +137,9 @@ class Settings:
 
     @property
     def stop(self) -> RelativeError:
-        """The APC stopping condition at relative error alpha."""
-        return RelativeError(self.alpha)
+        """The APC stopping condition at relative error ``stop_alpha`` (default alpha); a
+        ``stop_alpha`` below alpha is a margin against the many looks of a noise reduction."""
+        return RelativeError(self.alpha if self.stop_alpha is None else self.stop_alpha)
 
     @property
     def ratio(self) -> float:
