@@ -102,6 +102,9 @@ class Settings:
     ``grid`` "linear": ``grid_size`` equally spaced eps² from ``start_eps2`` to the budget's
     largest level, every round. "geometric": eps² = start·r^k with r fixed so that the whole
     budget spans ``grid_size`` points (later rounds, with less budget, walk fewer points).
+    ``stop_alpha`` (default alpha): the relative error the stopping rule checks; below alpha it
+    leaves a margin for the many looks of a noise reduction (its first passage favours noise
+    that inflates ŷ), precision being still measured at alpha.
     ``conversion`` sets the budget rho from (eps, delta'') by Bun–Steinke (APC Lemma 2.1, the
     paper's) or Canonne–Kamath–Steinke.
     """
@@ -137,8 +140,7 @@ class Settings:
 
     @property
     def stop(self) -> RelativeError:
-        """The APC stopping condition at relative error ``stop_alpha`` (default alpha); a
-        ``stop_alpha`` below alpha is a margin against the many looks of a noise reduction."""
+        """The APC stopping condition, checked at ``stop_alpha`` (default alpha)."""
         return RelativeError(self.alpha if self.stop_alpha is None else self.stop_alpha)
 
     @property
@@ -443,6 +445,7 @@ def table(report: Report, settings: Settings) -> str:
         f"APC Sec. 7: relative error alpha = {settings.alpha}, eps_EM = {settings.eps_em}, "
         f"(eps, delta'') = ({settings.eps:g}, {settings.delta:g}) -> rho = {report.rho:.5f} "
         f"({settings.conversion}), {settings.grid} grid of {settings.grid_size}"
+        + ("" if settings.stop_alpha is None else f", rule checked at {settings.stop_alpha:g}")
     )
     lines = [
         head,
@@ -540,6 +543,8 @@ def add_parser(sub: Any) -> None:
                    help="BM grid shape in eps² (linear)")  # fmt: skip
     p.add_argument("--conversion", choices=("bun-steinke", "cks"), default="bun-steinke",
                    help="zCDP -> DP conversion that sets the budget (bun-steinke)")  # fmt: skip
+    p.add_argument("--stop-alpha", type=float, default=None, metavar="A",
+                   help="relative error the stopping rule checks (default --alpha)")  # fmt: skip
     p.add_argument("--no-plot", action="store_true", help="skip the figure")
     p.set_defaults(run=run)
 
@@ -549,7 +554,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = Settings(
             args.alpha, args.eps_em, args.eps, args.delta, args.start_eps2, args.grid_size,
-            args.grid, args.conversion,
+            args.grid, args.conversion, args.stop_alpha,
         )  # fmt: skip
         if args.counts is not None and args.sizes is not None:
             raise InvalidParameter("sizes", args.sizes, "does not apply with --counts")
