@@ -69,6 +69,7 @@ from expost.audit.core import (
     audit_seed,
     clopper_pearson_lower,
     clopper_pearson_upper,
+    eps_lower_bound,
     run_audit,
     run_audits,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "clopper_pearson_lower",
     "clopper_pearson_upper",
     "default_registry",
+    "eps_lower_bound",
     "register",
     "run_audit",
     "run_audits",
