@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -251,3 +252,10 @@ def test_statdp_pairs_are_linf_neighbours() -> None:
         assert np.max(np.abs(x - x_prime)) <= 1.0
     with pytest.raises(InvalidParameter, match="length"):
         statdp_pairs(1)
+
+
+def test_docs_page_shows_the_example_test_file_verbatim() -> None:
+    root = Path(__file__).resolve().parents[1]
+    example = (root / "tests" / "test_blackbox_example.py").read_text(encoding="utf-8")
+    page = (root / "docs" / "blackbox.md").read_text(encoding="utf-8")
+    assert f"```python\n{example}```" in page
