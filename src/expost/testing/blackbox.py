@@ -136,8 +136,9 @@ def _best(out_x: Outputs, out_xp: Outputs, pair: Pair, alpha: float, delta: floa
     warrants, which keeps the winner's curse of picking the luckiest tail in check.
     """
     n = out_x.n
-    best = _Choice(-math.inf, pair[0], pair[1], families(out_x, out_xp)[0].make(0))
-    for family in families(out_x, out_xp):
+    found = families(out_x, out_xp)
+    best = _Choice(-math.inf, pair[0], pair[1], found[0].make(0))
+    for family in found:
         hx, hxp = family.hits_x, family.hits_x_prime
         for first, second, x, x_prime in ((hx, hxp, *pair), (hxp, hx, pair[1], pair[0])):
             score = eps_lower_bound(first, n, second, n, alpha, delta)
@@ -172,7 +173,11 @@ class _Search:
 def _search(
     search: _Search, pairs: list[Pair], samples: int, alpha: float, delta: float
 ) -> tuple[_Choice, int]:
-    """Screen every pair on few outputs, then search the best `KEEP` on half of ``samples``."""
+    """Screen every pair on few outputs, then search the best `KEEP` on half of ``samples``.
+
+    Returns the choice with the largest bound among the pairs searched last, and how many
+    pairs were searched; time runs out only after at least one pair.
+    """
     screened: list[tuple[_Choice, Pair]] = []
     if len(pairs) > KEEP:
         n_screen = max(MIN_SAMPLES, samples // 20)
@@ -182,15 +187,13 @@ def _search(
             screened.append((search.choose(pair, n_screen, alpha, delta), pair))
         screened.sort(key=lambda item: -item[0].score)
     kept = [pair for _, pair in screened[:KEEP]] if screened else pairs
-    best = screened[0][0] if screened else None
+    refined: list[_Choice] = []
     for pair in kept:
-        if best is not None and search.out_of_time():
+        if (refined or screened) and search.out_of_time():
             break
-        choice = search.choose(pair, max(MIN_SAMPLES, samples // 2), alpha, delta)
-        if best is None or choice.score > best.score or best.score == -math.inf:
-            best = choice
-    assert best is not None  # at least one pair is always searched
-    return best, max(len(screened), len(kept))
+        refined.append(search.choose(pair, max(MIN_SAMPLES, samples // 2), alpha, delta))
+    last = refined or [screened[0][0]]
+    return max(last, key=lambda c: c.score), max(len(screened), len(refined))
 
 
 def _pairs(pairs: object, datasets: object, neighbours: object) -> list[Pair]:
