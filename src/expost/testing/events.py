@@ -115,13 +115,13 @@ def _features(real: FloatArray, center: FloatArray, scale: FloatArray) -> FloatA
     return np.hstack([np.ones((z.shape[0], 1)), z, z * z - 1.0])
 
 
-@frozen
+@frozen(eq=False)  # arrays: equal only to itself
 class LinearScore:
     """s(y) = w · (1, z, z² − 1) with z = (y − center)/scale: a learned log-odds of x vs x'."""
 
-    center: FloatArray = field(eq=False)
-    scale: FloatArray = field(eq=False)
-    weights: FloatArray = field(eq=False)
+    center: FloatArray
+    scale: FloatArray
+    weights: FloatArray
 
     def __call__(self, real: FloatArray) -> FloatArray:
         result: FloatArray = _features(real, self.center, self.scale) @ self.weights
