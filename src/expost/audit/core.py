@@ -24,8 +24,9 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -88,9 +89,18 @@ def clopper_pearson_upper(hits: int, n: int, alpha: float) -> float:
     return 1.0 if hits >= n else float(stats.beta.ppf(1.0 - alpha, hits + 1, n - hits))
 
 
+def _frozen_mapping(value: Mapping[str, float | str]) -> Mapping[str, float | str]:
+    return MappingProxyType(dict(value))
+
+
 @frozen
 class Verdict:
-    """The outcome of one test: ``refuted`` iff ``bound`` (a lower confidence bound) > ``claimed``."""
+    """The outcome of one test: ``refuted`` iff ``bound`` (a lower confidence bound) > ``claimed``.
+
+    ``extra``: a read-only mapping of further figures a claim reports (an `ImportanceClaim`'s
+    proposal, weight bound, upper bound, ratio to delta with its interval, effective sample size);
+    the JSON report writes it under ``"importance"``. Empty for the other claims.
+    """
 
     n: int
     observed: float
@@ -98,6 +108,9 @@ class Verdict:
     claimed: float
     refuted: bool
     detail: str
+    extra: Mapping[str, float | str] = field(
+        factory=dict, converter=_frozen_mapping, hash=False, repr=False
+    )
 
     @property
     def word(self) -> Expected:
@@ -434,7 +447,21 @@ class AuditResult:
         return out
 
     def to_json(self) -> dict[str, object]:
-        """The report entry: keys as in ARCHITECTURE ("expected" only when "refuted")."""
+        """The report entry: keys as in ARCHITECTURE ("expected" only when "refuted").
+
+        A verdict with ``extra`` figures (importance-sampled claims) adds them under
+        ``"importance"``, for the claim and for its twin.
+        """
+        twin: dict[str, object] | None = None
+        if self.twin is not None:
+            twin = {
+                "name": self.twin.name,
+                "verdict": self.twin.verdict.word,
+                "observed": self.twin.verdict.observed,
+                "bound": self.twin.verdict.bound,
+            }
+            if self.twin.verdict.extra:
+                twin["importance"] = dict(self.twin.verdict.extra)
         entry: dict[str, object] = {
             "name": self.name,
             "source": self.source,
@@ -444,15 +471,10 @@ class AuditResult:
             "bound": self.verdict.bound,
             "verdict": self.verdict.word,
             "seconds": self.seconds,
-            "twin": None
-            if self.twin is None
-            else {
-                "name": self.twin.name,
-                "verdict": self.twin.verdict.word,
-                "observed": self.twin.verdict.observed,
-                "bound": self.twin.verdict.bound,
-            },
+            "twin": twin,
         }
+        if self.verdict.extra:
+            entry["importance"] = dict(self.verdict.extra)
         if self.expected == "refuted":
             entry["expected"] = "refuted"
         return entry
@@ -465,7 +487,11 @@ def _row(r: AuditResult) -> tuple[str, ...]:
     v = r.verdict
     verdict = v.word + ("" if r.expected == "holds" else " (expected)")
     twin = "-" if r.twin is None else "refuted" if r.twin.verdict.refuted else "NOT CAUGHT"
-    cells = (r.name, r.source, r.statement, str(v.n), f"{v.observed:.4g}", f"{v.bound:.4g}")
+    observed = f"{v.observed:.4g}"
+    if "ratio" in v.extra:  # an importance-sampled claim: P/delta with its interval
+        x = v.extra
+        observed += f" (P/d {x['ratio']:.3g} [{x['ratio_lower']:.3g}, {x['ratio_upper']:.3g}])"
+    cells = (r.name, r.source, r.statement, str(v.n), observed, f"{v.bound:.4g}")
     return (*cells, verdict, twin, f"{r.seconds:.1f}")
 
 
