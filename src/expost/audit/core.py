@@ -13,9 +13,11 @@ bound exceeds the claimed value.
   needed, so it stays valid for heavy tails (a t-test does not).
 - `DPClaim`: "the mechanism is eps-DP" by a distinguishing test on neighbouring inputs.
 
-An `Audit` simulates N independent runs in chunks whose generators come from
-``SeedSequence.spawn`` in a layout fixed by the audit alone, so results are bit-identical for a
-seed whatever the number of worker processes.
+An `Audit` simulates N independent runs in chunks (`expost.execution`): their sizes and streams
+(``SeedSequence.spawn``) are fixed by the audit alone, so results are bit-identical for a seed
+whatever executes the chunks (in process, a process pool, a Dask cluster). An audit with a
+backend simulator (``on_backend``) can draw its runs with torch or cupy (`expost.backends`);
+the others run on numpy whatever backend is asked.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -41,13 +43,16 @@ from expost._validation import (
     probability,
     validator,
 )
+from expost.backends import ArrayBackend, Draws
 from expost.errors import InvalidParameter
+from expost.execution import Execution, chunk_sizes, map_chunks
 
 __all__ = [
     "ALPHA_AUDIT",
     "Audit",
     "AuditReport",
     "AuditResult",
+    "BackendSimulator",
     "Claim",
     "DPClaim",
     "EValueClaim",
@@ -67,6 +72,8 @@ __all__ = [
 
 ALPHA_AUDIT = 1e-6
 Simulator = Callable[[int, np.random.Generator], npt.ArrayLike]
+BackendSimulator = Callable[[int, Draws], Any]
+"""``simulate(n, draws)``: the runs drawn with an array backend's draws (`expost.backends`)."""
 Progress = Callable[[int, int, str], None]
 Expected = Literal["holds", "refuted"]
 FloatArray = npt.NDArray[np.float64]
@@ -337,11 +344,15 @@ class Twin:
     """A planted bug (a wrong bound or mechanism) that the audit's test must refute.
 
     ``simulate=None`` reuses the audit's own samples (a wrong claim about the same runs).
+    ``on_backend``: the same simulation on an array backend (see `Audit`).
     """
 
     name: str = field(validator=validator(_name))
     claim: Claim = field(validator=validator(_claim))
     simulate: Simulator | None = field(default=None, validator=validator(_optional_simulator))
+    on_backend: BackendSimulator | None = field(
+        default=None, validator=validator(_optional_simulator)
+    )
 
 
 @frozen
@@ -351,7 +362,9 @@ class Audit:
     ``statement`` is the claim in words (the report's "claim"); ``source`` cites it ("BNR Thm 3.6").
     ``expected="refuted"`` marks a printed statement that is supposed to fail. Runs are drawn in
     chunks of ``chunk_size``; with several workers ``simulate`` must be picklable (a module-level
-    function or a ``functools.partial`` of one).
+    function or a ``functools.partial`` of one). ``on_backend(n, draws)``, if given, draws the
+    same law with an array backend's draws and returns a backend array (torch, cupy); without it
+    the audit runs on numpy whatever backend is asked.
     """
 
     name: str = field(validator=validator(_name))
@@ -363,11 +376,20 @@ class Audit:
     twin: Twin | None = None
     expected: Expected = field(default="holds", validator=validator(_expected))
     chunk_size: int = field(default=50_000, validator=validator(positive_int))
+    on_backend: BackendSimulator | None = field(
+        default=None, validator=validator(_optional_simulator)
+    )
 
     def chunks(self) -> list[int]:
         """The chunk sizes, in order; they depend on n and chunk_size only."""
-        full, rest = divmod(self.n, self.chunk_size)
-        return [self.chunk_size] * full + ([rest] if rest else [])
+        return chunk_sizes(self.n, self.chunk_size)
+
+    def runs_on(self, backend: ArrayBackend) -> bool:
+        """Whether the audit's runs are drawn on ``backend`` (numpy: always)."""
+        twin_ok = (
+            self.twin is None or self.twin.simulate is None or self.twin.on_backend is not None
+        )
+        return backend.name == "numpy" or (self.on_backend is not None and twin_ok)
 
 
 @frozen
@@ -512,9 +534,16 @@ def audit_seed(seed: int, name: str) -> np.random.SeedSequence:
 
 
 def _simulate_chunk(
-    simulate: Simulator, size: int, seed: np.random.SeedSequence
+    simulate: Simulator,
+    on_backend: BackendSimulator | None,
+    backend: ArrayBackend,
+    size: int,
+    seed: np.random.SeedSequence,
 ) -> npt.NDArray[Any]:
-    out = np.asarray(simulate(size, np.random.default_rng(seed)))
+    if on_backend is None or backend.name == "numpy":
+        out = np.asarray(simulate(size, np.random.default_rng(seed)))
+    else:
+        out = ArrayBackend.to_numpy(on_backend(size, backend.draws(seed)))
     if out.ndim == 0 or out.shape[0] != size:
         raise InvalidParameter(
             "simulate", simulate, f"returned shape {out.shape} for {size} runs (need {size} rows)"
@@ -522,53 +551,47 @@ def _simulate_chunk(
     return out
 
 
+@frozen
+class _Context:
+    """What every chunk of a run shares: seed, level, executor, backend, progress tick."""
+
+    seed: int
+    alpha: float
+    executor: Executor
+    backend: ArrayBackend
+    tick: Callable[[], None]
+
+
 def _draw(
     simulate: Simulator,
+    on_backend: BackendSimulator | None,
     audit: Audit,
     name: str,
-    seed: int,
-    executor: Executor | None,
-    tick: Callable[[], None],
+    ctx: _Context,
 ) -> npt.NDArray[Any]:
+    backend = ctx.backend if audit.runs_on(ctx.backend) else ArrayBackend()
     sizes = audit.chunks()
-    seeds = audit_seed(seed, name).spawn(len(sizes))
-    if executor is None:
-        parts = []
-        for size, ss in zip(sizes, seeds, strict=True):
-            parts.append(_simulate_chunk(simulate, size, ss))
-            tick()
-    else:
-        futures = [
-            executor.submit(_simulate_chunk, simulate, size, ss)
-            for size, ss in zip(sizes, seeds, strict=True)
-        ]
-        parts = []
-        for future in futures:
-            parts.append(future.result())
-            tick()
-    return np.concatenate(parts, axis=0)
+    seeds = audit_seed(ctx.seed, name).spawn(len(sizes))
+    chunks = [
+        (simulate, on_backend, backend, size, ss) for size, ss in zip(sizes, seeds, strict=True)
+    ]
+    return np.concatenate(map_chunks(_simulate_chunk, chunks, ctx.executor, ctx.tick), axis=0)
 
 
 def _alpha_audit(alpha_audit: object) -> float:
     return open_probability("alpha_audit", alpha_audit)
 
 
-def _run(
-    audit: Audit,
-    seed: int,
-    alpha: float,
-    executor: Executor | None,
-    tick: Callable[[], None],
-) -> AuditResult:
+def _run(audit: Audit, ctx: _Context) -> AuditResult:
     start = time.perf_counter()
-    samples = _draw(audit.simulate, audit, audit.name, seed, executor, tick)
-    verdict = audit.claim.verdict(samples, alpha)
+    samples = _draw(audit.simulate, audit.on_backend, audit, audit.name, ctx)
+    verdict = audit.claim.verdict(samples, ctx.alpha)
     twin = None
     if audit.twin is not None:
         t = audit.twin
         if t.simulate is not None:
-            samples = _draw(t.simulate, audit, t.name, seed, executor, tick)
-        twin = TwinResult(t.name, t.claim.verdict(samples, alpha))
+            samples = _draw(t.simulate, t.on_backend, audit, t.name, ctx)
+        twin = TwinResult(t.name, t.claim.verdict(samples, ctx.alpha))
     seconds = time.perf_counter() - start
     return AuditResult(
         audit.name, audit.source, audit.statement, verdict, seconds, audit.expected, twin
@@ -580,6 +603,15 @@ def _tasks(audit: Audit) -> int:
     return own * (2 if audit.twin is not None and audit.twin.simulate is not None else 1)
 
 
+def _execution(execution: Execution | None, workers: int) -> Execution:
+    w = positive_int("workers", workers)
+    if execution is None:
+        return Execution(workers=w)
+    if w != 1:
+        raise InvalidParameter("workers", workers, "must be 1 when an execution is given")
+    return execution
+
+
 def run_audits(
     audits: Sequence[Audit],
     *,
@@ -587,14 +619,19 @@ def run_audits(
     alpha_audit: float = ALPHA_AUDIT,
     workers: int = 1,
     progress: Progress | None = None,
+    execution: Execution | None = None,
+    backend: ArrayBackend | None = None,
 ) -> AuditReport:
-    """Run audits in order; ``workers`` processes share the chunks of each audit.
+    """Run audits in order; the chunks of each audit run on ``execution``'s executor.
 
-    The verdicts do not depend on ``workers`` (chunks and their seeds are fixed per audit).
-    ``progress(done, total, name)`` is called after every chunk.
+    ``workers=N`` is short for ``execution=Execution(workers=N)`` (a local process pool). The
+    verdicts do not depend on the execution (chunks and their seeds are fixed per audit); with
+    a ``backend`` other than numpy, audits that support it draw their runs there (same law,
+    other draws). ``progress(done, total, name)`` is called after every chunk.
     """
     alpha = _alpha_audit(alpha_audit)
-    w = positive_int("workers", workers)
+    where = _execution(execution, workers)
+    array_backend = (ArrayBackend() if backend is None else backend).check()
     seed = _seed(seed)
     names = [a.name for a in audits]
     if len(set(names)) != len(names):
@@ -602,8 +639,7 @@ def run_audits(
     total = sum(_tasks(a) for a in audits)
     done = 0
     results = []
-    executor = ProcessPoolExecutor(max_workers=w) if w > 1 else None
-    try:
+    with where.executor() as executor:
         for audit in audits:
 
             def tick(name: str = audit.name) -> None:
@@ -612,15 +648,27 @@ def run_audits(
                 if progress is not None:
                     progress(done, total, name)
 
-            results.append(_run(audit, seed, alpha, executor, tick))
-    finally:
-        if executor is not None:
-            executor.shutdown()
+            ctx = _Context(seed, alpha, executor, array_backend, tick)
+            results.append(_run(audit, ctx))
     return AuditReport(tuple(results), seed, alpha)
 
 
 def run_audit(
-    audit: Audit, *, seed: int = 0, alpha_audit: float = ALPHA_AUDIT, workers: int = 1
+    audit: Audit,
+    *,
+    seed: int = 0,
+    alpha_audit: float = ALPHA_AUDIT,
+    workers: int = 1,
+    execution: Execution | None = None,
+    backend: ArrayBackend | None = None,
 ) -> AuditResult:
     """Run one audit (and its twin); see `run_audits`."""
-    return run_audits([audit], seed=seed, alpha_audit=alpha_audit, workers=workers).results[0]
+    report = run_audits(
+        [audit],
+        seed=seed,
+        alpha_audit=alpha_audit,
+        workers=workers,
+        execution=execution,
+        backend=backend,
+    )
+    return report.results[0]
