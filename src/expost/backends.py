@@ -96,7 +96,7 @@ class ArrayBackend:
                 return torch.randn(shape, generator=gen, dtype=torch.float64, device=self.device)
 
             def to_torch(values: npt.NDArray[np.float64]) -> Any:
-                return torch.as_tensor(values, device=self.device)
+                return torch.tensor(values, device=self.device)
 
             return Draws(compat.array_namespace(normal((0,))), normal, to_torch)
         cupy = _module("cupy")

@@ -51,16 +51,16 @@ def chunk_sizes(n: int, chunk_size: int) -> list[int]:
 
 
 class InProcessExecutor(Executor):
-    """Runs each submitted call at once, in this process (the default executor)."""
+    """Runs each submitted call at once, in this process (the default executor).
+
+    A call that raises raises from ``submit`` itself, as a plain loop would.
+    """
 
     def submit(  # type: ignore[override]  # Executor.submit's signature uses a bare ParamSpec
         self, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs
     ) -> Future[_R]:
         future: Future[_R] = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:
-            future.set_exception(exc)
+        future.set_result(fn(*args, **kwargs))
         return future
 
 
@@ -95,7 +95,7 @@ def _address(name: str, value: object) -> None:
 def _dask() -> Any:
     """``dask.distributed``, or an ImportError naming the extra."""
     try:
-        import dask.distributed as distributed
+        from dask import distributed
     except ImportError as exc:
         raise ImportError(f"Dask execution needs dask[distributed]: {DASK_EXTRA}") from exc
     return distributed
