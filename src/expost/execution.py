@@ -129,6 +129,12 @@ class Execution:
                 chosen[1], getattr(self, chosen[1]), f"cannot be combined with {chosen[0]}"
             )
 
+    def check(self) -> Execution:
+        """Import Dask now if it is needed (ImportError naming ``expost[dask]`` if missing)."""
+        if self.scheduler is not None or self.dask_local is not None:
+            _dask()
+        return self
+
     def describe(self) -> str:
         """The executor in words, e.g. ``2 local processes``."""
         if self.scheduler is not None:

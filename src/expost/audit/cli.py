@@ -2,7 +2,8 @@
 
 Exit codes: 0 every claim has its expected verdict and every planted bug is refuted; 1
 otherwise; 2 bad usage (bad arguments, unknown suite or ``--only`` name, a ``--module`` that
-cannot be imported, a JSON file that cannot be written).
+cannot be imported, a JSON file that cannot be written, an optional extra — dask, torch — that
+is missing).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from expost import _scale_cli
 from expost._progress import ProgressLine
 from expost.audit.core import ALPHA_AUDIT, Audit, run_audits
 from expost.audit.registry import QUICK, default_registry
@@ -28,13 +30,6 @@ def _nonnegative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
-    return value
-
-
-def _workers(text: str) -> int:
-    value = _nonnegative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
     return value
 
 
@@ -54,7 +49,8 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the report here")
     p.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="default 0")
-    p.add_argument("--workers", type=_workers, default=1, metavar="N", help="processes (1)")
+    _scale_cli.add_execution_arguments(p)
+    _scale_cli.add_backend_arguments(p)
     p.add_argument(
         "--module",
         action="append",
@@ -111,8 +107,16 @@ def run(args: argparse.Namespace) -> int:
     chosen = _select(audits, args.only)
     if isinstance(chosen, str):
         return _error(chosen)
+    try:
+        execution, backend = _scale_cli.execution(args), _scale_cli.backend(args)
+    except ImportError as exc:
+        return _error(str(exc))
     report = run_audits(
-        chosen, seed=args.seed, workers=args.workers, progress=ProgressBar(sys.stderr)
+        chosen,
+        seed=args.seed,
+        progress=ProgressBar(sys.stderr),
+        execution=execution,
+        backend=backend,
     )
     print(report.table())
     if args.json is not None:
