@@ -56,9 +56,7 @@ class InProcessExecutor(Executor):
     A call that raises raises from ``submit`` itself, as a plain loop would.
     """
 
-    def submit(  # type: ignore[override]  # Executor.submit's signature uses a bare ParamSpec
-        self, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs
-    ) -> Future[_R]:
+    def submit(self, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_R]:
         future: Future[_R] = Future()
         future.set_result(fn(*args, **kwargs))
         return future
