@@ -25,7 +25,14 @@ from expost.apps import relative_error as re
 from expost.apps.erm import ERMTask, LogisticRegression, run_task
 from expost.audit import examples
 from expost.audit.brownian import bm_ex_post
-from expost.audit.core import Audit, AuditReport, run_audits
+from expost.audit.core import (
+    Audit,
+    AuditReport,
+    ProbabilityClaim,
+    Tally,
+    audit_seed,
+    run_audits,
+)
 from expost.audit.dp_lower_bounds import gaussian_loss_exceeds, gaussian_pdp_exact
 from expost.backends import ArrayBackend
 from expost.cli import main
@@ -271,3 +278,24 @@ def test_cupy_backend_draws_when_cupy_is_installed() -> None:
     audit = attrs.evolve(gaussian_pdp_exact("quick"), n=20_000, chunk_size=5_000)
     result = run_audits([audit], seed=1, backend=ArrayBackend("cupy"))
     assert result.passed
+
+
+def test_probability_audits_are_tallied_per_chunk_with_the_same_verdict() -> None:
+    """Chunks of a ProbabilityClaim travel back as (runs, events); the verdict is the one on
+    the concatenated runs, drawn here chunk by chunk from the audit's own streams."""
+    audit = attrs.evolve(gaussian_pdp_exact("quick"), n=2500, chunk_size=1000)
+    seeds = audit_seed(9, audit.name).spawn(3)
+    runs = np.concatenate(
+        [
+            audit.simulate(k, np.random.default_rng(ss))
+            for k, ss in zip([1000, 1000, 500], seeds, strict=True)
+        ]
+    )
+    assert run_audits([audit], seed=9).results[0].verdict == audit.claim.verdict(runs, 1e-6)
+    claim = ProbabilityClaim(0.05)
+    assert Tally(3, 1) + Tally(4, 2) == Tally(7, 3)
+    assert claim.verdict_of(claim.tally(runs[:700]) + claim.tally(runs[700:]), 1e-6) == (
+        claim.verdict(runs, 1e-6)
+    )
+    # twin: a tally that loses a chunk gives another verdict
+    assert claim.verdict_of(claim.tally(runs[:700]), 1e-6) != claim.verdict(runs, 1e-6)

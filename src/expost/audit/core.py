@@ -22,9 +22,11 @@ the others run on numpy whatever backend is asked.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
+import operator
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
@@ -60,6 +62,7 @@ __all__ = [
     "ProbabilityClaim",
     "Progress",
     "Simulator",
+    "Tally",
     "Twin",
     "TwinResult",
     "Verdict",
@@ -134,6 +137,17 @@ def _samples(samples: npt.ArrayLike, ndim: int, rule: str) -> npt.NDArray[Any]:
 
 
 @frozen
+class Tally:
+    """Runs and events among them: all a `ProbabilityClaim` needs, so chunks add up (``+``)."""
+
+    n: int
+    hits: int
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(self.n + other.n, self.hits + other.hits)
+
+
+@frozen
 class ProbabilityClaim:
     """``P(event) <= delta``; samples are one boolean per run (True: the event happened).
 
@@ -146,12 +160,21 @@ class ProbabilityClaim:
     def describe(self) -> str:
         return f"P(event) <= {self.delta:g}"
 
-    def verdict(self, samples: npt.ArrayLike, alpha: float) -> Verdict:
-        a = _alpha(alpha)
+    @staticmethod
+    def tally(samples: npt.ArrayLike) -> Tally:
+        """The test's sufficient statistic of ``samples``: (runs, events)."""
         events = _samples(samples, 1, "must be a non-empty 1-d boolean array of events")
         if events.dtype != np.bool_:
             raise InvalidParameter("samples", events.dtype, "must be a boolean array of events")
-        n, hits = events.size, int(np.count_nonzero(events))
+        return Tally(events.size, int(np.count_nonzero(events)))
+
+    def verdict(self, samples: npt.ArrayLike, alpha: float) -> Verdict:
+        return self.verdict_of(self.tally(samples), alpha)
+
+    def verdict_of(self, tally: Tally, alpha: float) -> Verdict:
+        """The verdict from the runs' `Tally` alone (chunks of a large audit are tallied apart)."""
+        a = _alpha(alpha)
+        n, hits = tally.n, tally.hits
         lower = clopper_pearson_lower(hits, n, a)
         upper = clopper_pearson_upper(hits, n, a)
         detail = f"{hits}/{n} events; {1 - a:.6g} bounds [{lower:.4g}, {upper:.4g}]"
@@ -551,6 +574,17 @@ def _simulate_chunk(
     return out
 
 
+def _tally_chunk(
+    simulate: Simulator,
+    on_backend: BackendSimulator | None,
+    backend: ArrayBackend,
+    size: int,
+    seed: np.random.SeedSequence,
+) -> Tally:
+    """A chunk reduced where it ran: only (runs, events) travel back and stay in memory."""
+    return ProbabilityClaim.tally(_simulate_chunk(simulate, on_backend, backend, size, seed))
+
+
 @frozen
 class _Context:
     """What every chunk of a run shares: seed, level, executor, backend, progress tick."""
@@ -562,20 +596,41 @@ class _Context:
     tick: Callable[[], None]
 
 
+Samples = npt.NDArray[Any] | Tally
+
+
 def _draw(
     simulate: Simulator,
     on_backend: BackendSimulator | None,
     audit: Audit,
     name: str,
+    tally: bool,
     ctx: _Context,
-) -> npt.NDArray[Any]:
+) -> Samples:
+    """The runs of ``name``, concatenated in chunk order, or (``tally``) their summed `Tally`."""
     backend = ctx.backend if audit.runs_on(ctx.backend) else ArrayBackend()
     sizes = audit.chunks()
     seeds = audit_seed(ctx.seed, name).spawn(len(sizes))
     chunks = [
         (simulate, on_backend, backend, size, ss) for size, ss in zip(sizes, seeds, strict=True)
     ]
+    if tally:
+        return functools.reduce(
+            operator.add, map_chunks(_tally_chunk, chunks, ctx.executor, ctx.tick)
+        )
     return np.concatenate(map_chunks(_simulate_chunk, chunks, ctx.executor, ctx.tick), axis=0)
+
+
+def _verdict(claim: Claim, samples: Samples, alpha: float) -> Verdict:
+    if isinstance(samples, Tally):
+        assert isinstance(claim, ProbabilityClaim)  # only they are tallied (_tallied)
+        return claim.verdict_of(samples, alpha)
+    return claim.verdict(samples, alpha)
+
+
+def _tallied(*claims: Claim) -> bool:
+    """Chunks are reduced to a `Tally` when every claim on their runs is a `ProbabilityClaim`."""
+    return all(isinstance(c, ProbabilityClaim) for c in claims)
 
 
 def _alpha_audit(alpha_audit: object) -> float:
@@ -584,14 +639,15 @@ def _alpha_audit(alpha_audit: object) -> float:
 
 def _run(audit: Audit, ctx: _Context) -> AuditResult:
     start = time.perf_counter()
-    samples = _draw(audit.simulate, audit.on_backend, audit, audit.name, ctx)
-    verdict = audit.claim.verdict(samples, ctx.alpha)
+    t = audit.twin
+    shared = [audit.claim] + ([t.claim] if t is not None and t.simulate is None else [])
+    samples = _draw(audit.simulate, audit.on_backend, audit, audit.name, _tallied(*shared), ctx)
+    verdict = _verdict(audit.claim, samples, ctx.alpha)
     twin = None
-    if audit.twin is not None:
-        t = audit.twin
+    if t is not None:
         if t.simulate is not None:
-            samples = _draw(t.simulate, t.on_backend, audit, t.name, ctx)
-        twin = TwinResult(t.name, t.claim.verdict(samples, ctx.alpha))
+            samples = _draw(t.simulate, t.on_backend, audit, t.name, _tallied(t.claim), ctx)
+        twin = TwinResult(t.name, _verdict(t.claim, samples, ctx.alpha))
     seconds = time.perf_counter() - start
     return AuditResult(
         audit.name, audit.source, audit.statement, verdict, seconds, audit.expected, twin
