@@ -176,7 +176,7 @@ def test_cli_flags_are_exclusive_and_a_missing_extra_exits_2(
 
 def test_relative_error_rows_do_not_depend_on_the_executor(cluster: Any) -> None:
     def rows(seed: int, execution: Execution | None = None) -> object:
-        return re.reproduce((8_000,), 2 * re.TRIAL_CHUNK + 10, seed, execution=execution).rows
+        return re.reproduce((8_000, 16_000), 90, seed, execution=execution, chunk=40).rows
 
     one = rows(4)
     assert one == rows(4, Execution(workers=2)) == rows(4, _on(cluster))

@@ -387,8 +387,9 @@ def summarise(n: int, method: Method, results: TrialResults) -> Row:
     )
 
 
-TRIAL_CHUNK = 100
-"""Trials per chunk of a (size) cell: the chunk layout, so it fixes the results for a seed."""
+TRIAL_CHUNK = 1_000
+"""Default trials per chunk of a size: with the paper's 1,000 trials, one chunk per size (a
+batch of 1,000 trials keeps the engine's rounds vectorised); the sizes run in parallel."""
 
 
 def _chunk(
@@ -425,50 +426,54 @@ def reproduce(
     seed: int = 0,
     settings: Settings | None = None,
     counts: npt.ArrayLike | None = None,
-    progress: Callable[[int, float], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     execution: Execution | None = None,
+    chunk: int = TRIAL_CHUNK,
 ) -> Report:
     """Run both methods at each size with the batch engine (APC Figure 2).
 
     Trial i at size n uses a fresh Zipf data set, the same for both methods (a paired
     comparison); with ``counts`` the one histogram is used by every trial and n = its total.
-    The trials of size n are cut into chunks of `TRIAL_CHUNK` with streams spawned from
-    ``SeedSequence(seed, spawn_key=(n,))`` (`expost.execution`), so the rows for a seed do not
-    depend on ``execution`` (in process, local processes, Dask). ``progress(n, done)`` is told
-    the share of size n's chunks done.
+    The trials of size n are cut into chunks of ``chunk`` with streams spawned from
+    ``SeedSequence(seed, spawn_key=(n,))`` (`expost.execution`), so a row depends on the seed,
+    n and ``chunk`` only: not on the other sizes, nor on ``execution`` (in process, local
+    processes, Dask). ``progress(done, total)`` is told the chunks done.
     """
     s = Settings() if settings is None else settings
     k = positive_int("trials", trials)
+    width = positive_int("chunk", chunk)
     began = time.perf_counter()
-    rows: list[Row] = []
     cells: list[tuple[int, FloatArray | None]]
     if counts is None:
         cells = [(positive_int("sizes", n), None) for n in sizes]
     else:
         user = _histograms(np.asarray(counts, dtype=np.float64)[None, :])
         cells = [(round(float(user.sum())), user)]
+    per_cell = chunk_sizes(k, width)
+    chunks = [
+        (s, n, fixed, size, ss)
+        for n, fixed in cells
+        for size, ss in zip(
+            per_cell, np.random.SeedSequence(seed, spawn_key=(n,)).spawn(len(per_cell)), strict=True
+        )
+    ]
     with (Execution() if execution is None else execution).executor() as executor:
-        for n, fixed in cells:
-            chunk_trials = chunk_sizes(k, TRIAL_CHUNK)
-            seeds = np.random.SeedSequence(seed, spawn_key=(n,)).spawn(len(chunk_trials))
-            chunks = [(s, n, fixed, size, ss) for size, ss in zip(chunk_trials, seeds, strict=True)]
-            done = _counter(progress, n, len(chunks))
-            parts = map_chunks(_chunk, chunks, executor, done)
-            for m, method in enumerate(METHODS):
-                rows.append(summarise(n, method, _joined([p[m] for p in parts])))
+        parts = map_chunks(_chunk, chunks, executor, _counter(progress, len(chunks)))
+    rows: list[Row] = []
+    for c, (n, _) in enumerate(cells):
+        mine = parts[c * len(per_cell) : (c + 1) * len(per_cell)]
+        rows += [summarise(n, m, _joined([p[i] for p in mine])) for i, m in enumerate(METHODS)]
     return Report(tuple(rows), seed, time.perf_counter() - began, s.filter().rho)
 
 
-def _counter(
-    progress: Callable[[int, float], None] | None, n: int, total: int
-) -> Callable[[], None]:
+def _counter(progress: Callable[[int, int], None] | None, total: int) -> Callable[[], None]:
     count = 0
 
     def done() -> None:
         nonlocal count
         count += 1
         if progress is not None:
-            progress(n, count / total)
+            progress(count, total)
 
     return done
 
@@ -535,18 +540,13 @@ def plot(report: Report, path: Path) -> None:
 
 
 class _Progress:
-    """The sizes done and the share of the current size's chunks done."""
+    """Chunks (of sizes x trials) done, as a `ProgressLine`."""
 
-    def __init__(self, cells: int) -> None:
-        self.cells = cells
-        self.seen: list[int] = []
+    def __init__(self) -> None:
         self.line = ProgressLine()
 
-    def __call__(self, n: int, done: float) -> None:
-        if n not in self.seen:
-            self.seen.append(n)
-        fraction = (len(self.seen) - 1 + done) / self.cells
-        self.line.show(fraction, f"n={n} {100 * done:3.0f}% of the trials")
+    def __call__(self, done: int, total: int) -> None:
+        self.line.show(done / total, f"{done}/{total} chunks")
 
     def close(self) -> None:
         self.line.close()
@@ -595,8 +595,7 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidParameter("sizes", args.sizes, "does not apply with --counts")
         counts = None if args.counts is None else load_counts(args.counts)
         sizes = DEFAULT_SIZES if args.sizes is None else tuple(args.sizes)
-        cells = 1 if counts is not None else len(sizes)
-        progress = _Progress(cells)
+        progress = _Progress()
         execution = _scale_cli.execution(args)
         report = reproduce(sizes, args.trials, args.seed, settings, counts, progress, execution)
     except (InvalidParameter, ImportError) as exc:
