@@ -12,7 +12,7 @@ import argparse
 from expost.backends import BACKENDS, ArrayBackend
 from expost.execution import Execution
 
-__all__ = ["add_backend_arguments", "add_execution_arguments", "backend", "execution"]
+__all__ = ["add_backend_arguments", "add_execution_arguments", "backend_of", "execution_of"]
 
 
 def _at_least_one(text: str) -> int:
@@ -54,11 +54,11 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="torch device (cpu, cuda, cuda:1)")
 
 
-def execution(args: argparse.Namespace) -> Execution:
+def execution_of(args: argparse.Namespace) -> Execution:
     """The `Execution` the options ask for, its optional extra imported now (ImportError)."""
     return Execution(args.workers, args.scheduler, args.dask_local).check()
 
 
-def backend(args: argparse.Namespace) -> ArrayBackend:
+def backend_of(args: argparse.Namespace) -> ArrayBackend:
     """The `ArrayBackend` the options ask for, imported now (ImportError naming the extra)."""
     return ArrayBackend(args.backend, args.device).check()

@@ -33,8 +33,8 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost import _scale_cli
 from expost._progress import ProgressLine
+from expost._scale_cli import add_execution_arguments, execution_of
 from expost._validation import (
     as_float,
     generator,
@@ -580,7 +580,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--conversion", choices=("bun-steinke", "cks"), default="bun-steinke",
                    help="zCDP -> DP conversion that sets the budget (bun-steinke)")  # fmt: skip
     p.add_argument("--no-plot", action="store_true", help="skip the figure")
-    _scale_cli.add_execution_arguments(p)
+    add_execution_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -596,7 +596,7 @@ def run(args: argparse.Namespace) -> int:
         counts = None if args.counts is None else load_counts(args.counts)
         sizes = DEFAULT_SIZES if args.sizes is None else tuple(args.sizes)
         progress = _Progress()
-        execution = _scale_cli.execution(args)
+        execution = execution_of(args)
         report = reproduce(sizes, args.trials, args.seed, settings, counts, progress, execution)
     except (InvalidParameter, ImportError) as exc:
         print(f"expost reproduce relative-error: {exc}", file=sys.stderr)

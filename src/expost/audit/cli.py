@@ -14,8 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from expost import _scale_cli
 from expost._progress import ProgressLine
+from expost._scale_cli import (
+    add_backend_arguments,
+    add_execution_arguments,
+    backend_of,
+    execution_of,
+)
 from expost.audit.core import ALPHA_AUDIT, Audit, run_audits
 from expost.audit.registry import QUICK, default_registry
 from expost.errors import InvalidParameter
@@ -49,8 +54,8 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the report here")
     p.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="default 0")
-    _scale_cli.add_execution_arguments(p)
-    _scale_cli.add_backend_arguments(p)
+    add_execution_arguments(p)
+    add_backend_arguments(p)
     p.add_argument(
         "--module",
         action="append",
@@ -108,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(chosen, str):
         return _error(chosen)
     try:
-        execution, backend = _scale_cli.execution(args), _scale_cli.backend(args)
+        execution, backend = execution_of(args), backend_of(args)
     except ImportError as exc:
         return _error(str(exc))
     report = run_audits(

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from expost import _scale_cli
 from expost._progress import ProgressLine
+from expost._scale_cli import add_execution_arguments, execution_of
 from expost.apps.data import (
     BUNDLED,
     ERMData,
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"expost reproduce erm: {exc}", file=sys.stderr)
         return 2
     try:
-        execution = _scale_cli.execution(args)
+        execution = execution_of(args)
     except ImportError as exc:
         print(f"expost reproduce erm: {exc}", file=sys.stderr)
         return 2
@@ -165,5 +165,5 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="summary JSON path")
     p.add_argument("--seed", type=int, default=0)
-    _scale_cli.add_execution_arguments(p)
+    add_execution_arguments(p)
     p.set_defaults(run=run)
