@@ -7,12 +7,17 @@ f(x'), never from the mechanism's own loss formulas.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import numpy.typing as npt
 
 from expost.audit.registry import QUICK
 
-__all__ = ["gaussian_loss", "laplace_loss", "neighbours", "runs"]
+if TYPE_CHECKING:
+    from expost.backends import Draws
+
+__all__ = ["gaussian_loss", "gaussian_loss_on", "laplace_loss", "neighbours", "runs"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -47,6 +52,12 @@ def gaussian_loss(
     gap = y @ (2.0 * (fx - fxp)) + (fxp @ fxp - fx @ fx)
     loss: FloatArray = gap / (2.0 * np.asarray(variance))
     return loss
+
+
+def gaussian_loss_on(y: Any, variance: Any, fx: FloatArray, fxp: FloatArray, draws: Draws) -> Any:
+    """`gaussian_loss` of a backend array ``y`` (`expost.backends`), computed on its device."""
+    gap = y @ draws.asarray(2.0 * (fx - fxp)) + float(fxp @ fxp - fx @ fx)
+    return gap / (2.0 * variance)
 
 
 def laplace_loss(

@@ -24,20 +24,26 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost.audit._paper import gaussian_loss, neighbours, runs
+from expost.audit._paper import gaussian_loss, gaussian_loss_on, neighbours, runs
 from expost.audit.core import Audit, EValueClaim, ProbabilityClaim, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
+from expost.errors import InvalidParameter
 from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction
 from expost.odometers import BrownianOdometer
 from expost.processes import sample_brownian_grid
+from expost.processes.brownian import sample_brownian_grid_on
 from expost.stopping import AtIndex, MemorylessRule, StoppingRule
+
+if TYPE_CHECKING:
+    from expost.backends import Draws
 
 __all__ = [
     "Displaced",
@@ -49,6 +55,7 @@ __all__ = [
     "bm_ex_post",
     "bnr_cor37_time_map",
     "ex_post_exceeds",
+    "ex_post_exceeds_on",
     "odometer_sequence_exceeds",
     "stopped_backward_martingale",
     "ville_product_crosses",
@@ -146,6 +153,59 @@ def ex_post_exceeds(
     return np.asarray(loss > bound)
 
 
+def _fired_on(rule: StoppingRule, b: Any, loss: Any, times: FloatArray, draws: Draws) -> Any:
+    """(runs, K) booleans on the backend: does ``rule`` fire at each grid point of each run?"""
+    xp = draws.xp
+    if isinstance(rule, LossAbove):
+        return loss > draws.asarray(rule.level(times))
+    if isinstance(rule, Displaced):
+        fx, fxp = _vector(rule.fx), _vector(rule.fxp)
+        direction = draws.asarray((fx - fxp) / np.linalg.norm(fx - fxp))
+        return b @ direction >= rule.z * xp.sqrt(draws.asarray(times))
+    if isinstance(rule, AtIndex):
+        index = np.arange(times.size) == rule.k
+        return xp.broadcast_to(draws.asarray(index) > 0.0, loss.shape)
+    raise InvalidParameter("rule", rule, "has no backend version (LossAbove, Displaced, AtIndex)")
+
+
+def _at(values: Any, stop: Any, draws: Draws) -> Any:
+    """``values[i, stop[i]]`` for every run i, without fancy indexing (array API)."""
+    xp = draws.xp
+    points = draws.asarray(np.arange(values.shape[1]))
+    onehot = xp.reshape(xp.astype(stop, xp.float64), (-1, 1)) == points
+    return xp.sum(xp.where(onehot, values, xp.zeros_like(values)), axis=1)
+
+
+def ex_post_exceeds_on(
+    bm: BrownianNoiseReduction,
+    fx: FloatArray,
+    fxp: FloatArray,
+    claimed: Callable[[FloatArray], FloatArray] | None,
+    n: int,
+    draws: Draws,
+) -> Any:
+    """`ex_post_exceeds` on an array backend (`expost.backends`): whole paths on the grid.
+
+    The path B is drawn at every grid time (`sample_brownian_grid_on`); the rule's stop is its
+    first firing point (else the last), as in the lazy walk of ``bm.run_batch`` — the same law.
+    Supports the audits' memoryless rules `LossAbove`, `Displaced` and `AtIndex`.
+    """
+    xp = draws.xp
+    times = np.asarray(bm.times, dtype=np.float64)
+    b = sample_brownian_grid_on(times, n, fx.size, draws)
+    loss = gaussian_loss_on(b + draws.asarray(fx), draws.asarray(times), fx, fxp, draws)
+    fired = _fired_on(bm.stop, b, loss, times, draws)
+    first = xp.argmax(xp.astype(fired, xp.int8), axis=1)
+    stop = xp.where(xp.any(fired, axis=1), first, xp.full_like(first, times.size - 1))
+    if claimed is None:
+        assert bm.boundary is not None  # a bm without a boundary is given a claimed level
+        level = np.asarray(bm.boundary(times))
+    else:
+        level = claimed(times)
+    bound = xp.broadcast_to(draws.asarray(level), loss.shape)
+    return _at(loss, stop, draws) > _at(bound, stop, draws)
+
+
 def _boundary(kind: str, sensitivity: float, delta: float = _DELTA) -> Boundary:
     if kind == "mixture":
         return MixturePrivacyBoundary.tuned_for(_TUNED_AT, delta, sensitivity)
@@ -180,9 +240,8 @@ def _ex_post_audit(suite: str, kind: str, rule: str, sensitivity: float, d: int)
     grid = _grid(psi)
     name = f"bm-ex-post/{kind}/{rule}/sens-{sensitivity:g}/d-{d}"
 
-    def simulator(boundary: Boundary) -> partial[BoolArray]:
-        bm = BrownianNoiseReduction(grid, sensitivity, _rule(rule, boundary, fx, fxp), boundary)
-        return partial(ex_post_exceeds, bm, fx, fxp, None)
+    def bm_for(boundary: Boundary) -> BrownianNoiseReduction:
+        return BrownianNoiseReduction(grid, sensitivity, _rule(rule, boundary, fx, fxp), boundary)
 
     if rule == "fixed":
         # At one fixed time the quartered boundary is still rarely crossed; the planted bug is
@@ -193,10 +252,14 @@ def _ex_post_audit(suite: str, kind: str, rule: str, sensitivity: float, d: int)
             f"{name}/half-the-noise",
             ProbabilityClaim(_DELTA),
             partial(ex_post_exceeds, bm, fx, fxp, _Nominal(psi, 4.0)),
+            partial(ex_post_exceeds_on, bm, fx, fxp, _Nominal(psi, 4.0)),
         )
     else:
         twin = Twin(
-            f"{name}/log-1-over-delta-quartered", ProbabilityClaim(_DELTA), simulator(wrong)
+            f"{name}/log-1-over-delta-quartered",
+            ProbabilityClaim(_DELTA),
+            partial(ex_post_exceeds, bm_for(wrong), fx, fxp, None),
+            partial(ex_post_exceeds_on, bm_for(wrong), fx, fxp, None),
         )
 
     what = {
@@ -212,10 +275,11 @@ def _ex_post_audit(suite: str, kind: str, rule: str, sensitivity: float, d: int)
             f"{_POINTS} log-spaced times: P(L > psi(T)) <= {_DELTA:g} {what}"
         ),
         claim=ProbabilityClaim(_DELTA),
-        simulate=simulator(psi),
+        simulate=partial(ex_post_exceeds, bm_for(psi), fx, fxp, None),
         n=runs(suite, 20_000, 400_000),
         twin=twin,
         chunk_size=25_000,
+        on_backend=partial(ex_post_exceeds_on, bm_for(psi), fx, fxp, None),
     )
 
 

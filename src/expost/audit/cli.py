@@ -2,7 +2,8 @@
 
 Exit codes: 0 every claim has its expected verdict and every planted bug is refuted; 1
 otherwise; 2 bad usage (bad arguments, unknown suite or ``--only`` name, a ``--module`` that
-cannot be imported, a JSON file that cannot be written).
+cannot be imported, a JSON file that cannot be written, an optional extra — dask, torch — that
+is missing).
 """
 
 from __future__ import annotations
@@ -14,6 +15,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from expost._progress import ProgressLine
+from expost._scale_cli import (
+    add_backend_arguments,
+    add_execution_arguments,
+    backend_of,
+    execution_of,
+)
 from expost.audit.core import ALPHA_AUDIT, Audit, run_audits
 from expost.audit.registry import QUICK, default_registry
 from expost.errors import InvalidParameter
@@ -28,13 +35,6 @@ def _nonnegative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
-    return value
-
-
-def _workers(text: str) -> int:
-    value = _nonnegative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
     return value
 
 
@@ -77,7 +77,8 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the report here")
     p.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="default 0")
-    p.add_argument("--workers", type=_workers, default=1, metavar="N", help="processes (1)")
+    add_execution_arguments(p)
+    add_backend_arguments(p)
     p.add_argument(
         "--module",
         action="append",
@@ -134,8 +135,16 @@ def run(args: argparse.Namespace) -> int:
     chosen = _select(audits, args.only)
     if isinstance(chosen, str):
         return _error(chosen)
+    try:
+        execution, backend = execution_of(args), backend_of(args)
+    except ImportError as exc:
+        return _error(str(exc))
     report = run_audits(
-        chosen, seed=args.seed, workers=args.workers, progress=ProgressBar(sys.stderr)
+        chosen,
+        seed=args.seed,
+        progress=ProgressBar(sys.stderr),
+        execution=execution,
+        backend=backend,
     )
     print(report.table())
     if args.json is not None:

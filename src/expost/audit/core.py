@@ -13,19 +13,23 @@ bound exceeds the claimed value.
   needed, so it stays valid for heavy tails (a t-test does not).
 - `DPClaim`: "the mechanism is eps-DP" by a distinguishing test on neighbouring inputs.
 
-An `Audit` simulates N independent runs in chunks whose generators come from
-``SeedSequence.spawn`` in a layout fixed by the audit alone, so results are bit-identical for a
-seed whatever the number of worker processes.
+An `Audit` simulates N independent runs in chunks (`expost.execution`): their sizes and streams
+(``SeedSequence.spawn``) are fixed by the audit alone, so results are bit-identical for a seed
+whatever executes the chunks (in process, a process pool, a Dask cluster). An audit with a
+backend simulator (``on_backend``) can draw its runs with torch or cupy (`expost.backends`);
+the others run on numpy whatever backend is asked.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
+import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
@@ -42,7 +46,9 @@ from expost._validation import (
     probability,
     validator,
 )
+from expost.backends import ArrayBackend, Draws
 from expost.errors import InvalidParameter
+from expost.execution import Execution, chunk_sizes, map_chunks
 
 __all__ = [
     "ALPHA_AUDIT",
@@ -50,6 +56,7 @@ __all__ = [
     "Audit",
     "AuditReport",
     "AuditResult",
+    "BackendSimulator",
     "Claim",
     "DPClaim",
     "EValueClaim",
@@ -57,6 +64,7 @@ __all__ = [
     "ProbabilityClaim",
     "Progress",
     "Simulator",
+    "Tally",
     "Twin",
     "TwinResult",
     "Verdict",
@@ -70,6 +78,8 @@ __all__ = [
 
 ALPHA_AUDIT = 1e-6
 Simulator = Callable[[int, np.random.Generator], npt.ArrayLike]
+BackendSimulator = Callable[[int, Draws], Any]
+"""``simulate(n, draws)``: the runs drawn with an array backend's draws (`expost.backends`)."""
 Progress = Callable[[int, int, str], None]
 Expected = Literal["holds", "refuted"]
 FloatArray = npt.NDArray[np.float64]
@@ -142,6 +152,17 @@ def _samples(samples: npt.ArrayLike, ndim: int, rule: str) -> npt.NDArray[Any]:
 
 
 @frozen
+class Tally:
+    """Runs and events among them: all a `ProbabilityClaim` needs, so chunks add up (``+``)."""
+
+    n: int
+    hits: int
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(self.n + other.n, self.hits + other.hits)
+
+
+@frozen
 class ProbabilityClaim:
     """``P(event) <= delta``; samples are one boolean per run (True: the event happened).
 
@@ -154,12 +175,21 @@ class ProbabilityClaim:
     def describe(self) -> str:
         return f"P(event) <= {self.delta:g}"
 
-    def verdict(self, samples: npt.ArrayLike, alpha: float) -> Verdict:
-        a = _alpha(alpha)
+    @staticmethod
+    def tally(samples: npt.ArrayLike) -> Tally:
+        """The test's sufficient statistic of ``samples``: (runs, events)."""
         events = _samples(samples, 1, "must be a non-empty 1-d boolean array of events")
         if events.dtype != np.bool_:
             raise InvalidParameter("samples", events.dtype, "must be a boolean array of events")
-        n, hits = events.size, int(np.count_nonzero(events))
+        return Tally(events.size, int(np.count_nonzero(events)))
+
+    def verdict(self, samples: npt.ArrayLike, alpha: float) -> Verdict:
+        return self.verdict_of(self.tally(samples), alpha)
+
+    def verdict_of(self, tally: Tally, alpha: float) -> Verdict:
+        """The verdict from the runs' `Tally` alone (chunks of a large audit are tallied apart)."""
+        a = _alpha(alpha)
+        n, hits = tally.n, tally.hits
         lower = clopper_pearson_lower(hits, n, a)
         upper = clopper_pearson_upper(hits, n, a)
         detail = f"{hits}/{n} events; {1 - a:.6g} bounds [{lower:.4g}, {upper:.4g}]"
@@ -370,11 +400,15 @@ class Twin:
     """A planted bug (a wrong bound or mechanism) that the audit's test must refute.
 
     ``simulate=None`` reuses the audit's own samples (a wrong claim about the same runs).
+    ``on_backend``: the same simulation on an array backend (see `Audit`).
     """
 
     name: str = field(validator=validator(_name))
     claim: Claim = field(validator=validator(_claim))
     simulate: Simulator | None = field(default=None, validator=validator(_optional_simulator))
+    on_backend: BackendSimulator | None = field(
+        default=None, validator=validator(_optional_simulator)
+    )
 
 
 @frozen
@@ -384,7 +418,9 @@ class Audit:
     ``statement`` is the claim in words (the report's "claim"); ``source`` cites it ("BNR Thm 3.6").
     ``expected="refuted"`` marks a printed statement that is supposed to fail. Runs are drawn in
     chunks of ``chunk_size``; with several workers ``simulate`` must be picklable (a module-level
-    function or a ``functools.partial`` of one).
+    function or a ``functools.partial`` of one). ``on_backend(n, draws)``, if given, draws the
+    same law with an array backend's draws and returns a backend array (torch, cupy); without it
+    the audit runs on numpy whatever backend is asked.
     """
 
     name: str = field(validator=validator(_name))
@@ -396,11 +432,20 @@ class Audit:
     twin: Twin | None = None
     expected: Expected = field(default="holds", validator=validator(_expected))
     chunk_size: int = field(default=50_000, validator=validator(positive_int))
+    on_backend: BackendSimulator | None = field(
+        default=None, validator=validator(_optional_simulator)
+    )
 
     def chunks(self) -> list[int]:
         """The chunk sizes, in order; they depend on n and chunk_size only."""
-        full, rest = divmod(self.n, self.chunk_size)
-        return [self.chunk_size] * full + ([rest] if rest else [])
+        return chunk_sizes(self.n, self.chunk_size)
+
+    def runs_on(self, backend: ArrayBackend) -> bool:
+        """Whether the audit's runs are drawn on ``backend`` (numpy: always)."""
+        twin_ok = (
+            self.twin is None or self.twin.simulate is None or self.twin.on_backend is not None
+        )
+        return backend.name == "numpy" or (self.on_backend is not None and twin_ok)
 
 
 @frozen
@@ -558,9 +603,16 @@ def audit_seed(seed: int, name: str) -> np.random.SeedSequence:
 
 
 def _simulate_chunk(
-    simulate: Simulator, size: int, seed: np.random.SeedSequence
+    simulate: Simulator,
+    on_backend: BackendSimulator | None,
+    backend: ArrayBackend,
+    size: int,
+    seed: np.random.SeedSequence,
 ) -> npt.NDArray[Any]:
-    out = np.asarray(simulate(size, np.random.default_rng(seed)))
+    if on_backend is None or backend.name == "numpy":
+        out = np.asarray(simulate(size, np.random.default_rng(seed)))
+    else:
+        out = ArrayBackend.to_numpy(on_backend(size, backend.draws(seed)))
     if out.ndim == 0 or out.shape[0] != size:
         raise InvalidParameter(
             "simulate", simulate, f"returned shape {out.shape} for {size} runs (need {size} rows)"
@@ -568,53 +620,80 @@ def _simulate_chunk(
     return out
 
 
+def _tally_chunk(
+    simulate: Simulator,
+    on_backend: BackendSimulator | None,
+    backend: ArrayBackend,
+    size: int,
+    seed: np.random.SeedSequence,
+) -> Tally:
+    """A chunk reduced where it ran: only (runs, events) travel back and stay in memory."""
+    return ProbabilityClaim.tally(_simulate_chunk(simulate, on_backend, backend, size, seed))
+
+
+@frozen
+class _Context:
+    """What every chunk of a run shares: seed, level, executor, backend, progress tick."""
+
+    seed: int
+    alpha: float
+    executor: Executor
+    backend: ArrayBackend
+    tick: Callable[[], None]
+
+
+Samples = npt.NDArray[Any] | Tally
+
+
 def _draw(
     simulate: Simulator,
+    on_backend: BackendSimulator | None,
     audit: Audit,
     name: str,
-    seed: int,
-    executor: Executor | None,
-    tick: Callable[[], None],
-) -> npt.NDArray[Any]:
+    tally: bool,
+    ctx: _Context,
+) -> Samples:
+    """The runs of ``name``, concatenated in chunk order, or (``tally``) their summed `Tally`."""
+    backend = ctx.backend if audit.runs_on(ctx.backend) else ArrayBackend()
     sizes = audit.chunks()
-    seeds = audit_seed(seed, name).spawn(len(sizes))
-    if executor is None:
-        parts = []
-        for size, ss in zip(sizes, seeds, strict=True):
-            parts.append(_simulate_chunk(simulate, size, ss))
-            tick()
-    else:
-        futures = [
-            executor.submit(_simulate_chunk, simulate, size, ss)
-            for size, ss in zip(sizes, seeds, strict=True)
-        ]
-        parts = []
-        for future in futures:
-            parts.append(future.result())
-            tick()
-    return np.concatenate(parts, axis=0)
+    seeds = audit_seed(ctx.seed, name).spawn(len(sizes))
+    chunks = [
+        (simulate, on_backend, backend, size, ss) for size, ss in zip(sizes, seeds, strict=True)
+    ]
+    if tally:
+        return functools.reduce(
+            operator.add, map_chunks(_tally_chunk, chunks, ctx.executor, ctx.tick)
+        )
+    return np.concatenate(map_chunks(_simulate_chunk, chunks, ctx.executor, ctx.tick), axis=0)
+
+
+def _verdict(claim: Claim, samples: Samples, alpha: float) -> Verdict:
+    if isinstance(samples, Tally):
+        assert isinstance(claim, ProbabilityClaim)  # only they are tallied (_tallied)
+        return claim.verdict_of(samples, alpha)
+    return claim.verdict(samples, alpha)
+
+
+def _tallied(*claims: Claim) -> bool:
+    """Chunks are reduced to a `Tally` when every claim on their runs is a `ProbabilityClaim`."""
+    return all(isinstance(c, ProbabilityClaim) for c in claims)
 
 
 def _alpha_audit(alpha_audit: object) -> float:
     return open_probability("alpha_audit", alpha_audit)
 
 
-def _run(
-    audit: Audit,
-    seed: int,
-    alpha: float,
-    executor: Executor | None,
-    tick: Callable[[], None],
-) -> AuditResult:
+def _run(audit: Audit, ctx: _Context) -> AuditResult:
     start = time.perf_counter()
-    samples = _draw(audit.simulate, audit, audit.name, seed, executor, tick)
-    verdict = audit.claim.verdict(samples, alpha)
+    t = audit.twin
+    shared = [audit.claim] + ([t.claim] if t is not None and t.simulate is None else [])
+    samples = _draw(audit.simulate, audit.on_backend, audit, audit.name, _tallied(*shared), ctx)
+    verdict = _verdict(audit.claim, samples, ctx.alpha)
     twin = None
-    if audit.twin is not None:
-        t = audit.twin
+    if t is not None:
         if t.simulate is not None:
-            samples = _draw(t.simulate, audit, t.name, seed, executor, tick)
-        twin = TwinResult(t.name, t.claim.verdict(samples, alpha))
+            samples = _draw(t.simulate, t.on_backend, audit, t.name, _tallied(t.claim), ctx)
+        twin = TwinResult(t.name, _verdict(t.claim, samples, ctx.alpha))
     seconds = time.perf_counter() - start
     return AuditResult(
         audit.name, audit.source, audit.statement, verdict, seconds, audit.expected, twin
@@ -626,6 +705,15 @@ def _tasks(audit: Audit) -> int:
     return own * (2 if audit.twin is not None and audit.twin.simulate is not None else 1)
 
 
+def _execution(execution: Execution | None, workers: int) -> Execution:
+    w = positive_int("workers", workers)
+    if execution is None:
+        return Execution(workers=w)
+    if w != 1:
+        raise InvalidParameter("workers", workers, "must be 1 when an execution is given")
+    return execution
+
+
 def run_audits(
     audits: Sequence[Audit],
     *,
@@ -633,14 +721,19 @@ def run_audits(
     alpha_audit: float = ALPHA_AUDIT,
     workers: int = 1,
     progress: Progress | None = None,
+    execution: Execution | None = None,
+    backend: ArrayBackend | None = None,
 ) -> AuditReport:
-    """Run audits in order; ``workers`` processes share the chunks of each audit.
+    """Run audits in order; the chunks of each audit run on ``execution``'s executor.
 
-    The verdicts do not depend on ``workers`` (chunks and their seeds are fixed per audit).
-    ``progress(done, total, name)`` is called after every chunk.
+    ``workers=N`` is short for ``execution=Execution(workers=N)`` (a local process pool). The
+    verdicts do not depend on the execution (chunks and their seeds are fixed per audit); with
+    a ``backend`` other than numpy, audits that support it draw their runs there (same law,
+    other draws). ``progress(done, total, name)`` is called after every chunk.
     """
     alpha = _alpha_audit(alpha_audit)
-    w = positive_int("workers", workers)
+    where = _execution(execution, workers)
+    array_backend = (ArrayBackend() if backend is None else backend).check()
     seed = _seed(seed)
     names = [a.name for a in audits]
     if len(set(names)) != len(names):
@@ -648,8 +741,7 @@ def run_audits(
     total = sum(_tasks(a) for a in audits)
     done = 0
     results = []
-    executor = ProcessPoolExecutor(max_workers=w) if w > 1 else None
-    try:
+    with where.executor() as executor:
         for audit in audits:
 
             def tick(name: str = audit.name) -> None:
@@ -658,15 +750,27 @@ def run_audits(
                 if progress is not None:
                     progress(done, total, name)
 
-            results.append(_run(audit, seed, alpha, executor, tick))
-    finally:
-        if executor is not None:
-            executor.shutdown()
+            ctx = _Context(seed, alpha, executor, array_backend, tick)
+            results.append(_run(audit, ctx))
     return AuditReport(tuple(results), seed, alpha)
 
 
 def run_audit(
-    audit: Audit, *, seed: int = 0, alpha_audit: float = ALPHA_AUDIT, workers: int = 1
+    audit: Audit,
+    *,
+    seed: int = 0,
+    alpha_audit: float = ALPHA_AUDIT,
+    workers: int = 1,
+    execution: Execution | None = None,
+    backend: ArrayBackend | None = None,
 ) -> AuditResult:
     """Run one audit (and its twin); see `run_audits`."""
-    return run_audits([audit], seed=seed, alpha_audit=alpha_audit, workers=workers).results[0]
+    report = run_audits(
+        [audit],
+        seed=seed,
+        alpha_audit=alpha_audit,
+        workers=workers,
+        execution=execution,
+        backend=backend,
+    )
+    return report.results[0]
