@@ -24,7 +24,7 @@ import pytest
 from expost.apps import relative_error as re
 from expost.apps.erm import ERMTask, LogisticRegression, run_task
 from expost.audit import examples
-from expost.audit.brownian import bm_ex_post
+from expost.audit.brownian import bm_ex_post, bnr_cor37_time_map
 from expost.audit.core import (
     Audit,
     AuditReport,
@@ -254,7 +254,11 @@ def test_torch_brownian_paths_have_the_law_of_numpys() -> None:
 
 
 def _backend_audits() -> list[Audit]:
-    chosen = [gaussian_pdp_exact("quick"), *bm_ex_post("paper")[::3]]
+    chosen = [
+        gaussian_pdp_exact("quick"),
+        *bm_ex_post("paper")[::3],
+        bnr_cor37_time_map("quick")[0],
+    ]
     return [attrs.evolve(a, n=20_000, chunk_size=5_000) for a in chosen]
 
 
