@@ -24,7 +24,7 @@ import pytest
 from expost.apps import relative_error as re
 from expost.apps.erm import ERMTask, LogisticRegression, run_task
 from expost.audit import examples
-from expost.audit.brownian import bm_ex_post
+from expost.audit.brownian import bm_ex_post, bnr_cor37_time_map
 from expost.audit.core import (
     Audit,
     AuditReport,
@@ -171,6 +171,25 @@ def test_cli_flags_are_exclusive_and_a_missing_extra_exits_2(
     assert capsys.readouterr().err.count("pip install 'expost[dask]'") == 2
 
 
+def test_cli_report_on_a_dask_cluster_equals_the_in_process_one(
+    cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    only = ["audit", "--only", "gaussian-pdp-exact", "--only", "apc-thm4/corrected"]
+    here, there = tmp_path / "here.json", tmp_path / "there.json"
+    assert main([*only, "--json", str(here)]) == 0
+    assert main([*only, "--json", str(there), "--scheduler", cluster.scheduler_address]) == 0
+    reports = [json.loads(p.read_text()) for p in (here, there)]
+    for report in reports:
+        for claim in report["claims"]:
+            claim.pop("seconds")
+    assert reports[0] == reports[1]
+    assert main(["audit", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    numpy_only = {line.split()[0] for line in listed if line.endswith("[numpy only]")}
+    assert "apc-thm4/corrected" in numpy_only
+    assert "gaussian-pdp-exact" not in numpy_only
+
+
 # --- reproductions ---------------------------------------------------------------------------
 
 
@@ -235,7 +254,11 @@ def test_torch_brownian_paths_have_the_law_of_numpys() -> None:
 
 
 def _backend_audits() -> list[Audit]:
-    chosen = [gaussian_pdp_exact("quick"), *bm_ex_post("paper")[::3]]
+    chosen = [
+        gaussian_pdp_exact("quick"),
+        *bm_ex_post("paper")[::3],
+        bnr_cor37_time_map("quick")[0],
+    ]
     return [attrs.evolve(a, n=20_000, chunk_size=5_000) for a in chosen]
 
 

@@ -309,12 +309,17 @@ def _printed_time(boundary: Boundary, grid: FloatArray, level: float) -> float:
     return float(grid[boundary(grid) >= level].min())
 
 
-def _map_simulator(boundary: Boundary, t_stop: float, level: float) -> partial[BoolArray]:
+def _map_simulator(
+    boundary: Boundary, t_stop: float, level: float, on_backend: bool = False
+) -> partial[Any]:
+    """Runs walking the grid down to ``t_stop``, stopped once L > level (numpy or a backend)."""
     fx, fxp = neighbours(boundary.sensitivity, 1)
     full = _grid(boundary).array
     grid = TimeGrid(full[full >= t_stop])
     bm = BrownianNoiseReduction(grid, boundary.sensitivity, LossAbove(_Constant(level), fx, fxp))
-    return partial(ex_post_exceeds, bm, fx, fxp, _Constant(level))
+    return partial(
+        ex_post_exceeds_on if on_backend else ex_post_exceeds, bm, fx, fxp, _Constant(level)
+    )
 
 
 @register(QUICK, PAPER)
@@ -343,8 +348,10 @@ def bnr_cor37_time_map(suite: str) -> list[Audit]:
                 "bnr-cor3.7-time-map/corrected/log-1-over-delta-quartered",
                 ProbabilityClaim(_DELTA),
                 _map_simulator(psi, wrong.time_for(level), level),
+                _map_simulator(psi, wrong.time_for(level), level, on_backend=True),
             ),
             chunk_size=25_000,
+            on_backend=_map_simulator(psi, corrected, level, on_backend=True),
         ),
         Audit(
             name="bnr-cor3.7-time-map/printed",
@@ -354,6 +361,7 @@ def bnr_cor37_time_map(suite: str) -> list[Audit]:
             + f"(t={printed:.4g}, psi={float(psi(printed)):.3g}). P(L > E) <= {_DELTA:g}",
             claim=ProbabilityClaim(_DELTA),
             simulate=_map_simulator(psi, printed, level),
+            on_backend=_map_simulator(psi, printed, level, on_backend=True),
             n=n,
             twin=Twin("bnr-cor3.7-time-map/printed/claimed-at-delta-0.5", ProbabilityClaim(0.5)),
             expected="refuted",

@@ -23,6 +23,7 @@ from expost._scale_cli import (
 )
 from expost.audit.core import ALPHA_AUDIT, Audit, run_audits
 from expost.audit.registry import QUICK, default_registry
+from expost.backends import ArrayBackend
 from expost.errors import InvalidParameter
 
 __all__ = ["ProgressBar", "add_parser", "run"]
@@ -130,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
         return _error(str(exc))
     if args.list:
         for a in audits:
-            print(f"{a.name}  ({a.source}) {a.statement}")
+            where = "" if a.runs_on(ArrayBackend("torch")) else "  [numpy only]"
+            print(f"{a.name}  ({a.source}) {a.statement}{where}")
         return 0
     chosen = _select(audits, args.only)
     if isinstance(chosen, str):
