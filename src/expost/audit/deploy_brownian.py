@@ -35,11 +35,20 @@ import numpy as np
 import numpy.typing as npt
 from attrs import frozen
 
-from expost.audit._paper import gaussian_loss, neighbours
-from expost.audit.brownian import (
-    _MENU,
-    _ROUNDS,
-    _choice,
+from expost.audit._paper import (
+    MENU,
+    ROUNDS,
+    TUNED_AT,
+    VILLE_LAMBDAS,
+    Constant,
+    choice,
+    first_or_last,
+    gaussian_loss,
+    grid_times,
+    log_e_values,
+    neighbours,
+    round_paths,
+    tuned_boundary,
 )
 from expost.audit.core import Audit, Twin
 from expost.audit.rare_event import ImportanceClaim
@@ -52,15 +61,14 @@ __all__ = [
     "Drift",
     "HalfNormalMixture",
     "crossing_weights",
-    "ville_weights",
     "odometer_weights",
+    "ville_weights",
     "weight_bound",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 Level = Callable[[FloatArray], FloatArray]
 _MARGIN = 1.0 + 1e-6  # float rounding between the loss, the level and the weight
-_TUNED_AT, _SPAN, _POINTS = 1.0, 100.0, 120  # as the paper suite (audit/brownian.py)
 
 
 @frozen
@@ -107,6 +115,7 @@ class HalfNormalMixture:
 
 
 Proposal = Drift | HalfNormalMixture
+Boundary = LinearPrivacyBoundary | MixturePrivacyBoundary
 
 
 def weight_bound(proposal: Proposal, times: FloatArray, level: Level, sensitivity: float) -> float:
@@ -153,27 +162,18 @@ def crossing_weights(
 # --- the ex-post privacy boundaries (BNR Thm 3.6), uniform adversary ------------------------
 
 
-def _boundary(
-    kind: str, sensitivity: float, delta: float
-) -> LinearPrivacyBoundary | MixturePrivacyBoundary:
-    if kind == "mixture":
-        return MixturePrivacyBoundary.tuned_for(_TUNED_AT, delta, sensitivity)
-    return LinearPrivacyBoundary.tuned_for(_TUNED_AT, delta, sensitivity)
-
-
-def _proposal_for(psi: LinearPrivacyBoundary | MixturePrivacyBoundary) -> Proposal:
+def _proposal_for(psi: Boundary) -> Proposal:
     if isinstance(psi, MixturePrivacyBoundary):
         return HalfNormalMixture(psi.r)
     return Drift(2.0 * psi.a)
 
 
-def _grid(psi: LinearPrivacyBoundary | MixturePrivacyBoundary) -> tuple[float, ...]:
-    centre = psi.time_for(_TUNED_AT)
-    return tuple(np.geomspace(centre * _SPAN, centre / _SPAN, _POINTS))
+def _grid(psi: Boundary) -> tuple[float, ...]:
+    return tuple(float(t) for t in grid_times(psi))
 
 
 def _crossing(
-    psi: LinearPrivacyBoundary | MixturePrivacyBoundary,
+    psi: Boundary,
     level: Level,
     times: tuple[float, ...],
     fx: FloatArray,
@@ -194,8 +194,8 @@ _CONFIGS = ((0.5, 1), (1.0, 3), (3.0, 1), (0.5, 3), (1.0, 1), (3.0, 3))
 
 
 def _ex_post(suite: str, delta: float, kind: str, sensitivity: float, d: int) -> Audit:
-    psi = _boundary(kind, sensitivity, delta)
-    wrong = _boundary(kind, sensitivity, 10.0 * delta)
+    psi = tuned_boundary(kind, sensitivity, delta)
+    wrong = tuned_boundary(kind, sensitivity, 10.0 * delta)
     fx, fxp = neighbours(sensitivity, d)
     times = _grid(psi)
     claim, simulate = _crossing(psi, psi, times, fx, fxp, delta)
@@ -205,8 +205,8 @@ def _ex_post(suite: str, delta: float, kind: str, sensitivity: float, d: int) ->
         name=name,
         source="BNR Thm 3.6",
         statement=(
-            f"BM, {kind} boundary tuned at E={_TUNED_AT:g}, sensitivity {sensitivity:g}, d={d}, "
-            f"{_POINTS} log-spaced times, adversary stops when L > psi: "
+            f"BM, {kind} boundary tuned at E={TUNED_AT:g}, sensitivity {sensitivity:g}, d={d}, "
+            f"{len(times)} log-spaced times, adversary stops when L > psi: "
             f"P(exists t: L > psi(t)) <= {delta:g}"
         ),
         claim=claim,
@@ -227,16 +227,6 @@ def bm_ex_post_deploy(suite: str, delta: float) -> list[Audit]:
 # --- BNR Cor 3.7: the time map ---------------------------------------------------------------
 
 
-@frozen
-class _Constant:
-    """The constant level E as a function of time (picklable)."""
-
-    value: float
-
-    def __call__(self, times: FloatArray) -> FloatArray:
-        return np.full_like(times, self.value)
-
-
 def _time_map(
     psi: LinearPrivacyBoundary, t_stop: float, proposal: Proposal, delta: float
 ) -> tuple[ImportanceClaim, partial[FloatArray]]:
@@ -244,7 +234,7 @@ def _time_map(
     fx, fxp = neighbours(psi.sensitivity, 1)
     full = np.asarray(_grid(psi))
     times = tuple(full[full >= t_stop])
-    level = _Constant(_TUNED_AT)
+    level = Constant(TUNED_AT)
     bound = weight_bound(proposal, np.asarray(times), level, psi.sensitivity)
     claim = ImportanceClaim(delta, bound, proposal.name)
     return claim, partial(crossing_weights, proposal, times, tuple(fx), tuple(fxp), level)
@@ -253,17 +243,16 @@ def _time_map(
 @register_at_deltas("deploy", "deploy-quick")
 def bnr_cor37_time_map_deploy(suite: str, delta: float) -> list[Audit]:
     """BNR Cor 3.7 corrected (holds) and as printed (refuted), linear boundary, sensitivity 1."""
-    psi = _boundary("linear", 1.0, delta)
-    assert isinstance(psi, LinearPrivacyBoundary)  # _boundary("linear", …) is linear
+    psi = LinearPrivacyBoundary.tuned_for(TUNED_AT, delta, 1.0)
     wrong = LinearPrivacyBoundary.from_delta(psi.a, delta**0.25, psi.sensitivity)
     grid = np.asarray(_grid(psi))
-    corrected = psi.time_for(_TUNED_AT)
-    printed = float(grid[psi(grid) >= _TUNED_AT].min())
+    corrected = psi.time_for(TUNED_AT)
+    printed = float(grid[psi(grid) >= TUNED_AT].min())
     tag = delta_tag(delta)
     claim, simulate = _time_map(psi, corrected, Drift(2.0 * psi.a), delta)
-    twin_claim, twin_simulate = _time_map(psi, wrong.time_for(_TUNED_AT), Drift(2.0 * psi.a), delta)
+    twin_claim, twin_simulate = _time_map(psi, wrong.time_for(TUNED_AT), Drift(2.0 * psi.a), delta)
     common = (
-        f"BM, linear boundary (delta={delta:g}), target E={_TUNED_AT:g}: the run walks the grid "
+        f"BM, linear boundary (delta={delta:g}), target E={TUNED_AT:g}: the run walks the grid "
         "down to the map's time; the adversary stops once L > E. "
     )
     audits = [
@@ -300,3 +289,181 @@ def bnr_cor37_time_map_deploy(suite: str, delta: float) -> list[Audit]:
             )
         )
     return audits
+
+
+# --- APC Thm 4: one BM, corrected (with the drift 1/(2t)) vs printed ---------------------------
+
+_THM4_TIME, _THM4_GAMMA = 0.01, 1.0
+
+
+@frozen
+class _OdometerLevel:
+    """The odometer's bound on the loss of one BM stopped at t: ``bound_at(V = 1/t)`` (Δ = 1)."""
+
+    odometer: BrownianOdometer
+
+    def __call__(self, times: FloatArray) -> FloatArray:
+        return self.odometer.bound_at(1.0 / times)
+
+
+def _thm4(
+    odometer: BrownianOdometer, proposal: Proposal, delta: float
+) -> tuple[ImportanceClaim, partial[FloatArray]]:
+    fx, fxp = neighbours(1.0, 1)
+    times = (_THM4_TIME,)
+    level = _OdometerLevel(odometer)
+    bound = weight_bound(proposal, np.asarray(times), level, 1.0)
+    claim = ImportanceClaim(delta, bound, proposal.name)
+    return claim, partial(crossing_weights, proposal, times, tuple(fx), tuple(fxp), level)
+
+
+@register_at_deltas("deploy", "deploy-quick")
+def apc_thm4_deploy(suite: str, delta: float) -> Audit:
+    """APC Thm 4 with the drift holds at delta; the printed form (twin) is refuted at delta.
+
+    Proposal: W(t) shifted to the threshold, θ = ψ(V) (so θt = h(t)): B = exp(−ψ(V)²t/2).
+    """
+    corrected = BrownianOdometer(_THM4_GAMMA, delta)
+    printed = BrownianOdometer(_THM4_GAMMA, delta, printed_apc_thm4=True)
+    psi = float(corrected.psi(1.0 / _THM4_TIME))
+    claim, simulate = _thm4(corrected, Drift(psi), delta)
+    twin_claim, twin_simulate = _thm4(printed, Drift(0.0), delta)
+    name = f"apc-thm4/corrected/{delta_tag(delta)}"
+    return Audit(
+        name=name,
+        source="APC Lemma 6.1, eq. 1 (Thm 4 with drift, THEORY §5)",
+        statement=(
+            f"one BM at t={_THM4_TIME:g} (V={1 / _THM4_TIME:g}), gamma={_THM4_GAMMA:g}: "
+            f"P(L >= 1/(2t) + psi(V)) <= {delta:g}"
+        ),
+        claim=claim,
+        simulate=simulate,
+        n=_n(suite, 20_000, 40_000),
+        twin=Twin(f"{name}/printed-bound-without-drift", twin_claim, twin_simulate),
+        chunk_size=20_000,
+    )
+
+
+# --- sequences of adaptively chosen BMs (APC eq. 1) ----------------------------------------
+
+
+def ville_weights(log_target: float, n: int, rng: np.random.Generator) -> FloatArray:
+    """``w·1{∃m: ∏_(i<=m) M_i(τ_i) >= e^log_target}`` for the adaptive BMs of ``apc-eq1-ville``.
+
+    The same interaction as `expost.audit.brownian.ville_product_crosses` (BM i's grid and λ_i
+    chosen from the previous released value, walked from large t to small and stopped once the
+    running product reaches the target), drawn with BM i tilted by its own e-value given the
+    past: ``B_i(t) = λ_i + B̃_i(t)`` (module docstring). Then dQ/dP on the run so far is the
+    running product ∏M_i, so at the first crossing ``w = 1/∏M_i <= e^−log_target`` = B.
+    """
+    log_product = np.zeros(n)
+    last = np.zeros(n)
+    weight = np.zeros(n)
+    active = np.ones(n, dtype=np.bool_)
+    for _ in range(ROUNDS):
+        lam = np.asarray(VILLE_LAMBDAS)[choice(last, len(VILLE_LAMBDAS))]
+        live = np.flatnonzero(active)
+        for rows_in_live, times, b in round_paths(choice(-last[live], len(MENU)), rng):
+            rows = live[rows_in_live]
+            b += lam[rows, None]  # the tilt: B_i = λ_i + B̃_i under Q
+            log_m = log_product[rows, None] + log_e_values(b, times, lam[rows, None], 0.5)
+            stop = first_or_last(log_m >= log_target)
+            pick = np.arange(rows.size)
+            log_product[rows] = log_m[pick, stop]
+            last[rows] = b[pick, stop] / times[stop]
+        crossed = active & (log_product >= log_target)
+        weight[crossed] = np.exp(-log_product[crossed])
+        active &= ~crossed
+    return weight
+
+
+@register_at_deltas("deploy", "deploy-quick")
+def apc_eq1_ville_deploy(suite: str, delta: float) -> Audit:
+    """Ville for the product of stopped e-values of adaptive BMs (APC eq. 1), at delta.
+
+    Twin: the product's crossing of 1/(10·delta) (a boundary built for 10·delta), claimed at delta.
+    """
+    name = f"apc-eq1-ville/{delta_tag(delta)}"
+    proposal = "each BM tilted by its e-value given the past"
+    return Audit(
+        name=name,
+        source="APC eq. 1, Lemma 6.1",
+        statement=(
+            f"{ROUNDS} BMs, grids and lam_i in {{0.5, 1, 2}} chosen from past outputs, each "
+            f"stopped at a reverse stopping time: P(exists m: prod M_i >= 1/delta) <= {delta:g}"
+        ),
+        claim=ImportanceClaim(delta, delta * _MARGIN, proposal),
+        simulate=partial(ville_weights, math.log(1.0 / delta)),
+        n=_n(suite, 20_000, 40_000),
+        twin=Twin(
+            f"{name}/crossing-1-over-10-delta",
+            ImportanceClaim(delta, 10.0 * delta * _MARGIN, proposal),
+            partial(ville_weights, math.log(1.0 / (10.0 * delta))),
+        ),
+        chunk_size=20_000,
+    )
+
+
+def odometer_weights(
+    odometer: BrownianOdometer, proposal: Proposal, n: int, rng: np.random.Generator
+) -> FloatArray:
+    """``w·1{∃ prefix: Σ L_i >= odometer bound}`` for the adaptive BMs of ``apc-eq1-odometer``.
+
+    The interaction of `expost.audit.brownian.odometer_sequence_exceeds`; with sensitivity 1
+    ``Σ L_i = V/2 + S``, ``S = Σ B_i(t_i)/t_i``, ``V = Σ 1/t_i``. Under Q a drift λ is drawn from
+    the proposal and every BM is shifted by it, ``B_i = λ + B̃_i``: dQ/dP = exp(λS − λ²V/2)
+    given λ, so the weight is ``exp(log_weight(V, S))`` of the proposal with (t, W) = (V, S).
+    The corrected bound crosses only where S >= ψ(V) = g₂(V), where 1/M₁ <= 1/M₂ <= delta.
+    """
+    lam = proposal.drifts(n, rng)
+    loss = np.zeros(n)
+    volume = np.zeros(n)
+    last = np.zeros(n)
+    weight = np.zeros(n)
+    active = np.ones(n, dtype=np.bool_)
+    for _ in range(ROUNDS):
+        live = np.flatnonzero(active)
+        for rows_in_live, times, b in round_paths(choice(last[live], len(MENU)), rng):
+            rows = live[rows_in_live]
+            b += lam[rows, None]
+            running = loss[rows, None] + 0.5 / times + b / times
+            v = volume[rows, None] + 1.0 / times
+            stop = first_or_last(running >= odometer.bound_at(v))
+            pick = np.arange(rows.size)
+            loss[rows], volume[rows] = running[pick, stop], v[pick, stop]
+            last[rows] = b[pick, stop] / times[stop]
+        crossed = active & (loss >= odometer.bound_at(volume))
+        s = loss[crossed] - volume[crossed] / 2.0
+        weight[crossed] = np.exp(np.minimum(proposal.log_weight(volume[crossed], s), 700.0))
+        active &= ~crossed
+    return weight
+
+
+@register_at_deltas("deploy", "deploy-quick")
+def apc_eq1_odometer_deploy(suite: str, delta: float) -> Audit:
+    """The corrected BM odometer over adaptive BMs at delta; the printed one (twin) is refuted.
+
+    Proposal: half-normal mixture of drifts with precision γ, B = delta (module docstring);
+    the twin uses the plain law (B = 1).
+    """
+    odometer = BrownianOdometer(_THM4_GAMMA, delta)
+    mixture = HalfNormalMixture(_THM4_GAMMA)
+    name = f"apc-eq1-odometer/{delta_tag(delta)}"
+    printed = BrownianOdometer(_THM4_GAMMA, delta, printed_apc_thm4=True)
+    return Audit(
+        name=name,
+        source="APC Lemma 6.1, eq. 1 (Thm 4 with drift)",
+        statement=(
+            f"{ROUNDS} BMs with adaptive grids, adversarial stops: P(exists m: sum L_i >= "
+            f"V_m/2 + psi(V_m; {_THM4_GAMMA:g}, {delta:g})) <= {delta:g}"
+        ),
+        claim=ImportanceClaim(delta, delta * _MARGIN, mixture.name),
+        simulate=partial(odometer_weights, odometer, mixture),
+        n=_n(suite, 20_000, 40_000),
+        twin=Twin(
+            f"{name}/printed-without-drift",
+            ImportanceClaim(delta, 1.0, Drift(0.0).name),
+            partial(odometer_weights, printed, Drift(0.0)),
+        ),
+        chunk_size=20_000,
+    )
