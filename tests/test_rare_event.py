@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 from functools import partial
 from pathlib import Path
 
@@ -149,6 +150,13 @@ def test_equality_claim_holds_and_its_halved_twin_is_refuted() -> None:
     assert float(extra["ratio_lower"]) <= 1.0 <= float(extra["ratio_upper"])
     assert extra["proposal"] == "mean shift to z"
     assert 0.0 < float(extra["ess"]) <= 20_000
+
+
+def test_verdict_extra_is_read_only_and_pickles() -> None:
+    verdict = run_audit(_tail_audit(1e-6), seed=1).verdict
+    with pytest.raises(TypeError):
+        verdict.extra["ratio"] = 0.0  # type: ignore[index]  # the point: it is read-only
+    assert pickle.loads(pickle.dumps(verdict)) == verdict
 
 
 def test_mis_scaled_weight_is_refuted() -> None:
