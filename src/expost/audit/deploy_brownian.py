@@ -306,28 +306,31 @@ class _OdometerLevel:
         return self.odometer.bound_at(1.0 / times)
 
 
-def _thm4(
-    odometer: BrownianOdometer, proposal: Proposal, delta: float
-) -> tuple[ImportanceClaim, partial[FloatArray]]:
+def _thm4(odometer: BrownianOdometer, delta: float) -> tuple[ImportanceClaim, partial[FloatArray]]:
+    """One BM at `_THM4_TIME` (Δ = 1, d = 1), W shifted to the threshold h(t) of the level.
+
+    θ = max(h(t)/t, 0), so W(t) ~ N(h(t), t) under Q and B = exp(−θh(t) + θ²t/2) = exp(−θ²t/2).
+    """
     fx, fxp = neighbours(1.0, 1)
-    times = (_THM4_TIME,)
+    times = np.array([_THM4_TIME])
     level = _OdometerLevel(odometer)
-    bound = weight_bound(proposal, np.asarray(times), level, 1.0)
+    threshold = float((level(times)[0] * _THM4_TIME - 0.5) / _THM4_TIME)
+    proposal = Drift(max(threshold, 0.0))
+    bound = weight_bound(proposal, times, level, 1.0)
     claim = ImportanceClaim(delta, bound, proposal.name)
-    return claim, partial(crossing_weights, proposal, times, tuple(fx), tuple(fxp), level)
+    return claim, partial(crossing_weights, proposal, (_THM4_TIME,), tuple(fx), tuple(fxp), level)
 
 
 @register_at_deltas("deploy", "deploy-quick")
 def apc_thm4_deploy(suite: str, delta: float) -> Audit:
     """APC Thm 4 with the drift holds at delta; the printed form (twin) is refuted at delta.
 
-    Proposal: W(t) shifted to the threshold, θ = ψ(V) (so θt = h(t)): B = exp(−ψ(V)²t/2).
+    Proposal for both: W(t) shifted to the threshold of the bound (`_thm4`); with the drift the
+    threshold is ψ(V)·t, so B = exp(−ψ(V)²t/2); without it (ψ(V) − V/2)·t.
     """
-    corrected = BrownianOdometer(_THM4_GAMMA, delta)
+    claim, simulate = _thm4(BrownianOdometer(_THM4_GAMMA, delta), delta)
     printed = BrownianOdometer(_THM4_GAMMA, delta, printed_apc_thm4=True)
-    psi = float(corrected.psi(1.0 / _THM4_TIME))
-    claim, simulate = _thm4(corrected, Drift(psi), delta)
-    twin_claim, twin_simulate = _thm4(printed, Drift(0.0), delta)
+    twin_claim, twin_simulate = _thm4(printed, delta)
     name = f"apc-thm4/corrected/{delta_tag(delta)}"
     return Audit(
         name=name,
