@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 from functools import partial
 from pathlib import Path
 
@@ -151,6 +152,13 @@ def test_equality_claim_holds_and_its_halved_twin_is_refuted() -> None:
     assert 0.0 < float(extra["ess"]) <= 20_000
 
 
+def test_verdict_extra_is_read_only_and_pickles() -> None:
+    verdict = run_audit(_tail_audit(1e-6), seed=1).verdict
+    with pytest.raises(TypeError):
+        verdict.extra["ratio"] = 0.0  # type: ignore[index]  # the point: it is read-only
+    assert pickle.loads(pickle.dumps(verdict)) == verdict
+
+
 def test_mis_scaled_weight_is_refuted() -> None:
     """A proposal whose weight is doubled over-estimates P by 2: the claim at delta is refuted."""
     assert run_audit(_tail_audit(1e-9, scale=2.0), seed=2).verdict.refuted
@@ -216,3 +224,49 @@ def test_cli_delta_without_delta_audits_is_bad_usage(capsys: pytest.CaptureFixtu
     assert "nothing to act on" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["audit", "--delta", "2"])
+
+
+# --- 4b: false-alarm rate on a claim that holds with equality --------------------------------
+
+_RHO, _EQ_DELTA, _REPEATS, _RATE = 0.5, 1e-3, 300, 0.1
+
+
+def _gaussian_tail_eps() -> float:
+    """eps with P(L > eps) = delta exactly for the Gaussian mechanism's loss L ~ N(rho, 2rho)."""
+    return _RHO + math.sqrt(2.0 * _RHO) * float(sps.norm.isf(_EQ_DELTA))
+
+
+def _tilted_normal(eps: float, n: int, rng: np.random.Generator) -> FloatArray:
+    """``w·1{L > eps}`` with L drawn from N(eps, 2rho) (the loss law shifted to the threshold).
+
+    ``w = N(rho, 2rho)/N(eps, 2rho) = exp(−(eps − rho)(L − (eps + rho)/2)/(2rho))``, which on
+    L > eps is at most ``exp(−(eps − rho)²/(4rho))`` (issue 13, point 2).
+    """
+    loss = eps + math.sqrt(2.0 * _RHO) * rng.standard_normal(n)
+    w = np.exp(-(eps - _RHO) * (loss - (eps + _RHO) / 2.0) / (2.0 * _RHO))
+    out: FloatArray = np.where(loss > eps, w, 0.0)
+    return out
+
+
+def _rejections(claimed: float) -> int:
+    eps = _gaussian_tail_eps()
+    claim = ImportanceClaim(claimed, math.exp(-((eps - _RHO) ** 2) / (4.0 * _RHO)), "tilted normal")
+    return sum(
+        claim.verdict(_tilted_normal(eps, 1000, np.random.default_rng([5, i])), _RATE).refuted
+        for i in range(_REPEATS)
+    )
+
+
+def test_equality_claim_is_rejected_at_rate_at_most_alpha() -> None:
+    """The Gaussian's exact probabilistic DP, P(L > eps) = delta (issue 13, point 4b).
+
+    300 seeded audits of 1000 runs at alpha = 0.1 (large, so the rate is observable): the
+    rejection count R ~ Binomial(300, r) with r <= 0.1 for a valid bound; the exact one-sided
+    binomial test at level 1e-6 must not find r > 0.1.
+    """
+    assert not _rate_exceeds(_rejections(_EQ_DELTA), _REPEATS, _RATE)
+
+
+def test_rejection_rate_check_catches_a_false_claim() -> None:
+    """Twin: claimed at 0.85·delta (false by 15%), the rate check finds r > 0.1."""
+    assert _rate_exceeds(_rejections(0.85 * _EQ_DELTA), _REPEATS, _RATE)

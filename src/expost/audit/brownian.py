@@ -30,7 +30,24 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost.audit._paper import gaussian_loss, gaussian_loss_on, neighbours, runs
+from expost.audit._paper import (
+    MENU,
+    POINTS,
+    ROUNDS,
+    TUNED_AT,
+    VILLE_LAMBDAS,
+    Constant,
+    choice,
+    first_or_last,
+    gaussian_loss,
+    gaussian_loss_on,
+    grid_times,
+    log_e_values,
+    neighbours,
+    round_paths,
+    runs,
+    tuned_boundary,
+)
 from expost.audit.core import Audit, EValueClaim, ProbabilityClaim, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
@@ -67,8 +84,7 @@ IndexArray = npt.NDArray[np.intp]
 Boundary = MixturePrivacyBoundary | LinearPrivacyBoundary
 
 _DELTA = 0.05
-_TUNED_AT = 1.0  # the ex-post level E the boundaries are tuned for
-_SPAN, _POINTS = 100.0, 120  # grid: log-spaced over [τ/span, τ·span] around ψ's time for E
+_TUNED_AT, _POINTS = TUNED_AT, POINTS
 
 
 def _vector(values: tuple[float, ...]) -> FloatArray:
@@ -111,16 +127,6 @@ class Displaced(MemorylessRule):
         direction = (fx - fxp) / np.linalg.norm(fx - fxp)
         fired: BoolArray = (values - fx) @ direction >= self.z * np.sqrt(times)
         return fired
-
-
-@frozen
-class _Constant:
-    """The constant level E as a function of time (picklable)."""
-
-    value: float
-
-    def __call__(self, times: FloatArray) -> FloatArray:
-        return np.full_like(times, self.value)
 
 
 @frozen
@@ -207,9 +213,7 @@ def ex_post_exceeds_on(
 
 
 def _boundary(kind: str, sensitivity: float, delta: float = _DELTA) -> Boundary:
-    if kind == "mixture":
-        return MixturePrivacyBoundary.tuned_for(_TUNED_AT, delta, sensitivity)
-    return LinearPrivacyBoundary.tuned_for(_TUNED_AT, delta, sensitivity)
+    return tuned_boundary(kind, sensitivity, delta)
 
 
 def _quartered(boundary: Boundary) -> Boundary:
@@ -221,8 +225,7 @@ def _quartered(boundary: Boundary) -> Boundary:
 
 
 def _grid(boundary: Boundary) -> TimeGrid:
-    centre = boundary.time_for(_TUNED_AT)
-    return TimeGrid(np.geomspace(centre * _SPAN, centre / _SPAN, _POINTS))
+    return TimeGrid(grid_times(boundary))
 
 
 def _rule(name: str, boundary: Boundary, fx: FloatArray, fxp: FloatArray) -> StoppingRule:
@@ -316,10 +319,8 @@ def _map_simulator(
     fx, fxp = neighbours(boundary.sensitivity, 1)
     full = _grid(boundary).array
     grid = TimeGrid(full[full >= t_stop])
-    bm = BrownianNoiseReduction(grid, boundary.sensitivity, LossAbove(_Constant(level), fx, fxp))
-    return partial(
-        ex_post_exceeds_on if on_backend else ex_post_exceeds, bm, fx, fxp, _Constant(level)
-    )
+    bm = BrownianNoiseReduction(grid, boundary.sensitivity, LossAbove(Constant(level), fx, fxp))
+    return partial(ex_post_exceeds, bm, fx, fxp, Constant(level))
 
 
 @register(QUICK, PAPER)
@@ -427,19 +428,6 @@ _REVERSE_TIMES = tuple(np.geomspace(8.0, 0.25, 40))
 _LAMBDA = 1.0
 
 
-def _log_e_values(
-    b: FloatArray, times: FloatArray, lam: float | FloatArray, drift: float
-) -> FloatArray:
-    """``λB(t)/t − drift·λ²/t`` along the grid: log M(t) when drift = 1/2 (APC Lemma 6.1)."""
-    result: FloatArray = lam * b / times - drift * lam * lam / times
-    return result
-
-
-def _first_or_last(fired: BoolArray) -> IndexArray:
-    stop: IndexArray = np.where(fired.any(axis=-1), np.argmax(fired, axis=-1), fired.shape[-1] - 1)
-    return stop
-
-
 def stopped_backward_martingale(drift: float, n: int, rng: np.random.Generator) -> FloatArray:
     """``M(τ)`` for τ a stopping time of the reversed filtration, one rule per run.
 
@@ -449,7 +437,7 @@ def stopped_backward_martingale(drift: float, n: int, rng: np.random.Generator) 
     """
     times = np.asarray(_REVERSE_TIMES)
     b = sample_brownian_grid(times, n, 1, rng)[..., 0]
-    log_m = _log_e_values(b, times, _LAMBDA, drift)
+    log_m = log_e_values(b, times, _LAMBDA, drift)
     kind = rng.integers(0, 4, size=n)
     up = math.log(1.5) + rng.random(n) * math.log(4.0)
     down = math.log(0.2) + rng.random(n) * math.log(4.0)
@@ -464,7 +452,7 @@ def stopped_backward_martingale(drift: float, n: int, rng: np.random.Generator) 
         ],
         np.arange(times.size) == fixed[:, None],
     )
-    stop = _first_or_last(fired)
+    stop = first_or_last(fired)
     result: FloatArray = np.exp(log_m[np.arange(n), stop])
     return result
 
@@ -493,35 +481,6 @@ def backward_martingale_stopped(suite: str) -> Audit:
 
 # --- sequences of adaptively chosen BMs: Ville and the BM odometer ---------------------------
 
-# Grids the analyst picks from after each BM (by the sign and size of the last released value).
-_MENU = (
-    tuple(np.geomspace(20.0, 0.5, 24)),
-    tuple(np.geomspace(4.0, 0.05, 32)),
-    tuple(np.geomspace(1.0, 0.2, 12)),
-)
-_ROUNDS = 6
-_LAMBDAS = (0.5, 1.0, 2.0)
-
-
-def _choice(last: FloatArray, options: int) -> IndexArray:
-    """The analyst's adaptive choice from the previous released value (deterministic)."""
-    bins = np.floor(np.abs(last) * 3.0).astype(np.intp) + (last > 0)
-    choice: IndexArray = bins % options
-    return choice
-
-
-def _round_paths(
-    choice: IndexArray, rng: np.random.Generator
-) -> list[tuple[IndexArray, FloatArray, FloatArray]]:
-    """For each menu grid: (runs that chose it, its times, their B paths (runs, K))."""
-    out = []
-    for g, grid in enumerate(_MENU):
-        rows = np.flatnonzero(choice == g)
-        if rows.size:
-            times = np.asarray(grid)
-            out.append((rows, times, sample_brownian_grid(times, rows.size, 1, rng)[..., 0]))
-    return out
-
 
 def ville_product_crosses(
     drift: float, delta: float, n: int, rng: np.random.Generator
@@ -535,11 +494,11 @@ def ville_product_crosses(
     last = np.zeros(n)
     crossed = np.zeros(n, dtype=np.bool_)
     target = math.log(1.0 / delta)
-    for _ in range(_ROUNDS):
-        lam = np.asarray(_LAMBDAS)[_choice(last, len(_LAMBDAS))]
-        for rows, times, b in _round_paths(_choice(-last, len(_MENU)), rng):
-            log_m = log_product[rows, None] + _log_e_values(b, times, lam[rows, None], drift)
-            stop = _first_or_last(log_m >= target)
+    for _ in range(ROUNDS):
+        lam = np.asarray(VILLE_LAMBDAS)[choice(last, len(VILLE_LAMBDAS))]
+        for rows, times, b in round_paths(choice(-last, len(MENU)), rng):
+            log_m = log_product[rows, None] + log_e_values(b, times, lam[rows, None], drift)
+            stop = first_or_last(log_m >= target)
             pick = np.arange(rows.size)
             log_product[rows] = log_m[pick, stop]
             last[rows] = b[pick, stop] / times[stop]
@@ -560,11 +519,11 @@ def odometer_sequence_exceeds(
     volume = np.zeros(n)
     last = np.zeros(n)
     crossed = np.zeros(n, dtype=np.bool_)
-    for _ in range(_ROUNDS):
-        for rows, times, b in _round_paths(_choice(last, len(_MENU)), rng):
+    for _ in range(ROUNDS):
+        for rows, times, b in round_paths(choice(last, len(MENU)), rng):
             running = loss[rows, None] + 0.5 / times + b / times
             v = volume[rows, None] + 1.0 / times
-            stop = _first_or_last(running >= odometer.bound_at(v))
+            stop = first_or_last(running >= odometer.bound_at(v))
             pick = np.arange(rows.size)
             loss[rows], volume[rows] = running[pick, stop], v[pick, stop]
             last[rows] = b[pick, stop] / times[stop]
@@ -579,7 +538,7 @@ def apc_eq1_ville(suite: str) -> Audit:
         name="apc-eq1-ville",
         source="APC eq. 1, Lemma 6.1",
         statement=(
-            f"{_ROUNDS} BMs, grids and lam_i in {{0.5, 1, 2}} chosen from past outputs, each "
+            f"{ROUNDS} BMs, grids and lam_i in {{0.5, 1, 2}} chosen from past outputs, each "
             f"stopped at a reverse stopping time: P(exists m: prod M_i >= 1/delta) <= {_DELTA:g}"
         ),
         claim=ProbabilityClaim(_DELTA),
@@ -600,7 +559,7 @@ def apc_eq1_odometer(suite: str) -> Audit:
         name="apc-eq1-odometer",
         source="APC Lemma 6.1, eq. 1 (Thm 4 with drift)",
         statement=(
-            f"{_ROUNDS} BMs with adaptive grids, adversarial stops: P(exists m: sum L_i >= "
+            f"{ROUNDS} BMs with adaptive grids, adversarial stops: P(exists m: sum L_i >= "
             f"V_m/2 + psi(V_m; {_THM4_GAMMA:g}, {_DELTA:g})) <= {_DELTA:g}"
         ),
         claim=ProbabilityClaim(_DELTA),

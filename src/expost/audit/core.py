@@ -28,9 +28,8 @@ import json
 import math
 import operator
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
-from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -99,8 +98,29 @@ def clopper_pearson_upper(hits: int, n: int, alpha: float) -> float:
     return 1.0 if hits >= n else float(stats.beta.ppf(1.0 - alpha, hits + 1, n - hits))
 
 
+class _Figures(Mapping[str, float | str]):
+    """A read-only copy of a mapping (picklable, unlike ``types.MappingProxyType``)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, float | str]) -> None:
+        self._data = dict(data)
+
+    def __getitem__(self, key: str) -> float | str:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+
 def _frozen_mapping(value: Mapping[str, float | str]) -> Mapping[str, float | str]:
-    return MappingProxyType(dict(value))
+    return value if isinstance(value, _Figures) else _Figures(value)
 
 
 @frozen
