@@ -320,7 +320,9 @@ def _map_simulator(
     full = _grid(boundary).array
     grid = TimeGrid(full[full >= t_stop])
     bm = BrownianNoiseReduction(grid, boundary.sensitivity, LossAbove(Constant(level), fx, fxp))
-    return partial(ex_post_exceeds, bm, fx, fxp, Constant(level))
+    return partial(
+        ex_post_exceeds_on if on_backend else ex_post_exceeds, bm, fx, fxp, Constant(level)
+    )
 
 
 @register(QUICK, PAPER)
