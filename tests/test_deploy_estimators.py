@@ -1,0 +1,147 @@
+"""Estimator checks of the tilted proposals (issue 13, points 4a and 4c).
+
+At delta in {1e-2, 1e-3, 1e-4} the importance-sampled estimate of P(event) and the plain Monte
+Carlo one (the same simulator with θ = 0, w = 1) must have overlapping confidence intervals,
+each two-sided at level ALPHA: false alarm <= 2·ALPHA per check when the weights are right.
+The importance interval is the empirical-Bernstein one for means of variables in [0, B]
+(Maurer & Pontil 2009, Thm 4), B the proposal's weight bound; the plain one is Clopper–Pearson.
+The planted bug: the same importance samples with the weight mis-scaled by 2 must NOT overlap,
+on the case where plain Monte Carlo sees many events (the twins' process at delta = 1e-2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from expost.audit.deploy_filters import Kind, claim_tilt, tilted_filter_run
+from expost.audit.deploy_tails import lemma21_eps, pdp_eps, tilted_gaussian_tail
+from expost.audit.tilting import bound, chernoff_tilt, laplace_log_mgf
+from expost.filters import ApproxDPFilter, BrownianFilter, UnifiedFilter, ZCDPFilter
+from expost.guarantees import ZCDP, zcdp_to_dp
+from expost.loss import GaussianLoss
+from tests.stats import clopper_pearson_lower, clopper_pearson_upper
+
+ALPHA = 1e-6
+DELTAS = (1e-2, 1e-3, 1e-4)
+FloatArray = npt.NDArray[np.float64]
+
+
+def bernstein_interval(x: FloatArray, b: float, alpha: float = ALPHA) -> tuple[float, float]:
+    """Two-sided (1 − alpha) interval for E[X], X in [0, b] (Maurer–Pontil, each side alpha/2)."""
+    n = x.size
+    log_term = math.log(4.0 / alpha)  # two sides, each splitting alpha/2 between its two terms
+    width = math.sqrt(2.0 * float(x.var(ddof=1)) * log_term / n) + 7.0 * b * log_term / (
+        3.0 * (n - 1)
+    )
+    return float(x.mean()) - width, float(x.mean()) + width
+
+
+def plain_interval(hits: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:
+    return clopper_pearson_lower(hits, n, alpha / 2), clopper_pearson_upper(hits, n, alpha / 2)
+
+
+def agree(weighted: FloatArray, b: float, plain: FloatArray) -> bool:
+    assert np.all((weighted >= 0.0) & (weighted <= b)), "a weight left [0, B]"
+    low, high = bernstein_interval(weighted, b)
+    p_low, p_high = plain_interval(int(np.count_nonzero(plain)), plain.size)
+    return low <= p_high and p_low <= high
+
+
+# --- single Gaussian releases: gaussian-pdp-exact and APC Lemma 2.1 ------------------------------
+
+
+@pytest.mark.parametrize("delta", DELTAS)
+@pytest.mark.parametrize("which", ["pdp-exact", "lemma-2.1"])
+def test_gaussian_tail_matches_plain_monte_carlo(delta: float, which: str) -> None:
+    rho, sigma = 0.5, 1.0
+    eps = pdp_eps(rho, delta) if which == "pdp-exact" else lemma21_eps(rho, delta)
+    b = bound(eps, rho, chernoff_tilt(eps, rho))
+    weighted = tilted_gaussian_tail(sigma, eps, 3, 20_000, np.random.default_rng(1))
+    # L = rho − <z, u>/σ for the release f(x) + σz and u the unit vector f(x') − f(x): plain
+    # Monte Carlo of the loss needs only the standard normal <z, u>.
+    plain = np.random.default_rng(2).standard_normal(int(400 / delta)) > (eps - rho) * sigma
+    assert agree(weighted, b, plain)
+    if delta == DELTAS[0] and which == "pdp-exact":
+        assert not agree(2.0 * weighted, 2.0 * b, plain)
+
+
+def test_pdp_eps_has_tail_delta() -> None:
+    for delta in (1e-6, 1e-9, 1e-12):
+        assert GaussianLoss(0.5).tail(pdp_eps(0.5, delta)) == pytest.approx(delta, rel=1e-9)
+
+
+def test_lemma21_bound_is_delta() -> None:
+    """θ* makes B = exp(−(eps − rho)²/(4rho)), which is delta at Lemma 2.1's eps."""
+    for delta in (1e-6, 1e-9, 1e-12):
+        eps = lemma21_eps(0.5, delta)
+        assert bound(eps, 0.5, chernoff_tilt(eps, 0.5)) == pytest.approx(delta, rel=1e-12)
+
+
+# --- the Laplace tilt ------------------------------------------------------------------------------
+
+
+def test_laplace_log_mgf_is_the_integral_and_below_the_zcdp_bound() -> None:
+    """log E[e^(θL)] by quadrature of the Laplace density; <= θ(θ+1)e²/2 (Bun–Steinke Prop 3.3)."""
+    from scipy import integrate
+
+    for e in (0.05, 0.5, 2.0):
+        for theta in (0.0, 0.7, 4.0):
+
+            def integrand(u: float, e: float = e, theta: float = theta) -> float:
+                return 0.5 * math.exp(-abs(u) + theta * (abs(u - e) - abs(u)))
+
+            total = sum(integrate.quad(integrand, lo, hi)[0] for lo, hi in ((-60, 0), (0, e)))
+            total += integrate.quad(integrand, e, e + 60)[0]
+            assert float(laplace_log_mgf(e, theta)) == pytest.approx(math.log(total), abs=1e-9)
+            assert float(laplace_log_mgf(e, theta)) <= theta * (theta + 1) * e * e / 2 + 1e-12
+
+
+# --- filter interactions ---------------------------------------------------------------------------
+
+
+def _filter(kind: Kind, delta: float) -> tuple[object, float]:
+    rho = 0.5
+    if kind == "gaussian":
+        return ZCDPFilter(rho), zcdp_to_dp(ZCDP(rho), delta).eps
+    if kind == "brownian":
+        f = BrownianFilter(rho, delta)
+        return f, f.guarantee().eps
+    if kind == "mixed":
+        return UnifiedFilter(rho, 0.0, delta), zcdp_to_dp(ZCDP(rho), delta).eps
+    d = ApproxDPFilter(lemma21_eps(rho, delta), 0.0, delta)
+    return d, d.guarantee().eps
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "brownian", "mixed"])
+@pytest.mark.parametrize("delta", DELTAS)
+@pytest.mark.parametrize("charge", [1.0, 0.5])
+def test_filter_interaction_matches_plain_monte_carlo(
+    kind: Kind, delta: float, charge: float
+) -> None:
+    filt, eps = _filter(kind, delta)
+    assert isinstance(filt, ZCDPFilter | BrownianFilter | UnifiedFilter)
+    theta, b = claim_tilt(eps, filt, charge)
+    weighted = tilted_filter_run(filt, kind, eps, (theta, charge), 10_000, np.random.default_rng(3))
+    plain = tilted_filter_run(filt, kind, eps, (0.0, charge), 40_000, np.random.default_rng(4))
+    assert agree(weighted, b, plain)
+    if delta == DELTAS[0] and charge == 0.5 and kind != "mixed":
+        assert not agree(2.0 * weighted, 2.0 * b, plain)
+
+
+@pytest.mark.parametrize("delta", DELTAS[:2])
+def test_laplace_filter_matches_plain_monte_carlo(delta: float) -> None:
+    """Plain Monte Carlo of the Laplace interaction plays up to 512 rounds: fewer runs, two deltas."""
+    filt, eps = _filter("laplace", delta)
+    assert isinstance(filt, ApproxDPFilter)
+    theta, b = claim_tilt(eps, filt, 0.5)
+    weighted = tilted_filter_run(
+        filt, "laplace", eps, (theta, 0.5), 4_000, np.random.default_rng(5)
+    )
+    plain = tilted_filter_run(filt, "laplace", eps, (0.0, 0.5), 10_000, np.random.default_rng(6))
+    assert agree(weighted, b, plain)
+    if delta == DELTAS[0]:
+        assert not agree(2.0 * weighted, 2.0 * b, plain)
