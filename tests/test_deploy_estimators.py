@@ -12,11 +12,13 @@ on the case where plain Monte Carlo sees many events (the twins' process at delt
 from __future__ import annotations
 
 import math
+from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
+from expost.audit import deploy_filters, deploy_tails
 from expost.audit.deploy_filters import Kind, claim_tilt, tilted_filter_run
 from expost.audit.deploy_tails import lemma21_eps, pdp_eps, tilted_gaussian_tail
 from expost.audit.tilting import bound, chernoff_tilt, laplace_log_mgf
@@ -44,10 +46,12 @@ def plain_interval(hits: int, n: int, alpha: float = ALPHA) -> tuple[float, floa
     return clopper_pearson_lower(hits, n, alpha / 2), clopper_pearson_upper(hits, n, alpha / 2)
 
 
-def agree(weighted: FloatArray, b: float, plain: FloatArray) -> bool:
+def agree(weighted: FloatArray, b: float, plain: npt.ArrayLike) -> bool:
+    """Do the importance interval (weights in [0, b]) and the plain one (events) overlap?"""
     assert np.all((weighted >= 0.0) & (weighted <= b)), "a weight left [0, B]"
+    events = np.asarray(plain)
     low, high = bernstein_interval(weighted, b)
-    p_low, p_high = plain_interval(int(np.count_nonzero(plain)), plain.size)
+    p_low, p_high = plain_interval(int(np.count_nonzero(events)), events.size)
     return low <= p_high and p_low <= high
 
 
@@ -128,7 +132,7 @@ def test_filter_interaction_matches_plain_monte_carlo(
     weighted = tilted_filter_run(filt, kind, eps, (theta, charge), 10_000, np.random.default_rng(3))
     plain = tilted_filter_run(filt, kind, eps, (0.0, charge), 40_000, np.random.default_rng(4))
     assert agree(weighted, b, plain)
-    if delta == DELTAS[0] and charge == 0.5 and kind != "mixed":
+    if delta == DELTAS[0] and charge == 0.5:
         assert not agree(2.0 * weighted, 2.0 * b, plain)
 
 
@@ -145,3 +149,18 @@ def test_laplace_filter_matches_plain_monte_carlo(delta: float) -> None:
     assert agree(weighted, b, plain)
     if delta == DELTAS[0]:
         assert not agree(2.0 * weighted, 2.0 * b, plain)
+
+
+# --- the deploy cases: weights within their bounds, twins refuted at the same delta -------------
+
+
+@pytest.mark.parametrize("module", [deploy_tails, deploy_filters])
+def test_deploy_cases_at_1e_9(module: ModuleType) -> None:
+    """At delta = 1e-9 every weight lies in [0, B] and each twin's interval lies above delta."""
+    delta = 1e-9
+    for case in module.cases(delta):
+        for sim, b in ((case.simulate, case.weight_bound), (case.twin_simulate, case.twin_bound)):
+            x = np.asarray(sim(2_000, np.random.default_rng(7)), dtype=np.float64)
+            assert np.all((x >= 0.0) & (x <= b)), case.name
+        assert case.weight_bound <= 20.0 * delta, case.name  # the proposal is efficient
+        assert bernstein_interval(x, case.twin_bound)[0] > delta, case.twin_name

@@ -16,7 +16,7 @@ With θ = (eps − rho)/(2rho), B = exp(−(eps − rho)²/(4rho)) = delta'' for
 claim fails exactly when a filter lets a path spend more than its budget (a weight above B).
 
 Twins (refuted at the same delta): the same filter charged half of each round's true cost
-(Brownian rounds only, for the unified filter; Laplace rounds recorded at eps_n/sqrt(2)), so
+(Laplace rounds recorded at eps_n/sqrt(2)), so
 the true Σ rho_n reaches 2·rho; its bound is B with 2·rho, and its θ is tuned for 2·rho.
 
 A filter's decisions depend on its realised costs only through their sums (FAC Thm 1, 2;
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -35,6 +36,7 @@ import numpy.typing as npt
 
 from expost.audit._paper import gaussian_loss, laplace_loss, neighbours
 from expost.audit.tilting import (
+    ImportanceCase,
     chernoff_tilt,
     gaussian_log_weight,
     laplace_log_mgf,
@@ -51,10 +53,11 @@ from expost.filters import (
     ZCDPCost,
     ZCDPFilter,
 )
+from expost.guarantees import ZCDP, zcdp_to_dp
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
 from expost.processes import sample_brownian_grid
 
-__all__ = ["Kind", "budget_of", "claim_tilt", "tilted_filter_run"]
+__all__ = ["Kind", "budget_of", "cases", "claim_tilt", "tilted_filter_run"]
 
 FloatArray = npt.NDArray[np.float64]
 IndexArray = npt.NDArray[np.intp]
@@ -206,15 +209,13 @@ def _costs(kind: Kind, budget: float, charge: float) -> list[Cost]:
     """Every cost a run can request or realise: the BM grid points (grid g, point k at index
     g·K + k), then the one-shot menu.
 
-    ``charge`` < 1 is the twins' bug: the filter is told ``charge`` × the round's true cost
-    (the BM rounds only, for the mixed kind).
+    ``charge`` < 1 is the twins' bug: the filter is told ``charge`` × the round's true cost.
     """
     costs: list[Cost]
-    one_shot = 1.0 if kind == "mixed" else charge
     if kind == "laplace":
-        costs = [DPCost(math.sqrt(2.0 * s * budget * one_shot)) for s in LAPLACE_SHARES]
+        costs = [DPCost(math.sqrt(2.0 * s * budget * charge)) for s in LAPLACE_SHARES]
     else:
-        costs = [ZCDPCost(s * budget * one_shot) for s in SHARES]
+        costs = [ZCDPCost(s * budget * charge) for s in SHARES]
     times = np.concatenate(_grids(budget))
     return [BrownianCost(float(t) / charge) for t in times] + costs
 
@@ -266,3 +267,72 @@ def claim_tilt(eps: float, filt: AnyFilter, charge: float) -> tuple[float, float
     rho = budget_of(filt) / charge
     theta = chernoff_tilt(eps, rho)
     return theta, math.exp(-theta * eps + theta * (theta + 1.0) * rho)
+
+
+_RHO = 0.5
+_WORDS = {
+    "gaussian": f"{ROUNDS} Gaussian rounds",
+    "laplace": f"up to {LAPLACE_ROUNDS} Laplace rounds (eps_n^2 = 2 rho/64 or 2 rho/256)",
+    "brownian": f"{ROUNDS} Brownian mechanisms on adaptive grids",
+    "mixed": f"{ROUNDS} Gaussian and Brownian rounds mixed",
+}
+_TWINS = {
+    "gaussian": "charges-half-of-each-round",
+    "laplace": "charges-eps-over-sqrt2",
+    "brownian": "charges-half-of-each-bm",
+    "mixed": "charges-half-of-each-round",
+}
+
+
+def _filters(delta: float) -> list[tuple[str, str, AnyFilter, Kind, float]]:
+    """(name, source, filter, kind, claimed eps) of the paper suite's four filters at delta''."""
+    zcdp_eps = zcdp_to_dp(ZCDP(_RHO), delta).eps
+    dp = ApproxDPFilter(zcdp_eps, 0.0, delta)
+    bm = BrownianFilter(_RHO, delta)
+    return [
+        (
+            "fac-thm1-zcdp-filter",
+            "FAC Thm 1 (+ APC Lemma 2.1)",
+            ZCDPFilter(_RHO),
+            "gaussian",
+            zcdp_eps,
+        ),
+        ("fac-thm2-dp-filter", "FAC Thm 2", dp, "laplace", dp.guarantee().eps),
+        ("apc-lemma6.2-brownian-filter", "APC Lemma 6.2", bm, "brownian", bm.guarantee().eps),
+        (
+            "apc-thm5-unified-filter",
+            "APC Thm 5 (+ Lemma 2.1)",
+            UnifiedFilter(_RHO, 0.0, delta),
+            "mixed",
+            zcdp_eps,
+        ),
+    ]
+
+
+def cases(delta: float) -> list[ImportanceCase]:
+    """The four filter interactions at delta'' = ``delta``, each with its half-charging twin."""
+    out = []
+    for name, source, filt, kind, eps in _filters(delta):
+        theta, weight_bound = claim_tilt(eps, filt, 1.0)
+        twin_theta, twin_bound = claim_tilt(eps, filt, 0.5)
+        out.append(
+            ImportanceCase(
+                name=name,
+                source=source,
+                statement=(
+                    f"{type(filt).__name__} at rho={budget_of(filt):.4g}, {_WORDS[kind]} sized "
+                    f"from past outputs, adversarial stop: P(total loss > eps={eps:.4g}) <= "
+                    f"{delta:g}"
+                ),
+                proposal=(
+                    f"every round's loss tilted given the past, theta={theta:.4g}; weight <= "
+                    "exp(-theta eps + theta(theta+1) rho) on the event (Σ rho_n <= rho)"
+                ),
+                weight_bound=weight_bound,
+                simulate=partial(tilted_filter_run, filt, kind, eps, (theta, 1.0)),
+                twin_name=f"{name}/{_TWINS[kind]}",
+                twin_bound=twin_bound,
+                twin_simulate=partial(tilted_filter_run, filt, kind, eps, (twin_theta, 0.5)),
+            )
+        )
+    return out

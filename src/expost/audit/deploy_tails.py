@@ -16,15 +16,22 @@ The Gaussian mechanism N(f(x), σ²I) at neighbour distance 1 has loss N(r, 2r),
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
 
 from expost.audit._paper import gaussian_loss, neighbours
-from expost.audit.tilting import chernoff_tilt, gaussian_log_weight, shift
+from expost.audit.tilting import (
+    ImportanceCase,
+    bound,
+    chernoff_tilt,
+    gaussian_log_weight,
+    shift,
+)
 from expost.mechanisms.additive import GaussianMechanism
 
-__all__ = ["lemma21_eps", "pdp_eps", "tilted_gaussian_tail"]
+__all__ = ["cases", "lemma21_eps", "pdp_eps", "tilted_gaussian_tail"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -57,3 +64,56 @@ def tilted_gaussian_tail(
     weight = np.exp(gaussian_log_weight(y, sigma**2, fx, moved))
     out: FloatArray = np.where(loss > eps, weight, 0.0)
     return out
+
+
+_RHO = 0.5  # sigma = 1 at l2 sensitivity 1
+
+
+def cases(delta: float) -> list[ImportanceCase]:
+    """gaussian-pdp-exact and gaussian-loss-tail at ``delta``, with their twins (module doc)."""
+    sigma = GaussianMechanism(1.0, _RHO).sigma
+    rho = 0.5 / sigma**2
+    out = []
+    for name, source, d, eps, wrong, twin, what in (
+        (
+            "gaussian-pdp-exact",
+            "APC Def 2.2, THEORY §2 (Gaussian)",
+            3,
+            pdp_eps(rho, delta),
+            pdp_eps(rho, 10.0 * delta),
+            "eps-for-10-delta",
+            "eps from the loss law N(rho, 2rho); holds with equality",
+        ),
+        (
+            "gaussian-loss-tail",
+            "APC Lemma 2.1",
+            1,
+            lemma21_eps(rho, delta),
+            lemma21_eps(rho, delta, factor=1.0),
+            "sqrt-for-2-sqrt",
+            "eps = rho + 2 sqrt(rho log(1/d))",
+        ),
+    ):
+        out.append(
+            ImportanceCase(
+                name=name,
+                source=source,
+                statement=(
+                    f"Gaussian on R^{d}, l2 sensitivity 1, rho={rho:g}: P(L > eps={eps:.4g}) <= "
+                    f"{delta:g} ({what})"
+                ),
+                proposal=_PROPOSAL,
+                weight_bound=bound(eps, rho, chernoff_tilt(eps, rho)),
+                simulate=partial(tilted_gaussian_tail, sigma, eps, d),
+                twin_name=f"{name}/{twin}",
+                twin_bound=bound(wrong, rho, chernoff_tilt(wrong, rho)),
+                twin_simulate=partial(tilted_gaussian_tail, sigma, wrong, d),
+            )
+        )
+    return out
+
+
+_PROPOSAL = (
+    "loss tilted to the threshold: mean shifted by theta*(f(x) - f(x')), theta = (eps - rho)/(2 rho);"
+    " weight <= exp(-(eps - rho)^2/(4 rho)) on the event"
+)

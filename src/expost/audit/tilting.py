@@ -35,11 +35,14 @@ import math
 
 import numpy as np
 import numpy.typing as npt
+from attrs import frozen
 
 from expost._validation import nonnegative, positive
 from expost.audit._paper import gaussian_loss
+from expost.audit.core import Simulator
 
 __all__ = [
+    "ImportanceCase",
     "bound",
     "chernoff_tilt",
     "gaussian_log_weight",
@@ -122,3 +125,22 @@ def tilted_laplace(
     u = np.where(pick < probs[0], -exp1, np.where(pick < probs[0] + probs[1], inside, e + exp1))
     y: FloatArray = fx + b * np.where(gap < 0, -u, u)
     return y
+
+
+@frozen
+class ImportanceCase:
+    """An importance-sampled claim ``P(event) <= delta`` and its planted bug, before registration.
+
+    ``simulate(n, rng)`` returns ``w·1{event}`` per run, each in ``[0, weight_bound]``;
+    the twin's simulator likewise in ``[0, twin_bound]``, its claim the same delta.
+    """
+
+    name: str
+    source: str
+    statement: str
+    proposal: str
+    weight_bound: float
+    simulate: Simulator
+    twin_name: str
+    twin_bound: float
+    twin_simulate: Simulator
