@@ -18,13 +18,15 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from expost.audit import deploy_filters, deploy_tails
+from expost.audit import EValueClaim, deploy_filters, deploy_odometers, deploy_tails
 from expost.audit.deploy_filters import Kind, claim_tilt, tilted_filter_run
+from expost.audit.deploy_odometers import mixture_tilts, tilted_odometer_run
 from expost.audit.deploy_tails import lemma21_eps, pdp_eps, tilted_gaussian_tail
 from expost.audit.tilting import bound, chernoff_tilt, laplace_log_mgf
 from expost.filters import ApproxDPFilter, BrownianFilter, UnifiedFilter, ZCDPFilter
 from expost.guarantees import ZCDP, zcdp_to_dp
 from expost.loss import GaussianLoss
+from expost.odometers import MixtureOdometer
 from tests.stats import clopper_pearson_lower, clopper_pearson_upper
 
 ALPHA = 1e-6
@@ -151,16 +153,29 @@ def test_laplace_filter_matches_plain_monte_carlo(delta: float) -> None:
         assert not agree(2.0 * weighted, 2.0 * b, plain)
 
 
+@pytest.mark.parametrize("delta", DELTAS)
+def test_odometer_mixture_proposal_matches_plain_monte_carlo(delta: float) -> None:
+    """The half-odometer's process (the claim's is never crossed by plain Monte Carlo here)."""
+    odometer = MixtureOdometer(1.0, 0.0, delta)
+    thetas, b = mixture_tilts(odometer, 0.5)
+    weighted = tilted_odometer_run(odometer, 0.5, thetas, 3_000, np.random.default_rng(8))
+    plain = tilted_odometer_run(odometer, 0.5, (0.0,), 8_000, np.random.default_rng(9))
+    assert agree(weighted, b, plain)
+    if delta == DELTAS[0]:
+        assert not agree(2.0 * weighted, 2.0 * b, plain)
+
+
 # --- the deploy cases: weights within their bounds, twins refuted at the same delta -------------
 
 
-@pytest.mark.parametrize("module", [deploy_tails, deploy_filters])
+@pytest.mark.parametrize("module", [deploy_tails, deploy_filters, deploy_odometers])
 def test_deploy_cases_at_1e_9(module: ModuleType) -> None:
-    """At delta = 1e-9 every weight lies in [0, B] and each twin's interval lies above delta."""
+    """At delta = 1e-9 every weight lies in [0, B] and each twin is refuted: the betting test of
+    E[w·1{event}] <= delta (`EValueClaim`, valid for any nonnegative samples) rejects."""
     delta = 1e-9
     for case in module.cases(delta):
         for sim, b in ((case.simulate, case.weight_bound), (case.twin_simulate, case.twin_bound)):
             x = np.asarray(sim(2_000, np.random.default_rng(7)), dtype=np.float64)
             assert np.all((x >= 0.0) & (x <= b)), case.name
-        assert case.weight_bound <= 20.0 * delta, case.name  # the proposal is efficient
-        assert bernstein_interval(x, case.twin_bound)[0] > delta, case.twin_name
+        assert case.weight_bound <= 20.0 * delta, case.name  # the claims' proposals are efficient
+        assert EValueClaim(delta).verdict(x, ALPHA).refuted, case.twin_name

@@ -40,6 +40,7 @@ from attrs import frozen
 from expost._validation import nonnegative, positive
 from expost.audit._paper import gaussian_loss
 from expost.audit.core import Simulator
+from expost.errors import InvalidParameter
 
 __all__ = [
     "ImportanceCase",
@@ -82,40 +83,53 @@ def gaussian_log_weight(
     return -gaussian_loss(y, variance, fx + moved, fx)
 
 
-def _pieces(e: FloatArray, theta: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+def _pieces(e: FloatArray, theta: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """log masses of the tilted law on u <= 0, 0 < u < e, u >= e (u = (y − f(x))/b, f(x') at e)."""
     rate = 1.0 + 2.0 * theta
     low: FloatArray = math.log(0.5) + theta * e
     with np.errstate(divide="ignore"):  # e = 0: the middle piece is empty
-        middle: FloatArray = low + np.log(-np.expm1(-rate * e)) - math.log(rate)
+        middle: FloatArray = low + np.log(-np.expm1(-rate * e)) - np.log(rate)
     high: FloatArray = math.log(0.5) - (1.0 + theta) * e
     return low, middle, high
 
 
-def laplace_log_mgf(e: npt.ArrayLike, theta: float) -> FloatArray:
+def _theta(theta: float | FloatArray) -> FloatArray:
+    t = np.asarray(theta, dtype=np.float64)
+    if not np.all(t >= 0.0):
+        raise InvalidParameter("theta", theta, "must be >= 0")
+    return t
+
+
+def laplace_log_mgf(e: npt.ArrayLike, theta: float | FloatArray) -> FloatArray:
     """``log E[exp(θ·L)]`` for one Laplace coordinate at loss range e = Δ_j/b:
-    ``log((θ+1)/(2θ+1)·e^(θe) + θ/(2θ+1)·e^(−(θ+1)e))`` (the three pieces' masses summed)."""
-    t = nonnegative("theta", theta)
-    low, middle, high = _pieces(np.asarray(e, dtype=np.float64), t)
+    ``log((θ+1)/(2θ+1)·e^(θe) + θ/(2θ+1)·e^(−(θ+1)e))`` (the three pieces' masses summed);
+    e and θ broadcast."""
+    low, middle, high = _pieces(np.asarray(e, dtype=np.float64), _theta(theta))
     out: FloatArray = np.logaddexp(np.logaddexp(low, middle), high)
     return out
 
 
 def tilted_laplace(
-    fx: FloatArray, fxp: FloatArray, scale: float, theta: float, n: int, rng: np.random.Generator
+    fx: FloatArray,
+    fxp: FloatArray,
+    scale: float,
+    theta: float | FloatArray,
+    n: int,
+    rng: np.random.Generator,
 ) -> FloatArray:
     """n draws (shape (n, d)) of f(x) + Lap(scale) per coordinate, tilted by θ towards high loss.
 
     Per coordinate, with u = ±(y − f(x))/b oriented so that f(x') sits at e >= 0, the density
     ½e^(−|u|)·e^(θ·L), L = |u − e| − |u|, is: ∝ e^(u) on u <= 0 (L = e), ∝ e^(−(1+2θ)u) on
     (0, e) (L = e − 2u), ∝ e^(−u) on u >= e (L = −e); a piece is drawn by its mass, then u
-    by inversion. θ = 0 is the Laplace law itself.
+    by inversion. θ = 0 is the Laplace law itself; θ may be one value per draw, shape (n,).
     """
-    t = nonnegative("theta", theta)
+    t = _theta(theta)
+    t = t[:, None] if t.ndim == 1 else t
     b = positive("scale", scale)
     gap = fxp - fx
     e = np.abs(gap) / b
-    logs = np.stack(_pieces(e, t))  # (3, d)
+    logs = np.stack(np.broadcast_arrays(*_pieces(e, t)))  # (3, d) or (3, n, d)
     probs = np.exp(logs - np.logaddexp.reduce(logs, axis=0))
     pick = rng.random((n, e.size))
     exp1 = rng.standard_exponential((n, e.size))
