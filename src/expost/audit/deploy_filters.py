@@ -309,6 +309,13 @@ def _filters(delta: float) -> list[tuple[str, str, AnyFilter, Kind, float]]:
     ]
 
 
+def _proposal(theta: float, budget: str) -> str:
+    return (
+        f"every round's loss tilted given the past, theta={theta:.4g}; weight <= "
+        f"exp(-theta eps + theta(theta+1) {budget}) on the event (true sum of rho_n <= {budget})"
+    )
+
+
 def cases(delta: float) -> list[ImportanceCase]:
     """The four filter interactions at delta'' = ``delta``, each with its half-charging twin."""
     out = []
@@ -324,13 +331,11 @@ def cases(delta: float) -> list[ImportanceCase]:
                     f"from past outputs, adversarial stop: P(total loss > eps={eps:.4g}) <= "
                     f"{delta:g}"
                 ),
-                proposal=(
-                    f"every round's loss tilted given the past, theta={theta:.4g}; weight <= "
-                    "exp(-theta eps + theta(theta+1) rho) on the event (Σ rho_n <= rho)"
-                ),
+                proposal=_proposal(theta, "rho"),
                 weight_bound=weight_bound,
                 simulate=partial(tilted_filter_run, filt, kind, eps, (theta, 1.0)),
                 twin_name=f"{name}/{_TWINS[kind]}",
+                twin_proposal=_proposal(twin_theta, "2 rho"),
                 twin_bound=twin_bound,
                 twin_simulate=partial(tilted_filter_run, filt, kind, eps, (twin_theta, 0.5)),
             )

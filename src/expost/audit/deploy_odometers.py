@@ -155,6 +155,14 @@ def _odometers(delta: float) -> list[tuple[str, Odometer]]:
     ]
 
 
+def _proposal(thetas: tuple[float, ...]) -> str:
+    return (
+        f"uniform mixture of {len(thetas)} loss tilts, theta in [{min(thetas):.3g}, "
+        f"{max(thetas):.3g}], until the first crossing; weight <= max over reachable V of "
+        "1/mean_j exp(theta_j u(V) - theta_j(theta_j+1) V/2)"
+    )
+
+
 def cases(delta: float) -> list[ImportanceCase]:
     """The three FAC Thm 3 odometers at delta'' = ``delta``, each with its half-odometer twin."""
     out = []
@@ -171,14 +179,11 @@ def cases(delta: float) -> list[ImportanceCase]:
                     f"with eps_n in {EPS_MENU} from past outputs: P(exists n: L_(1:n) >= u_n) "
                     f"<= {delta:g}"
                 ),
-                proposal=(
-                    f"uniform mixture of {len(thetas)} loss tilts, theta in "
-                    f"[{min(thetas):.3g}, {max(thetas):.3g}], until the first crossing; weight <= "
-                    "max over V of 1/mean_j exp(theta_j u(V) - theta_j(theta_j+1) V/2)"
-                ),
+                proposal=_proposal(thetas),
                 weight_bound=weight_bound,
                 simulate=partial(tilted_odometer_run, odometer, 1.0, thetas),
                 twin_name=f"{name}/half-the-odometer",
+                twin_proposal=_proposal(twin_thetas),
                 twin_bound=twin_bound,
                 twin_simulate=partial(tilted_odometer_run, odometer, 0.5, twin_thetas),
             )

@@ -106,6 +106,7 @@ def cases(delta: float) -> list[ImportanceCase]:
                 weight_bound=bound(eps, rho, chernoff_tilt(eps, rho)),
                 simulate=partial(tilted_gaussian_tail, sigma, eps, d),
                 twin_name=f"{name}/{twin}",
+                twin_proposal=_PROPOSAL,
                 twin_bound=bound(wrong, rho, chernoff_tilt(wrong, rho)),
                 twin_simulate=partial(tilted_gaussian_tail, sigma, wrong, d),
             )

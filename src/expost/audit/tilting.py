@@ -156,5 +156,6 @@ class ImportanceCase:
     weight_bound: float
     simulate: Simulator
     twin_name: str
+    twin_proposal: str
     twin_bound: float
     twin_simulate: Simulator
