@@ -57,7 +57,7 @@ from expost.guarantees import ZCDP, zcdp_to_dp
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
 from expost.processes import sample_brownian_grid
 
-__all__ = ["Kind", "budget_of", "cases", "claim_tilt", "tilted_filter_run"]
+__all__ = ["Kind", "budget_of", "cases", "claim_tilt", "preferred", "tilted_filter_run"]
 
 FloatArray = npt.NDArray[np.float64]
 IndexArray = npt.NDArray[np.intp]
@@ -117,8 +117,8 @@ class _States:
         return choice
 
 
-def _preferred(last: FloatArray, options: int) -> IndexArray:
-    """The analyst's preferred menu entry, from the previous released value (as the paper's)."""
+def preferred(last: FloatArray, options: int) -> IndexArray:
+    """The analyst's preferred menu entry from a released value (as the paper suite's analyst)."""
     bins = np.floor(np.abs(last) * 2.0).astype(np.intp) + (last > 0)
     choice: IndexArray = bins % options
     return choice
@@ -148,7 +148,7 @@ def _one_shot_round(
     shares = LAPLACE_SHARES if laplace else SHARES
     first = len(SHARES) * _GRID_POINTS  # the one-shot menu follows the BM grid points
     menu = [first + g for g in range(len(shares))]
-    choice = states.choose(runs.state[rows], menu, _preferred(runs.last[rows], len(shares)))
+    choice = states.choose(runs.state[rows], menu, preferred(runs.last[rows], len(shares)))
     moved = shift(fx, fxp, theta)
     for g, share in enumerate(shares):
         mine = rows[choice == g]
@@ -189,7 +189,7 @@ def _brownian_round(
     fx, fxp = neighbours(1.0, 1)
     moved = shift(fx, fxp, theta)
     menu = [g * _GRID_POINTS + _GRID_POINTS - 1 for g in range(len(SHARES))]  # grid g, point k
-    choice = states.choose(runs.state[rows], menu, _preferred(runs.last[rows], len(SHARES)))
+    choice = states.choose(runs.state[rows], menu, preferred(runs.last[rows], len(SHARES)))
     for g, times in enumerate(_grids(budget)):
         mine = rows[choice == g]
         if mine.size == 0:

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.audit._paper import laplace_loss, neighbours
+from expost.audit.deploy_filters import preferred
 from expost.audit.tilting import ImportanceCase, laplace_log_mgf, tilted_laplace
 from expost.mechanisms.additive import LaplaceMechanism
 from expost.mechanisms.exponential import ExponentialMechanism
@@ -45,13 +46,6 @@ EPS_MENU = (0.1, 0.2, 0.35, 0.5)
 _QUANTUM = 0.0025  # every eps_m² is a multiple of it
 _HIGH, _LOW = np.array([1.0, 0.0]), np.array([0.0, 0.0])  # monotone scores under x and x'
 _COMPONENTS = 12
-
-
-def _preferred(signal: FloatArray, options: int) -> npt.NDArray[np.intp]:
-    """The analyst's preferred menu entry (as the paper suite's odometer audits)."""
-    bins = np.floor(np.abs(signal) * 2.0).astype(np.intp) + (signal > 0)
-    choice: npt.NDArray[np.intp] = bins % options
-    return choice
 
 
 def _lattice(odometer: Odometer, scale: float) -> tuple[FloatArray, FloatArray]:
@@ -125,7 +119,7 @@ def tilted_odometer_run(
     live = np.ones(n, dtype=np.bool_)
     crossed = np.zeros(n, dtype=np.bool_)
     for _ in range(ROUNDS):
-        choice = _preferred(last + total, len(EPS_MENU))
+        choice = preferred(last + total, len(EPS_MENU))
         for g, e in enumerate(EPS_MENU):
             for use_rr in (False, True):
                 rows = np.flatnonzero(live & (choice == g) & (rr == use_rr))
