@@ -38,6 +38,16 @@ def _workers(text: str) -> int:
     return value
 
 
+def _delta(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} must lie in (0, 1)")
+    return value
+
+
 def add_parser(sub: Any) -> None:
     """Register ``expost audit``."""
     p: argparse.ArgumentParser = sub.add_parser(
@@ -48,7 +58,20 @@ def add_parser(sub: Any) -> None:
             f"alpha_audit = {ALPHA_AUDIT:g}; every planted-bug twin must be refuted."
         ),
     )
-    p.add_argument("--suite", default=QUICK, metavar="NAME", help="quick (default) or paper")
+    p.add_argument(
+        "--suite",
+        default=QUICK,
+        metavar="NAME",
+        help="quick (default), paper, deploy (deltas 1e-6, 1e-9, 1e-12) or deploy-quick",
+    )
+    p.add_argument(
+        "--delta",
+        action="append",
+        type=_delta,
+        default=None,
+        metavar="D",
+        help="run the suite's delta-parameterised audits at D instead (repeatable)",
+    )
     p.add_argument(
         "--only", action="append", default=None, metavar="NAME", help="run only this audit"
     )
@@ -101,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as exc:
             return _error(f"cannot import --module {module}: {exc}")
     try:
-        audits = default_registry().suite(args.suite)
+        audits = default_registry().suite(args.suite, args.delta)
     except InvalidParameter as exc:
         return _error(str(exc))
     if args.list:

@@ -24,8 +24,9 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -45,6 +46,7 @@ from expost.errors import InvalidParameter
 
 __all__ = [
     "ALPHA_AUDIT",
+    "CUT_LEVELS",
     "Audit",
     "AuditReport",
     "AuditResult",
@@ -61,6 +63,7 @@ __all__ = [
     "audit_seed",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
+    "eps_lower_bound",
     "run_audit",
     "run_audits",
 ]
@@ -86,9 +89,18 @@ def clopper_pearson_upper(hits: int, n: int, alpha: float) -> float:
     return 1.0 if hits >= n else float(stats.beta.ppf(1.0 - alpha, hits + 1, n - hits))
 
 
+def _frozen_mapping(value: Mapping[str, float | str]) -> Mapping[str, float | str]:
+    return MappingProxyType(dict(value))
+
+
 @frozen
 class Verdict:
-    """The outcome of one test: ``refuted`` iff ``bound`` (a lower confidence bound) > ``claimed``."""
+    """The outcome of one test: ``refuted`` iff ``bound`` (a lower confidence bound) > ``claimed``.
+
+    ``extra``: a read-only mapping of further figures a claim reports (an `ImportanceClaim`'s
+    proposal, weight bound, upper bound, ratio to delta with its interval, effective sample size);
+    the JSON report writes it under ``"importance"``. Empty for the other claims.
+    """
 
     n: int
     observed: float
@@ -96,6 +108,9 @@ class Verdict:
     claimed: float
     refuted: bool
     detail: str
+    extra: Mapping[str, float | str] = field(
+        factory=dict, converter=_frozen_mapping, hash=False, repr=False
+    )
 
     @property
     def word(self) -> Expected:
@@ -234,7 +249,7 @@ class EValueClaim:
 
 # Quantile levels of the candidate thresholds, finer in the tails where ratios are largest.
 _TAIL = np.geomspace(1e-4, 1e-2, 9)
-_LEVELS = np.unique(np.concatenate([_TAIL, np.linspace(0.01, 0.99, 99), 1.0 - _TAIL]))
+CUT_LEVELS = np.unique(np.concatenate([_TAIL, np.linspace(0.01, 0.99, 99), 1.0 - _TAIL]))
 
 
 def _counts_at_least(sorted_values: FloatArray, cuts: FloatArray) -> npt.NDArray[np.int64]:
@@ -251,16 +266,33 @@ def _event_counts(a: FloatArray, b: FloatArray, cuts: FloatArray) -> tuple[Any, 
     return first, second, m
 
 
-def _log_ratio_bound(first: Any, second: Any, m: int, alpha: float) -> FloatArray:
-    """log(CP lower of P(S|first) / CP upper of P(S|second)), each at alpha/2 (Bonferroni)."""
+def eps_lower_bound(
+    hits_x: npt.ArrayLike,
+    n_x: int,
+    hits_x_prime: npt.ArrayLike,
+    n_x_prime: int,
+    alpha: float,
+    delta: float = 0.0,
+) -> FloatArray:
+    """``log((CP_lower(P(E|x)) − delta) / CP_upper(P(E|x')))``, each limit at alpha/2, elementwise.
+
+    For an (eps, delta)-DP mechanism P(E|x) <= e^eps P(E|x') + delta (the hockey-stick form), so
+    with probability >= 1 − alpha (Bonferroni over the two exact one-sided limits) the value is
+    <= eps for a fixed event E. −inf where the lower limit does not exceed delta. Hit counts may
+    be non-integer (scaled counts predict a later test's bound).
+    """
     from scipy import stats  # lazy: keeps the `expost` command fast
 
-    lower = np.where(first > 0, stats.beta.ppf(alpha / 2, np.maximum(first, 1), m - first + 1), 0)
+    a = np.asarray(hits_x, dtype=np.float64)
+    b = np.asarray(hits_x_prime, dtype=np.float64)
+    lower = np.where(a > 0, stats.beta.ppf(alpha / 2, np.maximum(a, 1e-12), n_x - a + 1), 0.0)
     upper = np.where(
-        second < m, stats.beta.ppf(1 - alpha / 2, second + 1, np.maximum(m - second, 1)), 1
+        b < n_x_prime,
+        stats.beta.ppf(1 - alpha / 2, b + 1, np.maximum(n_x_prime - b, 1e-12)),
+        1.0,
     )
-    with np.errstate(divide="ignore"):
-        result: FloatArray = np.log(lower) - np.log(upper)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result: FloatArray = np.where(lower > delta, np.log(lower - delta) - np.log(upper), -np.inf)
     return result
 
 
@@ -296,12 +328,13 @@ class DPClaim:
         y = pairs.astype(np.float64)
         half = y.shape[0] // 2
         choose, test = y[:half], y[half : 2 * half]
-        cuts = np.unique(np.quantile(choose, _LEVELS))
-        score = _log_ratio_bound(*_event_counts(choose[:, 0], choose[:, 1], cuts), a)
+        cuts = np.unique(np.quantile(choose, CUT_LEVELS))
+        first, second, m = _event_counts(choose[:, 0], choose[:, 1], cuts)
+        score = eps_lower_bound(first, m, second, m, a)
         kind, at = np.unravel_index(int(np.argmax(score)), score.shape)
         first, second, m = _event_counts(test[:, 0], test[:, 1], cuts[at : at + 1])
         hit_a, hit_b = int(first[kind, 0]), int(second[kind, 0])
-        bound = max(0.0, float(_log_ratio_bound(first[kind], second[kind], m, a)[0]))
+        bound = max(0.0, float(eps_lower_bound(first[kind], m, second[kind], m, a)[0]))
         observed = math.log((hit_a + 0.5) / (hit_b + 0.5))
         detail = f"S: {_EVENTS[kind]}, c = {cuts[at]:.4g}; hits {hit_a}/{m} vs {hit_b}/{m}"
         return Verdict(y.shape[0], observed, bound, self.eps, bound > self.eps, detail)
@@ -414,7 +447,21 @@ class AuditResult:
         return out
 
     def to_json(self) -> dict[str, object]:
-        """The report entry: keys as in ARCHITECTURE ("expected" only when "refuted")."""
+        """The report entry: keys as in ARCHITECTURE ("expected" only when "refuted").
+
+        A verdict with ``extra`` figures (importance-sampled claims) adds them under
+        ``"importance"``, for the claim and for its twin.
+        """
+        twin: dict[str, object] | None = None
+        if self.twin is not None:
+            twin = {
+                "name": self.twin.name,
+                "verdict": self.twin.verdict.word,
+                "observed": self.twin.verdict.observed,
+                "bound": self.twin.verdict.bound,
+            }
+            if self.twin.verdict.extra:
+                twin["importance"] = dict(self.twin.verdict.extra)
         entry: dict[str, object] = {
             "name": self.name,
             "source": self.source,
@@ -424,15 +471,10 @@ class AuditResult:
             "bound": self.verdict.bound,
             "verdict": self.verdict.word,
             "seconds": self.seconds,
-            "twin": None
-            if self.twin is None
-            else {
-                "name": self.twin.name,
-                "verdict": self.twin.verdict.word,
-                "observed": self.twin.verdict.observed,
-                "bound": self.twin.verdict.bound,
-            },
+            "twin": twin,
         }
+        if self.verdict.extra:
+            entry["importance"] = dict(self.verdict.extra)
         if self.expected == "refuted":
             entry["expected"] = "refuted"
         return entry
@@ -445,7 +487,11 @@ def _row(r: AuditResult) -> tuple[str, ...]:
     v = r.verdict
     verdict = v.word + ("" if r.expected == "holds" else " (expected)")
     twin = "-" if r.twin is None else "refuted" if r.twin.verdict.refuted else "NOT CAUGHT"
-    cells = (r.name, r.source, r.statement, str(v.n), f"{v.observed:.4g}", f"{v.bound:.4g}")
+    observed = f"{v.observed:.4g}"
+    if "ratio" in v.extra:  # an importance-sampled claim: P/delta with its interval
+        x = v.extra
+        observed += f" (P/d {x['ratio']:.3g} [{x['ratio_lower']:.3g}, {x['ratio_upper']:.3g}])"
+    cells = (r.name, r.source, r.statement, str(v.n), observed, f"{v.bound:.4g}")
     return (*cells, verdict, twin, f"{r.seconds:.1f}")
 
 
