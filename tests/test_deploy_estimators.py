@@ -157,7 +157,7 @@ def test_laplace_filter_matches_plain_monte_carlo(delta: float) -> None:
 def test_odometer_mixture_proposal_matches_plain_monte_carlo(delta: float) -> None:
     """The half-odometer's process (the claim's is never crossed by plain Monte Carlo here)."""
     odometer = MixtureOdometer(1.0, 0.0, delta)
-    thetas, b = mixture_tilts(odometer, 0.5)
+    thetas, b = mixture_tilts(odometer, 0.5)  # the claims' proposal, on a process plain MC sees
     weighted = tilted_odometer_run(odometer, 0.5, thetas, 3_000, np.random.default_rng(8))
     plain = tilted_odometer_run(odometer, 0.5, (0.0,), 8_000, np.random.default_rng(9))
     assert agree(weighted, b, plain)

@@ -35,6 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.audit._paper import gaussian_loss, laplace_loss, neighbours
+from expost.audit.core import Audit
+from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
 from expost.audit.tilting import (
     ImportanceCase,
     chernoff_tilt,
@@ -57,7 +59,15 @@ from expost.guarantees import ZCDP, zcdp_to_dp
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
 from expost.processes import sample_brownian_grid
 
-__all__ = ["Kind", "budget_of", "cases", "claim_tilt", "preferred", "tilted_filter_run"]
+__all__ = [
+    "Kind",
+    "budget_of",
+    "cases",
+    "claim_tilt",
+    "deploy_filter_audits",
+    "preferred",
+    "tilted_filter_run",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IndexArray = npt.NDArray[np.intp]
@@ -324,6 +334,7 @@ def cases(delta: float) -> list[ImportanceCase]:
         twin_theta, twin_bound = claim_tilt(eps, filt, 0.5)
         out.append(
             ImportanceCase(
+                delta=delta,
                 name=name,
                 source=source,
                 statement=(
@@ -341,3 +352,13 @@ def cases(delta: float) -> list[ImportanceCase]:
             )
         )
     return out
+
+
+_QUICK = ("fac-thm1-zcdp-filter", "apc-thm5-unified-filter")
+
+
+@register_at_deltas(DEPLOY, DEPLOY_QUICK)
+def deploy_filter_audits(suite: str, delta: float) -> list[Audit]:
+    """The cases at ``delta`` (deploy-quick: "fac-thm1-zcdp-filter", "apc-thm5-unified-filter")."""
+    chosen = [c for c in cases(delta) if suite == DEPLOY or c.name in _QUICK]
+    return [c.audit(20_000, 5_000) for c in chosen]

@@ -22,6 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.audit._paper import gaussian_loss, neighbours
+from expost.audit.core import Audit
+from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
 from expost.audit.tilting import (
     ImportanceCase,
     bound,
@@ -31,7 +33,7 @@ from expost.audit.tilting import (
 )
 from expost.mechanisms.additive import GaussianMechanism
 
-__all__ = ["cases", "lemma21_eps", "pdp_eps", "tilted_gaussian_tail"]
+__all__ = ["cases", "deploy_gaussian_tails", "lemma21_eps", "pdp_eps", "tilted_gaussian_tail"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -96,6 +98,7 @@ def cases(delta: float) -> list[ImportanceCase]:
     ):
         out.append(
             ImportanceCase(
+                delta=delta,
                 name=name,
                 source=source,
                 statement=(
@@ -118,3 +121,13 @@ _PROPOSAL = (
     "loss tilted to the threshold: mean shifted by theta*(f(x) - f(x')), theta = (eps - rho)/(2 rho);"
     " weight <= exp(-(eps - rho)^2/(4 rho)) on the event"
 )
+
+
+_QUICK = ("gaussian-pdp-exact",)
+
+
+@register_at_deltas(DEPLOY, DEPLOY_QUICK)
+def deploy_gaussian_tails(suite: str, delta: float) -> list[Audit]:
+    """The cases at ``delta`` (deploy-quick: "gaussian-pdp-exact")."""
+    chosen = [c for c in cases(delta) if suite == DEPLOY or c.name in _QUICK]
+    return [c.audit(20_000, 20_000) for c in chosen]

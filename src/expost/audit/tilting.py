@@ -39,7 +39,9 @@ from attrs import frozen
 
 from expost._validation import nonnegative, positive
 from expost.audit._paper import gaussian_loss
-from expost.audit.core import Simulator
+from expost.audit.core import Audit, Simulator, Twin
+from expost.audit.rare_event import ImportanceClaim
+from expost.audit.registry import delta_tag
 from expost.errors import InvalidParameter
 
 __all__ = [
@@ -143,12 +145,13 @@ def tilted_laplace(
 
 @frozen
 class ImportanceCase:
-    """An importance-sampled claim ``P(event) <= delta`` and its planted bug, before registration.
+    """An importance-sampled claim ``P(event) <= delta`` and its planted bug (same delta).
 
     ``simulate(n, rng)`` returns ``w·1{event}`` per run, each in ``[0, weight_bound]``;
-    the twin's simulator likewise in ``[0, twin_bound]``, its claim the same delta.
+    the twin's simulator likewise in ``[0, twin_bound]``. `audit` makes the registered audit.
     """
 
+    delta: float
     name: str
     source: str
     statement: str
@@ -159,3 +162,18 @@ class ImportanceCase:
     twin_proposal: str
     twin_bound: float
     twin_simulate: Simulator
+
+    def audit(self, n: int, chunk_size: int) -> Audit:
+        """The audit at ``delta`` (names end in `delta_tag`), claim and twin `ImportanceClaim`s."""
+        tag = delta_tag(self.delta)
+        twin_claim = ImportanceClaim(self.delta, self.twin_bound, self.twin_proposal)
+        return Audit(
+            name=f"{self.name}/{tag}",
+            source=self.source,
+            statement=self.statement,
+            claim=ImportanceClaim(self.delta, self.weight_bound, self.proposal),
+            simulate=self.simulate,
+            n=n,
+            twin=Twin(f"{self.twin_name}/{tag}", twin_claim, self.twin_simulate),
+            chunk_size=chunk_size,
+        )
