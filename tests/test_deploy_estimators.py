@@ -3,8 +3,9 @@
 At delta in {1e-2, 1e-3, 1e-4} the importance-sampled estimate of P(event) and the plain Monte
 Carlo one (the same simulator with θ = 0, w = 1) must have overlapping confidence intervals,
 each two-sided at level ALPHA: false alarm <= 2·ALPHA per check when the weights are right.
-The importance interval is the empirical-Bernstein one for means of variables in [0, B]
-(Maurer & Pontil 2009, Thm 4), B the proposal's weight bound; the plain one is Clopper–Pearson.
+The importance interval is the engine's betting interval for means of variables in [0, B]
+(`betting_bounds`, Waudby-Smith & Ramdas 2023), B the proposal's weight bound; the plain one is
+Clopper–Pearson.
 The planted bug: the same importance samples with the weight mis-scaled by 2 must NOT overlap,
 on the case where plain Monte Carlo sees many events (the twins' process at delta = 1e-2).
 """
@@ -22,6 +23,7 @@ from expost.audit import EValueClaim, deploy_filters, deploy_odometers, deploy_t
 from expost.audit.deploy_filters import Kind, claim_tilt, tilted_filter_run
 from expost.audit.deploy_odometers import mixture_tilts, tilted_odometer_run
 from expost.audit.deploy_tails import lemma21_eps, pdp_eps, tilted_gaussian_tail
+from expost.audit.rare_event import ImportanceClaim, betting_bounds
 from expost.audit.tilting import bound, chernoff_tilt, laplace_log_mgf
 from expost.filters import ApproxDPFilter, BrownianFilter, UnifiedFilter, ZCDPFilter
 from expost.guarantees import ZCDP, zcdp_to_dp
@@ -34,16 +36,6 @@ DELTAS = (1e-2, 1e-3, 1e-4)
 FloatArray = npt.NDArray[np.float64]
 
 
-def bernstein_interval(x: FloatArray, b: float, alpha: float = ALPHA) -> tuple[float, float]:
-    """Two-sided (1 − alpha) interval for E[X], X in [0, b] (Maurer–Pontil, each side alpha/2)."""
-    n = x.size
-    log_term = math.log(4.0 / alpha)  # two sides, each splitting alpha/2 between its two terms
-    width = math.sqrt(2.0 * float(x.var(ddof=1)) * log_term / n) + 7.0 * b * log_term / (
-        3.0 * (n - 1)
-    )
-    return float(x.mean()) - width, float(x.mean()) + width
-
-
 def plain_interval(hits: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:
     return clopper_pearson_lower(hits, n, alpha / 2), clopper_pearson_upper(hits, n, alpha / 2)
 
@@ -52,7 +44,7 @@ def agree(weighted: FloatArray, b: float, plain: npt.ArrayLike) -> bool:
     """Do the importance interval (weights in [0, b]) and the plain one (events) overlap?"""
     assert np.all((weighted >= 0.0) & (weighted <= b)), "a weight left [0, B]"
     events = np.asarray(plain)
-    low, high = bernstein_interval(weighted, b)
+    low, high = (b * bound for bound in betting_bounds(weighted / b, ALPHA / 2))
     p_low, p_high = plain_interval(int(np.count_nonzero(events)), events.size)
     return low <= p_high and p_low <= high
 
@@ -163,6 +155,26 @@ def test_odometer_mixture_proposal_matches_plain_monte_carlo(delta: float) -> No
     assert agree(weighted, b, plain)
     if delta == DELTAS[0]:
         assert not agree(2.0 * weighted, 2.0 * b, plain)
+
+
+def test_exact_pdp_claim_rejects_at_rate_at_most_alpha() -> None:
+    """Issue 13 point 4b: the Gaussian's exact pDP holds with equality, so repeated seeded
+    audits at alpha = 0.05 (large, to make the rate observable) must reject at rate <= 0.05
+    (exact one-sided binomial test, level 1e-6). Planted bug: the same runs against delta/2
+    (a claim false by a factor 2) must reject at a rate above 0.05."""
+    from scipy import stats
+
+    delta, level, repeats = 1e-9, 0.05, 200
+    rho, eps = 0.5, pdp_eps(0.5, 1e-9)
+    b = bound(eps, rho, chernoff_tilt(eps, rho))
+    right = ImportanceClaim(delta, b, "tilt")
+    wrong = ImportanceClaim(delta / 2, b, "tilt")
+    seeds = np.random.SeedSequence(11).spawn(repeats)
+    runs = [tilted_gaussian_tail(1.0, eps, 3, 2_000, np.random.default_rng(s)) for s in seeds]
+    rejected = sum(right.verdict(x, level).refuted for x in runs)
+    caught = sum(wrong.verdict(x, level).refuted for x in runs)
+    assert stats.binomtest(rejected, repeats, level, alternative="greater").pvalue > 1e-6
+    assert stats.binomtest(caught, repeats, level, alternative="greater").pvalue < 1e-6
 
 
 # --- the deploy cases: weights within their bounds, twins refuted at the same delta -------------
