@@ -187,7 +187,7 @@ def test_deploy_cases_at_1e_9(module: ModuleType) -> None:
     delta = 1e-9
     for case in module.cases(delta):
         for sim, b in ((case.simulate, case.weight_bound), (case.twin_simulate, case.twin_bound)):
-            x = np.asarray(sim(2_000, np.random.default_rng(7)), dtype=np.float64)
+            x = np.asarray(sim(1_000, np.random.default_rng(7)), dtype=np.float64)
             assert np.all((x >= 0.0) & (x <= b)), case.name
         assert case.weight_bound <= 20.0 * delta, case.name  # the claims' proposals are efficient
         assert EValueClaim(delta).verdict(x, ALPHA).refuted, case.twin_name
