@@ -191,3 +191,26 @@ def test_deploy_cases_at_1e_9(module: ModuleType) -> None:
             assert np.all((x >= 0.0) & (x <= b)), case.name
         assert case.weight_bound <= 20.0 * delta, case.name  # the claims' proposals are efficient
         assert EValueClaim(delta).verdict(x, ALPHA).refuted, case.twin_name
+
+
+def test_shared_filter_states_match_the_paper_interaction() -> None:
+    """θ = 0 runs of `tilted_filter_run` (one library filter per distinct multiset of costs) and
+    the paper suite's interaction (one library filter per run) have the same event rate
+    (two-sided Fisher test, level ALPHA); planted bug: the half-charged filter differs."""
+    from scipy import stats
+
+    from expost.audit.composition import filter_interaction_exceeds
+
+    filt = UnifiedFilter(0.5, 0.0, 0.1)
+    eps = zcdp_to_dp(ZCDP(0.5), 0.1).eps
+    n = 10_000
+    paper = int(
+        np.count_nonzero(
+            filter_interaction_exceeds(filt, "mixed", eps, n, np.random.default_rng(1))
+        )
+    )
+    for charge, same in ((1.0, True), (0.5, False)):
+        ours = tilted_filter_run(filt, "mixed", eps, (0.0, charge), n, np.random.default_rng(2))
+        hits = int(np.count_nonzero(ours))
+        p = stats.fisher_exact([[paper, n - paper], [hits, n - hits]]).pvalue
+        assert (p > ALPHA) == same, (charge, paper, hits)
