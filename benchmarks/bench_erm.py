@@ -38,7 +38,7 @@ __all__ = ["main"]
 def vectorised_seconds_per_run(task: ERMTask, runs: int) -> float:
     levels = privacy_levels()
     start = time.perf_counter()
-    run_task(task, levels, runs, np.random.default_rng(1), target=TARGETS[task.name])
+    run_task(task, levels, runs, np.random.SeedSequence(1), target=TARGETS[task.name])
     return (time.perf_counter() - start) / runs
 
 

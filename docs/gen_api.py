@@ -36,7 +36,8 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
 BEYOND: list[tuple[str, str]] = [
     ("expost.processes", "Exact path samplers (batched and interactive)."),
     ("expost.audit", "Statistical audits of claims, their registry and reports."),
-    ("expost.testing", "Hypothesis strategies and statistical assertions for other libraries."),
+    ("expost.testing", "Strategies, assertions and black-box audits for other libraries."),
+    ("expost.testing.adapters", "OpenDP and diffprivlib mechanisms for black-box audits."),
 ]
 
 HEADER = """\

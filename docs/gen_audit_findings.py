@@ -1,8 +1,10 @@
 """Write docs/audit-findings.md ("What the audits found") from a JSON audit report.
 
     expost audit --suite paper --json docs/audit-report.json --seed 0
+    expost audit --suite deploy --json docs/deploy-report.json --seed 0
     python docs/gen_audit_findings.py docs/audit-report.json docs/audit-findings.md \\
-        --runtime "334 s wall" --machine "2-core Intel Xeon VM, Linux, Python 3.11"
+        --runtime "334 s wall" --machine "2-core Intel Xeon VM, Linux, Python 3.11" \\
+        --deploy docs/deploy-report.json --deploy-runtime "70 s wall, same machine"
 
 Everything in the page comes from the report, except the claimed value of each audit (delta,
 e-value bound or eps), which the report does not carry: it is read from the audit of the same
@@ -182,10 +184,82 @@ def _passed(entry: Entry) -> bool:
     return bool(entry["verdict"] == entry.get("expected", "holds") and twin_ok)
 
 
+_DEPLOY_COMMAND = "expost audit --suite deploy --json docs/deploy-report.json --seed 0"
+
+
+def _base(name: str) -> tuple[str, str]:
+    """(claim without its delta suffix, the delta tag) of a deploy audit's name."""
+    head, _, tag = name.rpartition("/")
+    return (head, tag.removeprefix("delta-")) if tag.startswith("delta-") else (name, "-")
+
+
+def _ratio(entry: Entry) -> str:
+    imp = entry.get("importance")
+    if not imp:
+        return f"{_number(entry['observed'])} ({entry['verdict']})"
+    mark = "" if _passed(entry) else " **FAIL**"
+    return (
+        f"{imp['ratio']:.3g} [{imp['ratio_lower']:.3g}, {imp['ratio_upper']:.3g}]"
+        f"{' refuted' if entry['verdict'] == 'refuted' else ''}{mark}"
+    )
+
+
+def _deploy_section(
+    deploy: Entry, paper: list[Entry], claimed: dict[str, float], runtime: str
+) -> list[str]:
+    """The claim × delta table: P(event)/delta with its interval, next to the paper figure."""
+    rows: dict[str, dict[str, Entry]] = {}
+    for e in deploy["claims"]:
+        head, tag = _base(e["name"])
+        rows.setdefault(head, {})[tag] = e
+    deltas = sorted({t for r in rows.values() for t in r}, key=lambda t: -float(t))
+    at_paper = {e["name"]: e for e in paper}
+    entries: list[Entry] = deploy["claims"]
+    ok = sum(_passed(e) for e in entries)
+    lines = [
+        "",
+        "## At deployment deltas (importance sampling)",
+        "",
+        f"- deploy command: `{_DEPLOY_COMMAND}`",
+        f"- seed: {deploy['seed']}, alpha_audit: {deploy['alpha_audit']:g}",
+        f"- deploy runtime: {runtime}",
+        "",
+        (
+            f"**{ok} of {len(entries)} deploy audits as expected.** Each cell is the estimate of "
+            "P(event)/delta with its betting confidence interval (each side at level "
+            f"1 − {deploy['alpha_audit']:g}): how much of delta the claim really uses at that "
+            "delta. 'refuted' marks a printed statement, refuted as expected. The first column is "
+            "the paper suite's figure (observed/claimed at its delta, 0.05 for the Brownian "
+            "claims). Every planted twin is refuted at the same delta unless a cell says "
+            "**FAIL**. Method: [Auditing at small delta](small-delta.md)."
+        ),
+        "",
+        "| claim | paper suite | " + " | ".join(f"delta = {t}" for t in deltas) + " |",
+        "|---|---|" + "---|" * len(deltas),
+    ]
+    for head, cells in rows.items():
+        ref = at_paper.get(head)
+        value = claimed.get(head)
+        paper_cell = "-" if ref is None else _share(ref["observed"], value)
+        row = [f"`{head}`", paper_cell, *(_ratio(cells[t]) if t in cells else "-" for t in deltas)]
+        lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    return lines
+
+
 def render(
-    report: Entry, claimed: dict[str, float], *, command: str, runtime: str, machine: str
+    report: Entry,
+    claimed: dict[str, float],
+    *,
+    command: str,
+    runtime: str,
+    machine: str,
+    deploy: Entry | None = None,
+    deploy_runtime: str = "not recorded",
 ) -> str:
-    """The markdown page for ``report`` (the JSON of ``expost audit --json``)."""
+    """The markdown page for ``report`` (the JSON of ``expost audit --json``).
+
+    ``deploy``: the report of the ``deploy`` suite, rendered as a claim × delta table.
+    """
     entries: list[Entry] = report["claims"]
     total = sum(float(e["seconds"]) for e in entries)
     ok = sum(_passed(e) for e in entries)
@@ -228,6 +302,8 @@ def render(
         if words:
             lines += [words, ""]
         lines += _table(buckets[i], claimed)
+    if deploy is not None:
+        lines += _deploy_section(deploy, entries, claimed, deploy_runtime)
     return "\n".join(lines) + "\n"
 
 
@@ -245,14 +321,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--machine",
         default=f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}",
     )
+    p.add_argument("--deploy", type=Path, default=None, help="the deploy suite's JSON report")
+    p.add_argument("--deploy-runtime", default="not recorded")
     args = p.parse_args(argv)
     report = json.loads(args.report.read_text(encoding="utf-8"))
+    deploy = None if args.deploy is None else json.loads(args.deploy.read_text(encoding="utf-8"))
     page = render(
         report,
         claimed_values(),
         command=args.command,
         runtime=args.runtime,
         machine=args.machine,
+        deploy=deploy,
+        deploy_runtime=args.deploy_runtime,
     )
     args.page.write_text(page, encoding="utf-8")
     return 0

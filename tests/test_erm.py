@@ -246,7 +246,7 @@ def test_reduced_above_threshold_reads_data_only_through_the_utility(
 def _vector_and_single(
     task: ERMTask, method: str, checker: str, target: float, single_target: float, runs: int
 ) -> tuple[FloatArray, FloatArray]:
-    result = run_task(task, LEVELS, runs, np.random.default_rng(8), target=target)
+    result = run_task(task, LEVELS, runs, np.random.SeedSequence(8), target=target)
     mechanisms = Mechanisms.build(task, LEVELS)
     rng = np.random.default_rng(9)
     single = np.array(
@@ -283,7 +283,7 @@ def test_law_comparison_rejects_a_wrong_target(small_logistic: LogisticRegressio
 def test_run_task_is_seeded_and_reports_every_checker(small_logistic: LogisticRegression) -> None:
     target = float(small_logistic.model_loss(small_logistic.value)) + 0.02
     a, b, c = (
-        run_task(small_logistic, LEVELS, 20, np.random.default_rng(s), target=target)
+        run_task(small_logistic, LEVELS, 20, np.random.SeedSequence(s), target=target)
         for s in (10, 10, 11)
     )
     for method in METHODS:
@@ -334,7 +334,7 @@ def test_bad_parameters_are_rejected(small_logistic: LogisticRegression) -> None
     with pytest.raises(InvalidParameter):
         privacy_levels(1.0, 0.5)
     with pytest.raises(InvalidParameter):
-        run_task(small_logistic, LEVELS, 1, np.random.default_rng(0), target=0.4)
+        run_task(small_logistic, LEVELS, 1, np.random.SeedSequence(0), target=0.4)
     with pytest.raises(InvalidParameter):
         load_bundled("iris")
 

@@ -34,13 +34,15 @@ from expost.filters import (
     ExPostCost,
     ExPostFilter,
     Filter,
+    GaussianCost,
+    GaussianDPFilter,
     PrivacyFilter,
     UnifiedFilter,
     ZCDPCost,
     ZCDPFilter,
 )
 from expost.filters._exact import Chain
-from expost.guarantees import ZCDP, ApproxDP
+from expost.guarantees import ZCDP, ApproxDP, GaussianDP
 
 AnyFilter = Filter | ConcurrentFilter
 
@@ -66,6 +68,7 @@ CASES = [
     Case("brownian", lambda: BrownianFilter(1.0, 1e-6), (BM, BM_PSI), (ZCDPCost(0.1), DPCost(0.1), BoundedRangeCost(0.1), LNR), BrownianCost(1e5)),
     Case("approx-dp", lambda: ApproxDPFilter(3.0, 1e-2, 1e-6), (BM, BM_PSI, DPCost(0.1, 1e-4), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01), ExPostCost(0.1)), BoundedRangeCost(1e-3)),
     Case("ex-post", lambda: ExPostFilter(1.0, 1e-2), (BM_PSI, DPCost(0.1, 1e-4), BoundedRangeCost(0.2), LNR, ExPostCost(0.1, 1e-4)), (BM, ZCDPCost(0.01)), ExPostCost(1e-5)),
+    Case("gdp", lambda: GaussianDPFilter.from_dp(3.0, 1e-6), (GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01), DPCost(0.1, 1e-4), ExPostCost(0.1)), GaussianCost(1e-5)),
     Case("concurrent", lambda: ConcurrentFilter(ZCDPFilter(1.0, 1e-2), ExPostFilter(1.0, 1e-2), 1e-6), (*RHO_COSTS, LNR, ExPostCost(0.1)), (), ZCDPCost(1e-5)),
 ]  # fmt: skip
 
@@ -107,12 +110,12 @@ class TestFilterContract:
         f = case.make()
         assert isinstance(f, PrivacyFilter)
         assert f.rounds == 0
-        assert isinstance(f.guarantee(), ZCDP | ApproxDP)
-        assert isinstance(f.reported_guarantee(), ZCDP | ApproxDP)
+        assert isinstance(f.guarantee(), ZCDP | ApproxDP | GaussianDP)
+        assert isinstance(f.reported_guarantee(), ZCDP | ApproxDP | GaussianDP)
         g = f.spend(case.tiny)
         assert (g.guarantee(), g.reported_guarantee()) == (f.guarantee(), f.reported_guarantee())
         for part in _parts(f):
-            assert part.unit in ("rho", "eps")
+            assert part.unit in ("rho", "eps", "mu²")
             assert (part.spent, part.remaining) == (0.0, part.budget)
 
     def test_accepted_costs_are_priced_admitted_and_spent(self, case: Case) -> None:

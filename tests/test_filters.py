@@ -27,6 +27,8 @@ from expost.filters import (
     DPCost,
     ExPostCost,
     ExPostFilter,
+    GaussianCost,
+    GaussianDPFilter,
     UnifiedFilter,
     ZCDPCost,
     ZCDPFilter,
@@ -631,7 +633,11 @@ PRICE_TABLE: list[tuple[str, Any, Cost, Fraction, float]] = [
     ("APC Lemma B.2", ExPostFilter(1.0, 0.1), ExPostCost(0.3, 1e-3), Fraction(0.3), 1e-3),
     ("BNR Thm 3.6", ExPostFilter(1.0, 0.1), BrownianCost(7.0, 3.0, 0.3, 1e-3), Fraction(0.3), 1e-3),
     ("pure DP is ex-post", ExPostFilter(1.0, 0.1), DPCost(0.3), Fraction(0.3), 0.0),
+    ("GDP: Gaussian mu² = 2·rho", GaussianDPFilter(2.0), GaussianCost(0.3), 2 * Fraction(0.3), 0.0),
+    ("GDP: BM mu² = Δ²/t", GaussianDPFilter(2.0), BrownianCost(7.0, 3.0), Fraction(9, 7), 0.0),
 ]  # fmt: skip
+# The GDP filter's transcendental prices (mu(eps)², THEORY §9) are checked against 60-digit
+# arithmetic in tests/test_gaussian_dp.py.
 
 
 @pytest.mark.parametrize(

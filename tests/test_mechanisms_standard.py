@@ -20,7 +20,7 @@ from hypothesis import strategies as hs
 from scipy import stats as sps
 
 from expost.errors import InvalidParameter, NotAStoppingTime
-from expost.filters.costs import BoundedRangeCost, DPCost, ZCDPCost
+from expost.filters.costs import BoundedRangeCost, DPCost, GaussianCost
 from expost.guarantees import ZCDP, PureDP, compose_zcdp
 from expost.loss import GaussianLoss
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
@@ -402,7 +402,7 @@ def test_doubling_vector_values_and_max_tries() -> None:
     never = DoublingMethod(start_eps2=1e-6, max_eps2=1e-5, stop=AtIndex(50))
     t = never.run(1.0, _rng(28))
     assert (t.stopped, t.stop_index, t.tries) == (False, None, 4)
-    assert t.cost == never.cost() == ZCDPCost(never.guarantee().rho)
+    assert t.cost == never.cost() == GaussianCost(never.guarantee().rho)
 
 
 def test_doubling_needs_a_cap() -> None:
@@ -556,7 +556,7 @@ def test_bad_candidate_masks_are_refused(mask: Any) -> None:
 
 
 def test_each_round_describes_its_cost() -> None:
-    assert GaussianMechanism(2.0, 0.3).cost() == ZCDPCost(0.3)
+    assert GaussianMechanism(2.0, 0.3).cost() == GaussianCost(0.3)
     assert LaplaceMechanism(2.0, 0.7).cost() == DPCost(0.7)
     assert ExponentialMechanism(0.4, monotone=True).cost() == BoundedRangeCost(0.4)
     assert ExponentialMechanism(0.4, monotone=False).cost() == BoundedRangeCost(0.8)
@@ -564,4 +564,4 @@ def test_each_round_describes_its_cost() -> None:
         em = ExponentialMechanism(0.4, monotone=monotone)
         assert em.cost().eps == em.dp_guarantee().eps
     d = DoublingMethod(2.0, 0.25, 2.0, 16.0)
-    assert d.cost() == ZCDPCost(d.guarantee().rho)
+    assert d.cost() == GaussianCost(d.guarantee().rho)

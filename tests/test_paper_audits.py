@@ -27,6 +27,7 @@ from expost.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_AUDITS = default_registry().suite("paper")
 QUICK_AUDITS = default_registry().suite("quick")
+DEPLOY_AUDITS = default_registry().suite("deploy")
 PRINTED = ("apc-thm4/printed", "bnr-cor3.7-time-map/printed")
 CORRECTED = ("apc-thm4/corrected", "bnr-cor3.7-time-map/corrected")
 SMALL_N = 4000
@@ -193,13 +194,37 @@ def test_committed_findings_page_matches_the_committed_report() -> None:
     header = dict(
         line[2:].split(": ", 1)
         for line in page.splitlines()
-        if line.startswith(("- command", "- runtime", "- machine"))
+        if line.startswith(("- command", "- runtime", "- machine", "- deploy runtime"))
     )
+    deploy = json.loads((ROOT / "docs/deploy-report.json").read_text(encoding="utf-8"))
+    assert {c["name"] for c in deploy["claims"]} <= {a.name for a in DEPLOY_AUDITS}
     regenerated = _generator().render(
         report,
         _generator().claimed_values(),
         command=header["command"].strip("`"),
         runtime=header["runtime"].split(" (the audits")[0],
         machine=header["machine"],
+        deploy=deploy,
+        deploy_runtime=header["deploy runtime"],
     )
     assert regenerated.split("- machine:", 1)[1].split("\n", 1)[1] == body
+
+
+def test_generator_renders_the_deploy_table() -> None:
+    def entry(delta: str, twin: str) -> dict[str, object]:
+        imp = {"ratio": 0.5, "ratio_lower": 0.4, "ratio_upper": 0.6}
+        return {
+            "name": f"apc-eq1-ville/delta-{delta}",
+            "verdict": "holds",
+            "observed": 1e-9,
+            "importance": imp,
+            "twin": {"name": "t", "verdict": twin, "observed": 0.0, "bound": 0.0},
+        }
+
+    paper = {"name": "apc-eq1-ville", "observed": 0.025, "verdict": "holds", "twin": None}
+    deploy = {"claims": [entry("1e-06", "refuted"), entry("1e-09", "holds")], "seed": 0}
+    deploy["alpha_audit"] = 1e-6
+    lines = _generator()._deploy_section(deploy, [paper], {"apc-eq1-ville": 0.05}, "r")
+    row = next(line for line in lines if line.startswith("| `apc-eq1-ville`"))
+    assert row == "| `apc-eq1-ville` | 50% | 0.5 [0.4, 0.6] | 0.5 [0.4, 0.6] **FAIL** |"
+    assert "**1 of 2 deploy audits as expected.**" in "\n".join(lines)

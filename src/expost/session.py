@@ -39,11 +39,12 @@ from expost.filters import (
     Cost,
     DPCost,
     ExPostCost,
+    GaussianCost,
     PrivacyFilter,
     ZCDPCost,
 )
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
-from expost.guarantees import ZCDP, ApproxDP
+from expost.guarantees import ZCDP, ApproxDP, GaussianDP
 from expost.ledger import Ledger, LedgerEntry
 from expost.mechanisms import (
     AboveThreshold,
@@ -66,10 +67,11 @@ __all__ = ["PrivateSession", "Round", "SessionFilter"]
 
 SessionFilter = PrivacyFilter
 _COSTS: dict[str, type[Cost]] = {
-    c.__name__: c for c in (ZCDPCost, BrownianCost, DPCost, BoundedRangeCost, ExPostCost)
+    c.__name__: c
+    for c in (ZCDPCost, GaussianCost, BrownianCost, DPCost, BoundedRangeCost, ExPostCost)
 }
-_FORMAT = "expost-session/2"
-_OLD_FORMATS = ("expost-session/1",)  # its records are a subset of today's: they open as is
+_FORMAT = "expost-session/3"  # /3: Gaussian rounds are recorded as GaussianCost
+_OLD_FORMATS = ("expost-session/1", "expost-session/2")  # their records are a subset of today's
 R = TypeVar("R")
 
 
@@ -237,7 +239,7 @@ class PrivateSession:
         """The rounds this session admitted, in order (rounds of other processes excluded)."""
         return tuple(self._history)
 
-    def guarantee(self) -> ZCDP | ApproxDP:
+    def guarantee(self) -> ZCDP | ApproxDP | GaussianDP:
         """The guarantee of the whole interaction, whenever it stops.
 
         The filter's `reported_guarantee` (e.g. (eps, delta)-DP by APC Lemma 2.1 for a

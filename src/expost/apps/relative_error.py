@@ -34,6 +34,7 @@ import numpy.typing as npt
 from attrs import converters, field, frozen, validators
 
 from expost._progress import ProgressLine
+from expost._scale_cli import add_execution_arguments, execution_of
 from expost._validation import (
     as_float,
     generator,
@@ -45,6 +46,7 @@ from expost._validation import (
 from expost.apps.batch_budget import BatchBudget
 from expost.apps.data import load_counts, zipf_counts
 from expost.errors import InvalidParameter
+from expost.execution import Execution, chunk_sizes, map_chunks
 from expost.filters import BrownianCost, Conversion, UnifiedFilter, ZCDPCost
 from expost.grids import OpenEpsilonGrid
 from expost.mechanisms import DoublingMethod, ExponentialMechanism
@@ -55,6 +57,7 @@ from expost.stopping import RelativeError
 __all__ = [
     "DEFAULT_SIZES",
     "DEFAULT_TRIALS",
+    "TRIAL_CHUNK",
     "Method",
     "Report",
     "Row",
@@ -392,48 +395,95 @@ def summarise(n: int, method: Method, results: TrialResults) -> Row:
     )
 
 
+TRIAL_CHUNK = 1_000
+"""Default trials per chunk of a size: with the paper's 1,000 trials, one chunk per size (a
+batch of 1,000 trials keeps the engine's rounds vectorised); the sizes run in parallel."""
+
+
+def _chunk(
+    settings: Settings, n: int, fixed: FloatArray | None, trials: int, ss: np.random.SeedSequence
+) -> tuple[TrialResults, ...]:
+    """``trials`` trials of every method at size n, from the chunk's stream ``ss``.
+
+    The chunk's data (a Zipf data set per trial, or the fixed histogram) is shared by the
+    methods (a paired comparison); each method has its own child stream.
+    """
+    data_seed, *method_seeds = ss.spawn(1 + len(METHODS))
+    data = (
+        zipf_counts(np.random.default_rng(data_seed), n, trials)
+        if fixed is None
+        else np.broadcast_to(fixed, (trials, fixed.shape[1]))
+    )
+    return tuple(
+        run_batch(data, method, settings, np.random.default_rng(seed))
+        for method, seed in zip(METHODS, method_seeds, strict=True)
+    )
+
+
+def _joined(parts: Sequence[TrialResults]) -> TrialResults:
+    return TrialResults(
+        np.concatenate([p.returned for p in parts]),
+        np.concatenate([p.precise for p in parts]),
+        np.concatenate([p.spent for p in parts]),
+    )
+
+
 def reproduce(
     sizes: Sequence[int] = DEFAULT_SIZES,
     trials: int = DEFAULT_TRIALS,
     seed: int = 0,
     settings: Settings | None = None,
     counts: npt.ArrayLike | None = None,
-    on_round: Callable[[int, Method, float], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    execution: Execution | None = None,
+    chunk: int = TRIAL_CHUNK,
 ) -> Report:
     """Run both methods at each size with the batch engine (APC Figure 2).
 
     Trial i at size n uses a fresh Zipf data set, the same for both methods (a paired
     comparison); with ``counts`` the one histogram is used by every trial and n = its total.
-    Each (n, method) has its own random stream, derived from ``seed`` and n.
+    The trials of size n are cut into chunks of ``chunk`` with streams spawned from
+    ``SeedSequence(seed, spawn_key=(n,))`` (`expost.execution`), so a row depends on the seed,
+    n and ``chunk`` only: not on the other sizes, nor on ``execution`` (in process, local
+    processes, Dask). ``progress(done, total)`` is told the chunks done.
     """
     s = Settings() if settings is None else settings
     k = positive_int("trials", trials)
+    width = positive_int("chunk", chunk)
     began = time.perf_counter()
-    rows: list[Row] = []
     cells: list[tuple[int, FloatArray | None]]
     if counts is None:
         cells = [(positive_int("sizes", n), None) for n in sizes]
     else:
         user = _histograms(np.asarray(counts, dtype=np.float64)[None, :])
         cells = [(round(float(user.sum())), user)]
-    for n, fixed in cells:
-        data_seed, *method_seeds = np.random.SeedSequence(seed, spawn_key=(n,)).spawn(3)
-        data = (
-            zipf_counts(np.random.default_rng(data_seed), n, k)
-            if fixed is None
-            else np.broadcast_to(fixed, (k, fixed.shape[1]))
+    per_cell = chunk_sizes(k, width)
+    chunks = [
+        (s, n, fixed, size, ss)
+        for n, fixed in cells
+        for size, ss in zip(
+            per_cell, np.random.SeedSequence(seed, spawn_key=(n,)).spawn(len(per_cell)), strict=True
         )
-        for method, ss in zip(METHODS, method_seeds, strict=True):
-            tick = None if on_round is None else _tick(on_round, n, method)
-            results = run_batch(data, method, s, np.random.default_rng(ss), on_round=tick)
-            rows.append(summarise(n, method, results))
+    ]
+    with (Execution() if execution is None else execution).executor() as executor:
+        parts = map_chunks(_chunk, chunks, executor, _counter(progress, len(chunks)))
+    rows: list[Row] = []
+    for c, (n, _) in enumerate(cells):
+        mine = parts[c * len(per_cell) : (c + 1) * len(per_cell)]
+        rows += [summarise(n, m, _joined([p[i] for p in mine])) for i, m in enumerate(METHODS)]
     return Report(tuple(rows), seed, time.perf_counter() - began, s.filter().rho)
 
 
-def _tick(
-    on_round: Callable[[int, Method, float], None], n: int, m: Method
-) -> Callable[[float], None]:
-    return lambda done: on_round(n, m, done)
+def _counter(progress: Callable[[int, int], None] | None, total: int) -> Callable[[], None]:
+    count = 0
+
+    def done() -> None:
+        nonlocal count
+        count += 1
+        if progress is not None:
+            progress(count, total)
+
+    return done
 
 
 # ----------------------------------------------------------------------------- output
@@ -499,18 +549,13 @@ def plot(report: Report, path: Path) -> None:
 
 
 class _Progress:
-    """The (size, method) cells done and the current cell's share of the budget spent."""
+    """Chunks (of sizes x trials) done, as a `ProgressLine`."""
 
-    def __init__(self, cells: int) -> None:
-        self.cells = cells
-        self.seen: list[tuple[int, str]] = []
+    def __init__(self) -> None:
         self.line = ProgressLine()
 
-    def __call__(self, n: int, method: Method, done: float) -> None:
-        if (n, method) not in self.seen:
-            self.seen.append((n, method))
-        fraction = (len(self.seen) - 1 + done) / self.cells
-        self.line.show(fraction, f"n={n} {method:<8} {100 * done:3.0f}% of the budget spent")
+    def __call__(self, done: int, total: int) -> None:
+        self.line.show(done / total, f"{done}/{total} chunks")
 
     def close(self) -> None:
         self.line.close()
@@ -546,6 +591,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--stop-alpha", type=float, default=None, metavar="A",
                    help="relative error the stopping rule checks (default --alpha)")  # fmt: skip
     p.add_argument("--no-plot", action="store_true", help="skip the figure")
+    add_execution_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -560,10 +606,10 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidParameter("sizes", args.sizes, "does not apply with --counts")
         counts = None if args.counts is None else load_counts(args.counts)
         sizes = DEFAULT_SIZES if args.sizes is None else tuple(args.sizes)
-        cells = 1 if counts is not None else len(sizes)
-        progress = _Progress(2 * cells)
-        report = reproduce(sizes, args.trials, args.seed, settings, counts, progress)
-    except InvalidParameter as exc:
+        progress = _Progress()
+        execution = execution_of(args)
+        report = reproduce(sizes, args.trials, args.seed, settings, counts, progress, execution)
+    except (InvalidParameter, ImportError) as exc:
         print(f"expost reproduce relative-error: {exc}", file=sys.stderr)
         return 2
     progress.close()

@@ -29,6 +29,12 @@ Claims and what ``simulate(n, rng)`` returns (n rows):
 - `ProbabilityClaim(delta)`: n booleans; exact one-sided binomial (Clopper–Pearson) test.
 - `EValueClaim(bound=1.0)`: n nonnegative floats; betting test, valid under heavy tails.
 - `DPClaim(eps)`: shape (n, 2), a scalar output under x and under x'; distinguishing test.
+- `ImportanceClaim(delta, weight_bound, proposal)`: n floats ``w·1{event}`` from runs drawn under
+  a proposal law (w = dP/dQ), each checked to lie in [0, weight_bound]; betting confidence
+  bounds (Waudby-Smith & Ramdas 2023) on their mean. For claims at deployment deltas (1e-6 …
+  1e-12): register them with ``@register_at_deltas("deploy", "deploy-quick")`` on
+  ``def f(suite, delta)``, names ending in `delta_tag` (``expost audit --suite deploy
+  [--delta D]``).
 
 Each test has false-alarm level ``alpha_audit`` (default 1e-6) and reports a lower confidence
 bound on the audited quantity (probability, mean, eps); the claim is refuted iff the bound
@@ -69,13 +75,30 @@ from expost.audit.core import (
     audit_seed,
     clopper_pearson_lower,
     clopper_pearson_upper,
+    eps_lower_bound,
     run_audit,
     run_audits,
 )
-from expost.audit.registry import PAPER, QUICK, REGISTRY, Registry, default_registry, register
+from expost.audit.rare_event import ImportanceClaim, betting_bounds, effective_sample_size
+from expost.audit.registry import (
+    DEPLOY,
+    DEPLOY_DELTAS,
+    DEPLOY_QUICK,
+    PAPER,
+    QUICK,
+    REGISTRY,
+    Registry,
+    default_registry,
+    delta_tag,
+    register,
+    register_at_deltas,
+)
 
 __all__ = [
     "ALPHA_AUDIT",
+    "DEPLOY",
+    "DEPLOY_DELTAS",
+    "DEPLOY_QUICK",
     "PAPER",
     "QUICK",
     "REGISTRY",
@@ -85,6 +108,7 @@ __all__ = [
     "Claim",
     "DPClaim",
     "EValueClaim",
+    "ImportanceClaim",
     "ProbabilityClaim",
     "Registry",
     "Simulator",
@@ -92,10 +116,15 @@ __all__ = [
     "TwinResult",
     "Verdict",
     "audit_seed",
+    "betting_bounds",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
     "default_registry",
+    "delta_tag",
+    "effective_sample_size",
+    "eps_lower_bound",
     "register",
+    "register_at_deltas",
     "run_audit",
     "run_audits",
 ]

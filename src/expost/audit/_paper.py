@@ -7,14 +7,53 @@ f(x'), never from the mechanism's own loss formulas.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import numpy.typing as npt
+from attrs import frozen
 
 from expost.audit.registry import QUICK
+from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
+from expost.processes import sample_brownian_grid
 
-__all__ = ["gaussian_loss", "laplace_loss", "neighbours", "runs"]
+if TYPE_CHECKING:
+    from expost.backends import Draws
+
+__all__ = [
+    "MENU",
+    "POINTS",
+    "ROUNDS",
+    "TUNED_AT",
+    "VILLE_LAMBDAS",
+    "Constant",
+    "choice",
+    "first_or_last",
+    "gaussian_loss",
+    "gaussian_loss_on",
+    "grid_times",
+    "laplace_loss",
+    "log_e_values",
+    "neighbours",
+    "round_paths",
+    "runs",
+    "tuned_boundary",
+]
 
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IndexArray = npt.NDArray[np.intp]
+
+TUNED_AT = 1.0  # the ex-post level E the BM boundaries are tuned for
+SPAN, POINTS = 100.0, 120  # BM grids: log-spaced over [τ/span, τ·span] around ψ's time for E
+# Grids the analyst picks from after each BM of a sequence (by the last released value).
+MENU = (
+    tuple(np.geomspace(20.0, 0.5, 24)),
+    tuple(np.geomspace(4.0, 0.05, 32)),
+    tuple(np.geomspace(1.0, 0.2, 12)),
+)
+ROUNDS = 6
+VILLE_LAMBDAS = (0.5, 1.0, 2.0)
 
 # f(x) away from the origin and f(x') − f(x) along a direction that uses every coordinate.
 _ORIGIN = np.array([0.3, -1.2, 2.0])
@@ -49,6 +88,12 @@ def gaussian_loss(
     return loss
 
 
+def gaussian_loss_on(y: Any, variance: Any, fx: FloatArray, fxp: FloatArray, draws: Draws) -> Any:
+    """`gaussian_loss` of a backend array ``y`` (`expost.backends`), computed on its device."""
+    gap = y @ draws.asarray(2.0 * (fx - fxp)) + float(fxp @ fxp - fx @ fx)
+    return gap / (2.0 * variance)
+
+
 def laplace_loss(
     y: FloatArray, scale: FloatArray | float, fx: FloatArray, fxp: FloatArray
 ) -> FloatArray:
@@ -56,3 +101,62 @@ def laplace_loss(
     gap = np.sum(np.abs(y - fxp), axis=-1) - np.sum(np.abs(y - fx), axis=-1)
     loss: FloatArray = gap / np.asarray(scale)
     return loss
+
+
+def tuned_boundary(
+    kind: str, sensitivity: float, delta: float
+) -> MixturePrivacyBoundary | LinearPrivacyBoundary:
+    """The ``mixture`` or ``linear`` privacy boundary tuned for E = `TUNED_AT` at ``delta``."""
+    if kind == "mixture":
+        return MixturePrivacyBoundary.tuned_for(TUNED_AT, delta, sensitivity)
+    return LinearPrivacyBoundary.tuned_for(TUNED_AT, delta, sensitivity)
+
+
+def grid_times(boundary: MixturePrivacyBoundary | LinearPrivacyBoundary) -> FloatArray:
+    """`POINTS` decreasing times log-spaced over [τ/SPAN, τ·SPAN], τ = ψ's time for `TUNED_AT`."""
+    centre = boundary.time_for(TUNED_AT)
+    return np.geomspace(centre * SPAN, centre / SPAN, POINTS)
+
+
+@frozen
+class Constant:
+    """The constant level E as a function of time (picklable)."""
+
+    value: float
+
+    def __call__(self, times: FloatArray) -> FloatArray:
+        return np.full_like(times, self.value)
+
+
+def log_e_values(
+    b: FloatArray, times: FloatArray, lam: float | FloatArray, drift: float
+) -> FloatArray:
+    """``λB(t)/t − drift·λ²/t`` along the grid: log M(t) when drift = 1/2 (APC Lemma 6.1)."""
+    result: FloatArray = lam * b / times - drift * lam * lam / times
+    return result
+
+
+def first_or_last(fired: BoolArray) -> IndexArray:
+    """The first index where ``fired`` holds along the last axis, else the last index."""
+    stop: IndexArray = np.where(fired.any(axis=-1), np.argmax(fired, axis=-1), fired.shape[-1] - 1)
+    return stop
+
+
+def choice(last: FloatArray, options: int) -> IndexArray:
+    """The analyst's adaptive choice from the previous released value (deterministic)."""
+    bins = np.floor(np.abs(last) * 3.0).astype(np.intp) + (last > 0)
+    chosen: IndexArray = bins % options
+    return chosen
+
+
+def round_paths(
+    chosen: IndexArray, rng: np.random.Generator
+) -> list[tuple[IndexArray, FloatArray, FloatArray]]:
+    """For each `MENU` grid: (runs that chose it, its times, their B paths (runs, K))."""
+    out = []
+    for g, grid in enumerate(MENU):
+        rows = np.flatnonzero(chosen == g)
+        if rows.size:
+            times = np.asarray(grid)
+            out.append((rows, times, sample_brownian_grid(times, rows.size, 1, rng)[..., 0]))
+    return out

@@ -24,20 +24,43 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost.audit._paper import gaussian_loss, neighbours, runs
+from expost.audit._paper import (
+    MENU,
+    POINTS,
+    ROUNDS,
+    TUNED_AT,
+    VILLE_LAMBDAS,
+    Constant,
+    choice,
+    first_or_last,
+    gaussian_loss,
+    gaussian_loss_on,
+    grid_times,
+    log_e_values,
+    neighbours,
+    round_paths,
+    runs,
+    tuned_boundary,
+)
 from expost.audit.core import Audit, EValueClaim, ProbabilityClaim, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
+from expost.errors import InvalidParameter
 from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction
 from expost.odometers import BrownianOdometer
 from expost.processes import sample_brownian_grid
+from expost.processes.brownian import sample_brownian_grid_on
 from expost.stopping import AtIndex, MemorylessRule, StoppingRule
+
+if TYPE_CHECKING:
+    from expost.backends import Draws
 
 __all__ = [
     "Displaced",
@@ -49,6 +72,7 @@ __all__ = [
     "bm_ex_post",
     "bnr_cor37_time_map",
     "ex_post_exceeds",
+    "ex_post_exceeds_on",
     "odometer_sequence_exceeds",
     "stopped_backward_martingale",
     "ville_product_crosses",
@@ -60,8 +84,7 @@ IndexArray = npt.NDArray[np.intp]
 Boundary = MixturePrivacyBoundary | LinearPrivacyBoundary
 
 _DELTA = 0.05
-_TUNED_AT = 1.0  # the ex-post level E the boundaries are tuned for
-_SPAN, _POINTS = 100.0, 120  # grid: log-spaced over [τ/span, τ·span] around ψ's time for E
+_TUNED_AT, _POINTS = TUNED_AT, POINTS
 
 
 def _vector(values: tuple[float, ...]) -> FloatArray:
@@ -107,16 +130,6 @@ class Displaced(MemorylessRule):
 
 
 @frozen
-class _Constant:
-    """The constant level E as a function of time (picklable)."""
-
-    value: float
-
-    def __call__(self, times: FloatArray) -> FloatArray:
-        return np.full_like(times, self.value)
-
-
-@frozen
 class _Nominal:
     """ψ at ``factor`` times the actual time: the claim of a BM that adds less noise than it says."""
 
@@ -146,10 +159,61 @@ def ex_post_exceeds(
     return np.asarray(loss > bound)
 
 
+def _fired_on(rule: StoppingRule, b: Any, loss: Any, times: FloatArray, draws: Draws) -> Any:
+    """(runs, K) booleans on the backend: does ``rule`` fire at each grid point of each run?"""
+    xp = draws.xp
+    if isinstance(rule, LossAbove):
+        return loss > draws.asarray(rule.level(times))
+    if isinstance(rule, Displaced):
+        fx, fxp = _vector(rule.fx), _vector(rule.fxp)
+        direction = draws.asarray((fx - fxp) / np.linalg.norm(fx - fxp))
+        return b @ direction >= rule.z * xp.sqrt(draws.asarray(times))
+    if isinstance(rule, AtIndex):
+        index = np.arange(times.size) == rule.k
+        return xp.broadcast_to(draws.asarray(index) > 0.0, loss.shape)
+    raise InvalidParameter("rule", rule, "has no backend version (LossAbove, Displaced, AtIndex)")
+
+
+def _at(values: Any, stop: Any, draws: Draws) -> Any:
+    """``values[i, stop[i]]`` for every run i, without fancy indexing (array API)."""
+    xp = draws.xp
+    points = draws.asarray(np.arange(values.shape[1]))
+    onehot = xp.reshape(xp.astype(stop, xp.float64), (-1, 1)) == points
+    return xp.sum(xp.where(onehot, values, xp.zeros_like(values)), axis=1)
+
+
+def ex_post_exceeds_on(
+    bm: BrownianNoiseReduction,
+    fx: FloatArray,
+    fxp: FloatArray,
+    claimed: Callable[[FloatArray], FloatArray] | None,
+    n: int,
+    draws: Draws,
+) -> Any:
+    """`ex_post_exceeds` on an array backend (`expost.backends`): whole paths on the grid.
+
+    The path B is drawn at every grid time (`sample_brownian_grid_on`); the rule's stop is its
+    first firing point (else the last), as in the lazy walk of ``bm.run_batch`` — the same law.
+    Supports the audits' memoryless rules `LossAbove`, `Displaced` and `AtIndex`.
+    """
+    xp = draws.xp
+    times = np.asarray(bm.times, dtype=np.float64)
+    b = sample_brownian_grid_on(times, n, fx.size, draws)
+    loss = gaussian_loss_on(b + draws.asarray(fx), draws.asarray(times), fx, fxp, draws)
+    fired = _fired_on(bm.stop, b, loss, times, draws)
+    first = xp.argmax(xp.astype(fired, xp.int8), axis=1)
+    stop = xp.where(xp.any(fired, axis=1), first, xp.full_like(first, times.size - 1))
+    if claimed is None:
+        assert bm.boundary is not None  # a bm without a boundary is given a claimed level
+        level = np.asarray(bm.boundary(times))
+    else:
+        level = claimed(times)
+    bound = xp.broadcast_to(draws.asarray(level), loss.shape)
+    return _at(loss, stop, draws) > _at(bound, stop, draws)
+
+
 def _boundary(kind: str, sensitivity: float, delta: float = _DELTA) -> Boundary:
-    if kind == "mixture":
-        return MixturePrivacyBoundary.tuned_for(_TUNED_AT, delta, sensitivity)
-    return LinearPrivacyBoundary.tuned_for(_TUNED_AT, delta, sensitivity)
+    return tuned_boundary(kind, sensitivity, delta)
 
 
 def _quartered(boundary: Boundary) -> Boundary:
@@ -161,8 +225,7 @@ def _quartered(boundary: Boundary) -> Boundary:
 
 
 def _grid(boundary: Boundary) -> TimeGrid:
-    centre = boundary.time_for(_TUNED_AT)
-    return TimeGrid(np.geomspace(centre * _SPAN, centre / _SPAN, _POINTS))
+    return TimeGrid(grid_times(boundary))
 
 
 def _rule(name: str, boundary: Boundary, fx: FloatArray, fxp: FloatArray) -> StoppingRule:
@@ -180,9 +243,8 @@ def _ex_post_audit(suite: str, kind: str, rule: str, sensitivity: float, d: int)
     grid = _grid(psi)
     name = f"bm-ex-post/{kind}/{rule}/sens-{sensitivity:g}/d-{d}"
 
-    def simulator(boundary: Boundary) -> partial[BoolArray]:
-        bm = BrownianNoiseReduction(grid, sensitivity, _rule(rule, boundary, fx, fxp), boundary)
-        return partial(ex_post_exceeds, bm, fx, fxp, None)
+    def bm_for(boundary: Boundary) -> BrownianNoiseReduction:
+        return BrownianNoiseReduction(grid, sensitivity, _rule(rule, boundary, fx, fxp), boundary)
 
     if rule == "fixed":
         # At one fixed time the quartered boundary is still rarely crossed; the planted bug is
@@ -193,10 +255,14 @@ def _ex_post_audit(suite: str, kind: str, rule: str, sensitivity: float, d: int)
             f"{name}/half-the-noise",
             ProbabilityClaim(_DELTA),
             partial(ex_post_exceeds, bm, fx, fxp, _Nominal(psi, 4.0)),
+            partial(ex_post_exceeds_on, bm, fx, fxp, _Nominal(psi, 4.0)),
         )
     else:
         twin = Twin(
-            f"{name}/log-1-over-delta-quartered", ProbabilityClaim(_DELTA), simulator(wrong)
+            f"{name}/log-1-over-delta-quartered",
+            ProbabilityClaim(_DELTA),
+            partial(ex_post_exceeds, bm_for(wrong), fx, fxp, None),
+            partial(ex_post_exceeds_on, bm_for(wrong), fx, fxp, None),
         )
 
     what = {
@@ -212,10 +278,11 @@ def _ex_post_audit(suite: str, kind: str, rule: str, sensitivity: float, d: int)
             f"{_POINTS} log-spaced times: P(L > psi(T)) <= {_DELTA:g} {what}"
         ),
         claim=ProbabilityClaim(_DELTA),
-        simulate=simulator(psi),
+        simulate=partial(ex_post_exceeds, bm_for(psi), fx, fxp, None),
         n=runs(suite, 20_000, 400_000),
         twin=twin,
         chunk_size=25_000,
+        on_backend=partial(ex_post_exceeds_on, bm_for(psi), fx, fxp, None),
     )
 
 
@@ -245,12 +312,17 @@ def _printed_time(boundary: Boundary, grid: FloatArray, level: float) -> float:
     return float(grid[boundary(grid) >= level].min())
 
 
-def _map_simulator(boundary: Boundary, t_stop: float, level: float) -> partial[BoolArray]:
+def _map_simulator(
+    boundary: Boundary, t_stop: float, level: float, on_backend: bool = False
+) -> partial[Any]:
+    """Runs walking the grid down to ``t_stop``, stopped once L > level (numpy or a backend)."""
     fx, fxp = neighbours(boundary.sensitivity, 1)
     full = _grid(boundary).array
     grid = TimeGrid(full[full >= t_stop])
-    bm = BrownianNoiseReduction(grid, boundary.sensitivity, LossAbove(_Constant(level), fx, fxp))
-    return partial(ex_post_exceeds, bm, fx, fxp, _Constant(level))
+    bm = BrownianNoiseReduction(grid, boundary.sensitivity, LossAbove(Constant(level), fx, fxp))
+    return partial(
+        ex_post_exceeds_on if on_backend else ex_post_exceeds, bm, fx, fxp, Constant(level)
+    )
 
 
 @register(QUICK, PAPER)
@@ -279,8 +351,10 @@ def bnr_cor37_time_map(suite: str) -> list[Audit]:
                 "bnr-cor3.7-time-map/corrected/log-1-over-delta-quartered",
                 ProbabilityClaim(_DELTA),
                 _map_simulator(psi, wrong.time_for(level), level),
+                _map_simulator(psi, wrong.time_for(level), level, on_backend=True),
             ),
             chunk_size=25_000,
+            on_backend=_map_simulator(psi, corrected, level, on_backend=True),
         ),
         Audit(
             name="bnr-cor3.7-time-map/printed",
@@ -290,6 +364,7 @@ def bnr_cor37_time_map(suite: str) -> list[Audit]:
             + f"(t={printed:.4g}, psi={float(psi(printed)):.3g}). P(L > E) <= {_DELTA:g}",
             claim=ProbabilityClaim(_DELTA),
             simulate=_map_simulator(psi, printed, level),
+            on_backend=_map_simulator(psi, printed, level, on_backend=True),
             n=n,
             twin=Twin("bnr-cor3.7-time-map/printed/claimed-at-delta-0.5", ProbabilityClaim(0.5)),
             expected="refuted",
@@ -355,19 +430,6 @@ _REVERSE_TIMES = tuple(np.geomspace(8.0, 0.25, 40))
 _LAMBDA = 1.0
 
 
-def _log_e_values(
-    b: FloatArray, times: FloatArray, lam: float | FloatArray, drift: float
-) -> FloatArray:
-    """``λB(t)/t − drift·λ²/t`` along the grid: log M(t) when drift = 1/2 (APC Lemma 6.1)."""
-    result: FloatArray = lam * b / times - drift * lam * lam / times
-    return result
-
-
-def _first_or_last(fired: BoolArray) -> IndexArray:
-    stop: IndexArray = np.where(fired.any(axis=-1), np.argmax(fired, axis=-1), fired.shape[-1] - 1)
-    return stop
-
-
 def stopped_backward_martingale(drift: float, n: int, rng: np.random.Generator) -> FloatArray:
     """``M(τ)`` for τ a stopping time of the reversed filtration, one rule per run.
 
@@ -377,7 +439,7 @@ def stopped_backward_martingale(drift: float, n: int, rng: np.random.Generator) 
     """
     times = np.asarray(_REVERSE_TIMES)
     b = sample_brownian_grid(times, n, 1, rng)[..., 0]
-    log_m = _log_e_values(b, times, _LAMBDA, drift)
+    log_m = log_e_values(b, times, _LAMBDA, drift)
     kind = rng.integers(0, 4, size=n)
     up = math.log(1.5) + rng.random(n) * math.log(4.0)
     down = math.log(0.2) + rng.random(n) * math.log(4.0)
@@ -392,7 +454,7 @@ def stopped_backward_martingale(drift: float, n: int, rng: np.random.Generator) 
         ],
         np.arange(times.size) == fixed[:, None],
     )
-    stop = _first_or_last(fired)
+    stop = first_or_last(fired)
     result: FloatArray = np.exp(log_m[np.arange(n), stop])
     return result
 
@@ -421,35 +483,6 @@ def backward_martingale_stopped(suite: str) -> Audit:
 
 # --- sequences of adaptively chosen BMs: Ville and the BM odometer ---------------------------
 
-# Grids the analyst picks from after each BM (by the sign and size of the last released value).
-_MENU = (
-    tuple(np.geomspace(20.0, 0.5, 24)),
-    tuple(np.geomspace(4.0, 0.05, 32)),
-    tuple(np.geomspace(1.0, 0.2, 12)),
-)
-_ROUNDS = 6
-_LAMBDAS = (0.5, 1.0, 2.0)
-
-
-def _choice(last: FloatArray, options: int) -> IndexArray:
-    """The analyst's adaptive choice from the previous released value (deterministic)."""
-    bins = np.floor(np.abs(last) * 3.0).astype(np.intp) + (last > 0)
-    choice: IndexArray = bins % options
-    return choice
-
-
-def _round_paths(
-    choice: IndexArray, rng: np.random.Generator
-) -> list[tuple[IndexArray, FloatArray, FloatArray]]:
-    """For each menu grid: (runs that chose it, its times, their B paths (runs, K))."""
-    out = []
-    for g, grid in enumerate(_MENU):
-        rows = np.flatnonzero(choice == g)
-        if rows.size:
-            times = np.asarray(grid)
-            out.append((rows, times, sample_brownian_grid(times, rows.size, 1, rng)[..., 0]))
-    return out
-
 
 def ville_product_crosses(
     drift: float, delta: float, n: int, rng: np.random.Generator
@@ -463,11 +496,11 @@ def ville_product_crosses(
     last = np.zeros(n)
     crossed = np.zeros(n, dtype=np.bool_)
     target = math.log(1.0 / delta)
-    for _ in range(_ROUNDS):
-        lam = np.asarray(_LAMBDAS)[_choice(last, len(_LAMBDAS))]
-        for rows, times, b in _round_paths(_choice(-last, len(_MENU)), rng):
-            log_m = log_product[rows, None] + _log_e_values(b, times, lam[rows, None], drift)
-            stop = _first_or_last(log_m >= target)
+    for _ in range(ROUNDS):
+        lam = np.asarray(VILLE_LAMBDAS)[choice(last, len(VILLE_LAMBDAS))]
+        for rows, times, b in round_paths(choice(-last, len(MENU)), rng):
+            log_m = log_product[rows, None] + log_e_values(b, times, lam[rows, None], drift)
+            stop = first_or_last(log_m >= target)
             pick = np.arange(rows.size)
             log_product[rows] = log_m[pick, stop]
             last[rows] = b[pick, stop] / times[stop]
@@ -488,11 +521,11 @@ def odometer_sequence_exceeds(
     volume = np.zeros(n)
     last = np.zeros(n)
     crossed = np.zeros(n, dtype=np.bool_)
-    for _ in range(_ROUNDS):
-        for rows, times, b in _round_paths(_choice(last, len(_MENU)), rng):
+    for _ in range(ROUNDS):
+        for rows, times, b in round_paths(choice(last, len(MENU)), rng):
             running = loss[rows, None] + 0.5 / times + b / times
             v = volume[rows, None] + 1.0 / times
-            stop = _first_or_last(running >= odometer.bound_at(v))
+            stop = first_or_last(running >= odometer.bound_at(v))
             pick = np.arange(rows.size)
             loss[rows], volume[rows] = running[pick, stop], v[pick, stop]
             last[rows] = b[pick, stop] / times[stop]
@@ -507,7 +540,7 @@ def apc_eq1_ville(suite: str) -> Audit:
         name="apc-eq1-ville",
         source="APC eq. 1, Lemma 6.1",
         statement=(
-            f"{_ROUNDS} BMs, grids and lam_i in {{0.5, 1, 2}} chosen from past outputs, each "
+            f"{ROUNDS} BMs, grids and lam_i in {{0.5, 1, 2}} chosen from past outputs, each "
             f"stopped at a reverse stopping time: P(exists m: prod M_i >= 1/delta) <= {_DELTA:g}"
         ),
         claim=ProbabilityClaim(_DELTA),
@@ -528,7 +561,7 @@ def apc_eq1_odometer(suite: str) -> Audit:
         name="apc-eq1-odometer",
         source="APC Lemma 6.1, eq. 1 (Thm 4 with drift)",
         statement=(
-            f"{_ROUNDS} BMs with adaptive grids, adversarial stops: P(exists m: sum L_i >= "
+            f"{ROUNDS} BMs with adaptive grids, adversarial stops: P(exists m: sum L_i >= "
             f"V_m/2 + psi(V_m; {_THM4_GAMMA:g}, {_DELTA:g})) <= {_DELTA:g}"
         ),
         claim=ProbabilityClaim(_DELTA),

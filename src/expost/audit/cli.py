@@ -2,7 +2,8 @@
 
 Exit codes: 0 every claim has its expected verdict and every planted bug is refuted; 1
 otherwise; 2 bad usage (bad arguments, unknown suite or ``--only`` name, a ``--module`` that
-cannot be imported, a JSON file that cannot be written).
+cannot be imported, a JSON file that cannot be written, an optional extra — dask, torch — that
+is missing).
 """
 
 from __future__ import annotations
@@ -14,8 +15,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from expost._progress import ProgressLine
+from expost._scale_cli import (
+    add_backend_arguments,
+    add_execution_arguments,
+    backend_of,
+    execution_of,
+)
 from expost.audit.core import ALPHA_AUDIT, Audit, run_audits
 from expost.audit.registry import QUICK, default_registry
+from expost.backends import ArrayBackend
 from expost.errors import InvalidParameter
 
 __all__ = ["ProgressBar", "add_parser", "run"]
@@ -31,10 +39,13 @@ def _nonnegative_int(text: str) -> int:
     return value
 
 
-def _workers(text: str) -> int:
-    value = _nonnegative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+def _delta(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} must lie in (0, 1)")
     return value
 
 
@@ -48,13 +59,27 @@ def add_parser(sub: Any) -> None:
             f"alpha_audit = {ALPHA_AUDIT:g}; every planted-bug twin must be refuted."
         ),
     )
-    p.add_argument("--suite", default=QUICK, metavar="NAME", help="quick (default) or paper")
+    p.add_argument(
+        "--suite",
+        default=QUICK,
+        metavar="NAME",
+        help="quick (default), paper, deploy (deltas 1e-6, 1e-9, 1e-12) or deploy-quick",
+    )
+    p.add_argument(
+        "--delta",
+        action="append",
+        type=_delta,
+        default=None,
+        metavar="D",
+        help="run the suite's delta-parameterised audits at D instead (repeatable)",
+    )
     p.add_argument(
         "--only", action="append", default=None, metavar="NAME", help="run only this audit"
     )
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the report here")
     p.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="default 0")
-    p.add_argument("--workers", type=_workers, default=1, metavar="N", help="processes (1)")
+    add_execution_arguments(p)
+    add_backend_arguments(p)
     p.add_argument(
         "--module",
         action="append",
@@ -101,18 +126,27 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as exc:
             return _error(f"cannot import --module {module}: {exc}")
     try:
-        audits = default_registry().suite(args.suite)
+        audits = default_registry().suite(args.suite, args.delta)
     except InvalidParameter as exc:
         return _error(str(exc))
     if args.list:
         for a in audits:
-            print(f"{a.name}  ({a.source}) {a.statement}")
+            where = "" if a.runs_on(ArrayBackend("torch")) else "  [numpy only]"
+            print(f"{a.name}  ({a.source}) {a.statement}{where}")
         return 0
     chosen = _select(audits, args.only)
     if isinstance(chosen, str):
         return _error(chosen)
+    try:
+        execution, backend = execution_of(args), backend_of(args)
+    except ImportError as exc:
+        return _error(str(exc))
     report = run_audits(
-        chosen, seed=args.seed, workers=args.workers, progress=ProgressBar(sys.stderr)
+        chosen,
+        seed=args.seed,
+        progress=ProgressBar(sys.stderr),
+        execution=execution,
+        backend=backend,
     )
     print(report.table())
     if args.json is not None:

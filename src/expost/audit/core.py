@@ -13,19 +13,23 @@ bound exceeds the claimed value.
   needed, so it stays valid for heavy tails (a t-test does not).
 - `DPClaim`: "the mechanism is eps-DP" by a distinguishing test on neighbouring inputs.
 
-An `Audit` simulates N independent runs in chunks whose generators come from
-``SeedSequence.spawn`` in a layout fixed by the audit alone, so results are bit-identical for a
-seed whatever the number of worker processes.
+An `Audit` simulates N independent runs in chunks (`expost.execution`): their sizes and streams
+(``SeedSequence.spawn``) are fixed by the audit alone, so results are bit-identical for a seed
+whatever executes the chunks (in process, a process pool, a Dask cluster). An audit with a
+backend simulator (``on_backend``) can draw its runs with torch or cupy (`expost.backends`);
+the others run on numpy whatever backend is asked.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
+import operator
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -41,13 +45,17 @@ from expost._validation import (
     probability,
     validator,
 )
+from expost.backends import ArrayBackend, Draws
 from expost.errors import InvalidParameter
+from expost.execution import Execution, chunk_sizes, map_chunks
 
 __all__ = [
     "ALPHA_AUDIT",
+    "CUT_LEVELS",
     "Audit",
     "AuditReport",
     "AuditResult",
+    "BackendSimulator",
     "Claim",
     "DPClaim",
     "EValueClaim",
@@ -55,18 +63,22 @@ __all__ = [
     "ProbabilityClaim",
     "Progress",
     "Simulator",
+    "Tally",
     "Twin",
     "TwinResult",
     "Verdict",
     "audit_seed",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
+    "eps_lower_bound",
     "run_audit",
     "run_audits",
 ]
 
 ALPHA_AUDIT = 1e-6
 Simulator = Callable[[int, np.random.Generator], npt.ArrayLike]
+BackendSimulator = Callable[[int, Draws], Any]
+"""``simulate(n, draws)``: the runs drawn with an array backend's draws (`expost.backends`)."""
 Progress = Callable[[int, int, str], None]
 Expected = Literal["holds", "refuted"]
 FloatArray = npt.NDArray[np.float64]
@@ -86,9 +98,39 @@ def clopper_pearson_upper(hits: int, n: int, alpha: float) -> float:
     return 1.0 if hits >= n else float(stats.beta.ppf(1.0 - alpha, hits + 1, n - hits))
 
 
+class _Figures(Mapping[str, float | str]):
+    """A read-only copy of a mapping (picklable, unlike ``types.MappingProxyType``)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, float | str]) -> None:
+        self._data = dict(data)
+
+    def __getitem__(self, key: str) -> float | str:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+
+def _frozen_mapping(value: Mapping[str, float | str]) -> Mapping[str, float | str]:
+    return value if isinstance(value, _Figures) else _Figures(value)
+
+
 @frozen
 class Verdict:
-    """The outcome of one test: ``refuted`` iff ``bound`` (a lower confidence bound) > ``claimed``."""
+    """The outcome of one test: ``refuted`` iff ``bound`` (a lower confidence bound) > ``claimed``.
+
+    ``extra``: a read-only mapping of further figures a claim reports (an `ImportanceClaim`'s
+    proposal, weight bound, upper bound, ratio to delta with its interval, effective sample size);
+    the JSON report writes it under ``"importance"``. Empty for the other claims.
+    """
 
     n: int
     observed: float
@@ -96,6 +138,9 @@ class Verdict:
     claimed: float
     refuted: bool
     detail: str
+    extra: Mapping[str, float | str] = field(
+        factory=dict, converter=_frozen_mapping, hash=False, repr=False
+    )
 
     @property
     def word(self) -> Expected:
@@ -127,6 +172,17 @@ def _samples(samples: npt.ArrayLike, ndim: int, rule: str) -> npt.NDArray[Any]:
 
 
 @frozen
+class Tally:
+    """Runs and events among them: all a `ProbabilityClaim` needs, so chunks add up (``+``)."""
+
+    n: int
+    hits: int
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(self.n + other.n, self.hits + other.hits)
+
+
+@frozen
 class ProbabilityClaim:
     """``P(event) <= delta``; samples are one boolean per run (True: the event happened).
 
@@ -139,12 +195,21 @@ class ProbabilityClaim:
     def describe(self) -> str:
         return f"P(event) <= {self.delta:g}"
 
-    def verdict(self, samples: npt.ArrayLike, alpha: float) -> Verdict:
-        a = _alpha(alpha)
+    @staticmethod
+    def tally(samples: npt.ArrayLike) -> Tally:
+        """The test's sufficient statistic of ``samples``: (runs, events)."""
         events = _samples(samples, 1, "must be a non-empty 1-d boolean array of events")
         if events.dtype != np.bool_:
             raise InvalidParameter("samples", events.dtype, "must be a boolean array of events")
-        n, hits = events.size, int(np.count_nonzero(events))
+        return Tally(events.size, int(np.count_nonzero(events)))
+
+    def verdict(self, samples: npt.ArrayLike, alpha: float) -> Verdict:
+        return self.verdict_of(self.tally(samples), alpha)
+
+    def verdict_of(self, tally: Tally, alpha: float) -> Verdict:
+        """The verdict from the runs' `Tally` alone (chunks of a large audit are tallied apart)."""
+        a = _alpha(alpha)
+        n, hits = tally.n, tally.hits
         lower = clopper_pearson_lower(hits, n, a)
         upper = clopper_pearson_upper(hits, n, a)
         detail = f"{hits}/{n} events; {1 - a:.6g} bounds [{lower:.4g}, {upper:.4g}]"
@@ -234,7 +299,7 @@ class EValueClaim:
 
 # Quantile levels of the candidate thresholds, finer in the tails where ratios are largest.
 _TAIL = np.geomspace(1e-4, 1e-2, 9)
-_LEVELS = np.unique(np.concatenate([_TAIL, np.linspace(0.01, 0.99, 99), 1.0 - _TAIL]))
+CUT_LEVELS = np.unique(np.concatenate([_TAIL, np.linspace(0.01, 0.99, 99), 1.0 - _TAIL]))
 
 
 def _counts_at_least(sorted_values: FloatArray, cuts: FloatArray) -> npt.NDArray[np.int64]:
@@ -251,16 +316,33 @@ def _event_counts(a: FloatArray, b: FloatArray, cuts: FloatArray) -> tuple[Any, 
     return first, second, m
 
 
-def _log_ratio_bound(first: Any, second: Any, m: int, alpha: float) -> FloatArray:
-    """log(CP lower of P(S|first) / CP upper of P(S|second)), each at alpha/2 (Bonferroni)."""
+def eps_lower_bound(
+    hits_x: npt.ArrayLike,
+    n_x: int,
+    hits_x_prime: npt.ArrayLike,
+    n_x_prime: int,
+    alpha: float,
+    delta: float = 0.0,
+) -> FloatArray:
+    """``log((CP_lower(P(E|x)) − delta) / CP_upper(P(E|x')))``, each limit at alpha/2, elementwise.
+
+    For an (eps, delta)-DP mechanism P(E|x) <= e^eps P(E|x') + delta (the hockey-stick form), so
+    with probability >= 1 − alpha (Bonferroni over the two exact one-sided limits) the value is
+    <= eps for a fixed event E. −inf where the lower limit does not exceed delta. Hit counts may
+    be non-integer (scaled counts predict a later test's bound).
+    """
     from scipy import stats  # lazy: keeps the `expost` command fast
 
-    lower = np.where(first > 0, stats.beta.ppf(alpha / 2, np.maximum(first, 1), m - first + 1), 0)
+    a = np.asarray(hits_x, dtype=np.float64)
+    b = np.asarray(hits_x_prime, dtype=np.float64)
+    lower = np.where(a > 0, stats.beta.ppf(alpha / 2, np.maximum(a, 1e-12), n_x - a + 1), 0.0)
     upper = np.where(
-        second < m, stats.beta.ppf(1 - alpha / 2, second + 1, np.maximum(m - second, 1)), 1
+        b < n_x_prime,
+        stats.beta.ppf(1 - alpha / 2, b + 1, np.maximum(n_x_prime - b, 1e-12)),
+        1.0,
     )
-    with np.errstate(divide="ignore"):
-        result: FloatArray = np.log(lower) - np.log(upper)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result: FloatArray = np.where(lower > delta, np.log(lower - delta) - np.log(upper), -np.inf)
     return result
 
 
@@ -296,12 +378,13 @@ class DPClaim:
         y = pairs.astype(np.float64)
         half = y.shape[0] // 2
         choose, test = y[:half], y[half : 2 * half]
-        cuts = np.unique(np.quantile(choose, _LEVELS))
-        score = _log_ratio_bound(*_event_counts(choose[:, 0], choose[:, 1], cuts), a)
+        cuts = np.unique(np.quantile(choose, CUT_LEVELS))
+        first, second, m = _event_counts(choose[:, 0], choose[:, 1], cuts)
+        score = eps_lower_bound(first, m, second, m, a)
         kind, at = np.unravel_index(int(np.argmax(score)), score.shape)
         first, second, m = _event_counts(test[:, 0], test[:, 1], cuts[at : at + 1])
         hit_a, hit_b = int(first[kind, 0]), int(second[kind, 0])
-        bound = max(0.0, float(_log_ratio_bound(first[kind], second[kind], m, a)[0]))
+        bound = max(0.0, float(eps_lower_bound(first[kind], m, second[kind], m, a)[0]))
         observed = math.log((hit_a + 0.5) / (hit_b + 0.5))
         detail = f"S: {_EVENTS[kind]}, c = {cuts[at]:.4g}; hits {hit_a}/{m} vs {hit_b}/{m}"
         return Verdict(y.shape[0], observed, bound, self.eps, bound > self.eps, detail)
@@ -337,11 +420,15 @@ class Twin:
     """A planted bug (a wrong bound or mechanism) that the audit's test must refute.
 
     ``simulate=None`` reuses the audit's own samples (a wrong claim about the same runs).
+    ``on_backend``: the same simulation on an array backend (see `Audit`).
     """
 
     name: str = field(validator=validator(_name))
     claim: Claim = field(validator=validator(_claim))
     simulate: Simulator | None = field(default=None, validator=validator(_optional_simulator))
+    on_backend: BackendSimulator | None = field(
+        default=None, validator=validator(_optional_simulator)
+    )
 
 
 @frozen
@@ -351,7 +438,9 @@ class Audit:
     ``statement`` is the claim in words (the report's "claim"); ``source`` cites it ("BNR Thm 3.6").
     ``expected="refuted"`` marks a printed statement that is supposed to fail. Runs are drawn in
     chunks of ``chunk_size``; with several workers ``simulate`` must be picklable (a module-level
-    function or a ``functools.partial`` of one).
+    function or a ``functools.partial`` of one). ``on_backend(n, draws)``, if given, draws the
+    same law with an array backend's draws and returns a backend array (torch, cupy); without it
+    the audit runs on numpy whatever backend is asked.
     """
 
     name: str = field(validator=validator(_name))
@@ -363,11 +452,20 @@ class Audit:
     twin: Twin | None = None
     expected: Expected = field(default="holds", validator=validator(_expected))
     chunk_size: int = field(default=50_000, validator=validator(positive_int))
+    on_backend: BackendSimulator | None = field(
+        default=None, validator=validator(_optional_simulator)
+    )
 
     def chunks(self) -> list[int]:
         """The chunk sizes, in order; they depend on n and chunk_size only."""
-        full, rest = divmod(self.n, self.chunk_size)
-        return [self.chunk_size] * full + ([rest] if rest else [])
+        return chunk_sizes(self.n, self.chunk_size)
+
+    def runs_on(self, backend: ArrayBackend) -> bool:
+        """Whether the audit's runs are drawn on ``backend`` (numpy: always)."""
+        twin_ok = (
+            self.twin is None or self.twin.simulate is None or self.twin.on_backend is not None
+        )
+        return backend.name == "numpy" or (self.on_backend is not None and twin_ok)
 
 
 @frozen
@@ -414,7 +512,21 @@ class AuditResult:
         return out
 
     def to_json(self) -> dict[str, object]:
-        """The report entry: keys as in ARCHITECTURE ("expected" only when "refuted")."""
+        """The report entry: keys as in ARCHITECTURE ("expected" only when "refuted").
+
+        A verdict with ``extra`` figures (importance-sampled claims) adds them under
+        ``"importance"``, for the claim and for its twin.
+        """
+        twin: dict[str, object] | None = None
+        if self.twin is not None:
+            twin = {
+                "name": self.twin.name,
+                "verdict": self.twin.verdict.word,
+                "observed": self.twin.verdict.observed,
+                "bound": self.twin.verdict.bound,
+            }
+            if self.twin.verdict.extra:
+                twin["importance"] = dict(self.twin.verdict.extra)
         entry: dict[str, object] = {
             "name": self.name,
             "source": self.source,
@@ -424,15 +536,10 @@ class AuditResult:
             "bound": self.verdict.bound,
             "verdict": self.verdict.word,
             "seconds": self.seconds,
-            "twin": None
-            if self.twin is None
-            else {
-                "name": self.twin.name,
-                "verdict": self.twin.verdict.word,
-                "observed": self.twin.verdict.observed,
-                "bound": self.twin.verdict.bound,
-            },
+            "twin": twin,
         }
+        if self.verdict.extra:
+            entry["importance"] = dict(self.verdict.extra)
         if self.expected == "refuted":
             entry["expected"] = "refuted"
         return entry
@@ -445,7 +552,11 @@ def _row(r: AuditResult) -> tuple[str, ...]:
     v = r.verdict
     verdict = v.word + ("" if r.expected == "holds" else " (expected)")
     twin = "-" if r.twin is None else "refuted" if r.twin.verdict.refuted else "NOT CAUGHT"
-    cells = (r.name, r.source, r.statement, str(v.n), f"{v.observed:.4g}", f"{v.bound:.4g}")
+    observed = f"{v.observed:.4g}"
+    if "ratio" in v.extra:  # an importance-sampled claim: P/delta with its interval
+        x = v.extra
+        observed += f" (P/d {x['ratio']:.3g} [{x['ratio_lower']:.3g}, {x['ratio_upper']:.3g}])"
+    cells = (r.name, r.source, r.statement, str(v.n), observed, f"{v.bound:.4g}")
     return (*cells, verdict, twin, f"{r.seconds:.1f}")
 
 
@@ -512,9 +623,16 @@ def audit_seed(seed: int, name: str) -> np.random.SeedSequence:
 
 
 def _simulate_chunk(
-    simulate: Simulator, size: int, seed: np.random.SeedSequence
+    simulate: Simulator,
+    on_backend: BackendSimulator | None,
+    backend: ArrayBackend,
+    size: int,
+    seed: np.random.SeedSequence,
 ) -> npt.NDArray[Any]:
-    out = np.asarray(simulate(size, np.random.default_rng(seed)))
+    if on_backend is None or backend.name == "numpy":
+        out = np.asarray(simulate(size, np.random.default_rng(seed)))
+    else:
+        out = ArrayBackend.to_numpy(on_backend(size, backend.draws(seed)))
     if out.ndim == 0 or out.shape[0] != size:
         raise InvalidParameter(
             "simulate", simulate, f"returned shape {out.shape} for {size} runs (need {size} rows)"
@@ -522,53 +640,80 @@ def _simulate_chunk(
     return out
 
 
+def _tally_chunk(
+    simulate: Simulator,
+    on_backend: BackendSimulator | None,
+    backend: ArrayBackend,
+    size: int,
+    seed: np.random.SeedSequence,
+) -> Tally:
+    """A chunk reduced where it ran: only (runs, events) travel back and stay in memory."""
+    return ProbabilityClaim.tally(_simulate_chunk(simulate, on_backend, backend, size, seed))
+
+
+@frozen
+class _Context:
+    """What every chunk of a run shares: seed, level, executor, backend, progress tick."""
+
+    seed: int
+    alpha: float
+    executor: Executor
+    backend: ArrayBackend
+    tick: Callable[[], None]
+
+
+Samples = npt.NDArray[Any] | Tally
+
+
 def _draw(
     simulate: Simulator,
+    on_backend: BackendSimulator | None,
     audit: Audit,
     name: str,
-    seed: int,
-    executor: Executor | None,
-    tick: Callable[[], None],
-) -> npt.NDArray[Any]:
+    tally: bool,
+    ctx: _Context,
+) -> Samples:
+    """The runs of ``name``, concatenated in chunk order, or (``tally``) their summed `Tally`."""
+    backend = ctx.backend if audit.runs_on(ctx.backend) else ArrayBackend()
     sizes = audit.chunks()
-    seeds = audit_seed(seed, name).spawn(len(sizes))
-    if executor is None:
-        parts = []
-        for size, ss in zip(sizes, seeds, strict=True):
-            parts.append(_simulate_chunk(simulate, size, ss))
-            tick()
-    else:
-        futures = [
-            executor.submit(_simulate_chunk, simulate, size, ss)
-            for size, ss in zip(sizes, seeds, strict=True)
-        ]
-        parts = []
-        for future in futures:
-            parts.append(future.result())
-            tick()
-    return np.concatenate(parts, axis=0)
+    seeds = audit_seed(ctx.seed, name).spawn(len(sizes))
+    chunks = [
+        (simulate, on_backend, backend, size, ss) for size, ss in zip(sizes, seeds, strict=True)
+    ]
+    if tally:
+        return functools.reduce(
+            operator.add, map_chunks(_tally_chunk, chunks, ctx.executor, ctx.tick)
+        )
+    return np.concatenate(map_chunks(_simulate_chunk, chunks, ctx.executor, ctx.tick), axis=0)
+
+
+def _verdict(claim: Claim, samples: Samples, alpha: float) -> Verdict:
+    if isinstance(samples, Tally):
+        assert isinstance(claim, ProbabilityClaim)  # only they are tallied (_tallied)
+        return claim.verdict_of(samples, alpha)
+    return claim.verdict(samples, alpha)
+
+
+def _tallied(*claims: Claim) -> bool:
+    """Chunks are reduced to a `Tally` when every claim on their runs is a `ProbabilityClaim`."""
+    return all(isinstance(c, ProbabilityClaim) for c in claims)
 
 
 def _alpha_audit(alpha_audit: object) -> float:
     return open_probability("alpha_audit", alpha_audit)
 
 
-def _run(
-    audit: Audit,
-    seed: int,
-    alpha: float,
-    executor: Executor | None,
-    tick: Callable[[], None],
-) -> AuditResult:
+def _run(audit: Audit, ctx: _Context) -> AuditResult:
     start = time.perf_counter()
-    samples = _draw(audit.simulate, audit, audit.name, seed, executor, tick)
-    verdict = audit.claim.verdict(samples, alpha)
+    t = audit.twin
+    shared = [audit.claim] + ([t.claim] if t is not None and t.simulate is None else [])
+    samples = _draw(audit.simulate, audit.on_backend, audit, audit.name, _tallied(*shared), ctx)
+    verdict = _verdict(audit.claim, samples, ctx.alpha)
     twin = None
-    if audit.twin is not None:
-        t = audit.twin
+    if t is not None:
         if t.simulate is not None:
-            samples = _draw(t.simulate, audit, t.name, seed, executor, tick)
-        twin = TwinResult(t.name, t.claim.verdict(samples, alpha))
+            samples = _draw(t.simulate, t.on_backend, audit, t.name, _tallied(t.claim), ctx)
+        twin = TwinResult(t.name, _verdict(t.claim, samples, ctx.alpha))
     seconds = time.perf_counter() - start
     return AuditResult(
         audit.name, audit.source, audit.statement, verdict, seconds, audit.expected, twin
@@ -580,6 +725,15 @@ def _tasks(audit: Audit) -> int:
     return own * (2 if audit.twin is not None and audit.twin.simulate is not None else 1)
 
 
+def _execution(execution: Execution | None, workers: int) -> Execution:
+    w = positive_int("workers", workers)
+    if execution is None:
+        return Execution(workers=w)
+    if w != 1:
+        raise InvalidParameter("workers", workers, "must be 1 when an execution is given")
+    return execution
+
+
 def run_audits(
     audits: Sequence[Audit],
     *,
@@ -587,14 +741,19 @@ def run_audits(
     alpha_audit: float = ALPHA_AUDIT,
     workers: int = 1,
     progress: Progress | None = None,
+    execution: Execution | None = None,
+    backend: ArrayBackend | None = None,
 ) -> AuditReport:
-    """Run audits in order; ``workers`` processes share the chunks of each audit.
+    """Run audits in order; the chunks of each audit run on ``execution``'s executor.
 
-    The verdicts do not depend on ``workers`` (chunks and their seeds are fixed per audit).
-    ``progress(done, total, name)`` is called after every chunk.
+    ``workers=N`` is short for ``execution=Execution(workers=N)`` (a local process pool). The
+    verdicts do not depend on the execution (chunks and their seeds are fixed per audit); with
+    a ``backend`` other than numpy, audits that support it draw their runs there (same law,
+    other draws). ``progress(done, total, name)`` is called after every chunk.
     """
     alpha = _alpha_audit(alpha_audit)
-    w = positive_int("workers", workers)
+    where = _execution(execution, workers)
+    array_backend = (ArrayBackend() if backend is None else backend).check()
     seed = _seed(seed)
     names = [a.name for a in audits]
     if len(set(names)) != len(names):
@@ -602,8 +761,7 @@ def run_audits(
     total = sum(_tasks(a) for a in audits)
     done = 0
     results = []
-    executor = ProcessPoolExecutor(max_workers=w) if w > 1 else None
-    try:
+    with where.executor() as executor:
         for audit in audits:
 
             def tick(name: str = audit.name) -> None:
@@ -612,15 +770,27 @@ def run_audits(
                 if progress is not None:
                     progress(done, total, name)
 
-            results.append(_run(audit, seed, alpha, executor, tick))
-    finally:
-        if executor is not None:
-            executor.shutdown()
+            ctx = _Context(seed, alpha, executor, array_backend, tick)
+            results.append(_run(audit, ctx))
     return AuditReport(tuple(results), seed, alpha)
 
 
 def run_audit(
-    audit: Audit, *, seed: int = 0, alpha_audit: float = ALPHA_AUDIT, workers: int = 1
+    audit: Audit,
+    *,
+    seed: int = 0,
+    alpha_audit: float = ALPHA_AUDIT,
+    workers: int = 1,
+    execution: Execution | None = None,
+    backend: ArrayBackend | None = None,
 ) -> AuditResult:
     """Run one audit (and its twin); see `run_audits`."""
-    return run_audits([audit], seed=seed, alpha_audit=alpha_audit, workers=workers).results[0]
+    report = run_audits(
+        [audit],
+        seed=seed,
+        alpha_audit=alpha_audit,
+        workers=workers,
+        execution=execution,
+        backend=backend,
+    )
+    return report.results[0]

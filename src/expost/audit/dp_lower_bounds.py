@@ -17,21 +17,26 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import gaussian_loss, laplace_loss, neighbours, runs
+from expost.audit._paper import gaussian_loss, gaussian_loss_on, laplace_loss, neighbours, runs
 from expost.audit.core import Audit, DPClaim, ProbabilityClaim, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.loss import GaussianLoss
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
 from expost.mechanisms.exponential import ExponentialMechanism
 
+if TYPE_CHECKING:
+    from expost.backends import Draws
+
 __all__ = [
     "exponential_eps_dp",
     "exponential_pairs",
     "gaussian_loss_exceeds",
+    "gaussian_loss_exceeds_on",
     "gaussian_pdp_exact",
     "laplace_l1_eps_dp",
     "laplace_loss_pairs",
@@ -92,6 +97,13 @@ def gaussian_loss_exceeds(sigma: float, eps: float, n: int, rng: np.random.Gener
     return np.asarray(gaussian_loss(y, sigma**2, fx, fxp) > eps)
 
 
+def gaussian_loss_exceeds_on(sigma: float, eps: float, n: int, draws: Draws) -> Any:
+    """`gaussian_loss_exceeds` on an array backend: y = f(x) + σ·N(0, I) drawn there."""
+    fx, fxp = neighbours(1.0, 3)
+    y = draws.asarray(fx) + sigma * draws.normal((n, fx.size))
+    return gaussian_loss_on(y, sigma**2, fx, fxp, draws) > eps
+
+
 @register(QUICK, PAPER)
 def gaussian_pdp_exact(suite: str) -> Audit:
     """The Gaussian mechanism is exactly (eps, delta)-pDP with eps from its loss law."""
@@ -111,8 +123,10 @@ def gaussian_pdp_exact(suite: str) -> Audit:
             "gaussian-pdp-exact/half-the-noise",
             ProbabilityClaim(_DELTA),
             partial(gaussian_loss_exceeds, sigma / 2.0, eps),
+            partial(gaussian_loss_exceeds_on, sigma / 2.0, eps),
         ),
         chunk_size=100_000,
+        on_backend=partial(gaussian_loss_exceeds_on, sigma, eps),
     )
 
 

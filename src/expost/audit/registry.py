@@ -1,7 +1,11 @@
 """Named audit suites: factories registered with a decorator, built when a suite is run.
 
 A factory takes the suite name (so it can pick N or grids per suite) and returns one `Audit` or
-several. Every registered audit must have a planted-bug twin. The default registry loads the
+several. A *delta factory* (``@register_at_deltas("deploy", "deploy-quick")``) takes the suite
+name and a delta and is called once per delta of the suite (`DEPLOY_DELTAS` for ``deploy``,
+1e-9 for ``deploy-quick``, or the deltas given to `Registry.suite` — ``expost audit --delta``);
+its audits' names must carry the delta (`delta_tag`). Every registered audit must have a
+planted-bug twin. The default registry loads the
 audit modules of this package (every public submodule of ``expost.audit`` other than the
 framework's own) the first time it is asked for a suite.
 """
@@ -9,30 +13,66 @@ framework's own) the first time it is asked for a suite.
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from expost.audit.core import Audit
 from expost.errors import InvalidParameter
 
 __all__ = [
+    "DEPLOY",
+    "DEPLOY_DELTAS",
+    "DEPLOY_QUICK",
     "PAPER",
     "QUICK",
     "REGISTRY",
     "SUITES",
     "AuditFactory",
+    "DeltaAuditFactory",
     "Registry",
     "default_registry",
+    "delta_tag",
     "register",
+    "register_at_deltas",
 ]
 
 QUICK = "quick"
 PAPER = "paper"
-SUITES = (QUICK, PAPER)
+DEPLOY = "deploy"
+DEPLOY_QUICK = "deploy-quick"
+SUITES = (QUICK, PAPER, DEPLOY, DEPLOY_QUICK)
+DEPLOY_DELTAS = (1e-6, 1e-9, 1e-12)
+_SUITE_DELTAS = {DEPLOY: DEPLOY_DELTAS, DEPLOY_QUICK: (1e-9,)}
 AuditFactory = Callable[[str], Audit | Iterable[Audit]]
+DeltaAuditFactory = Callable[[str, float], Audit | Iterable[Audit]]
 _F = TypeVar("_F", bound=AuditFactory)
-_FRAMEWORK = frozenset({"cli", "core", "registry"})
+_D = TypeVar("_D", bound=DeltaAuditFactory)
+_FRAMEWORK = frozenset({"cli", "core", "registry", "rare_event"})
+
+
+def delta_tag(delta: float) -> str:
+    """The suffix that keeps a delta audit's name unique: ``delta-1e-09`` for 1e-9."""
+    return f"delta-{delta:g}"
+
+
+def _deltas(value: object) -> tuple[float, ...]:
+    rule = "must be a non-empty sequence of distinct numbers in (0, 1)"
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not value:
+        raise InvalidParameter("deltas", value, rule)
+    out: list[float] = []
+    for d in value:
+        if (
+            isinstance(d, bool)
+            or not isinstance(d, int | float)
+            or not (math.isfinite(d) and 0.0 < d < 1.0)
+        ):
+            raise InvalidParameter("deltas", value, rule)
+        out.append(float(d))
+    if len(set(out)) != len(out):
+        raise InvalidParameter("deltas", value, rule)
+    return tuple(out)
 
 
 def _suite_name(value: object) -> str:
@@ -45,7 +85,7 @@ class Registry:
     """Audit factories by suite. ``@registry.register("quick", "paper")`` adds a factory."""
 
     def __init__(self) -> None:
-        self._factories: dict[str, list[AuditFactory]] = {}
+        self._factories: dict[str, list[AuditFactory | _AtDeltas]] = {}
 
     def add(self, factory: AuditFactory, suites: Iterable[str]) -> None:
         """Register ``factory`` in each of ``suites``."""
@@ -56,6 +96,29 @@ class Registry:
             raise InvalidParameter("suites", names, "must name at least one suite")
         for name in names:
             self._factories.setdefault(name, []).append(factory)
+
+    def add_at_deltas(self, factory: DeltaAuditFactory, suites: Iterable[str]) -> None:
+        """Register the delta factory ``factory(suite, delta)`` in each of ``suites``."""
+        if not callable(factory):
+            raise InvalidParameter("factory", factory, "must be callable as factory(suite, delta)")
+        names = [_suite_name(s) for s in suites]
+        if not names:
+            raise InvalidParameter("suites", names, "must name at least one suite")
+        for name in names:
+            self._factories.setdefault(name, []).append(_AtDeltas(factory))
+
+    def register_at_deltas(self, *suites: str) -> Callable[[_D], _D]:
+        """Decorator form of `add_at_deltas`: ``@register_at_deltas("deploy", "deploy-quick")``."""
+
+        def decorate(factory: _D) -> _D:
+            self.add_at_deltas(factory, suites)
+            return factory
+
+        return decorate
+
+    def has_deltas(self, name: str) -> bool:
+        """Whether suite ``name`` has delta factories (so ``--delta`` acts on it)."""
+        return any(isinstance(f, _AtDeltas) for f in self._factories.get(name, []))
 
     def register(self, *suites: str) -> Callable[[_F], _F]:
         """Decorator form of `add`: ``@register("quick", "paper")``."""
@@ -70,18 +133,36 @@ class Registry:
         """The suite names with at least one factory, sorted."""
         return tuple(sorted(self._factories))
 
-    def suite(self, name: str) -> tuple[Audit, ...]:
+    def suite(self, name: str, deltas: Sequence[float] | None = None) -> tuple[Audit, ...]:
         """Build the audits of suite ``name`` in registration order.
 
-        Raises `InvalidParameter` for an unknown suite, a factory that returns something other
-        than audits, an audit without a twin, or two audits of the same name.
+        Plain factories are called once; delta factories once per delta: ``deltas`` when given,
+        else `DEPLOY_DELTAS` for ``deploy``, (1e-9,) for ``deploy-quick`` and `DEPLOY_DELTAS`
+        for any other suite. Raises `InvalidParameter` for an unknown suite, ``deltas`` for a
+        suite without delta factories (or not distinct numbers in (0, 1)), a factory that returns
+        something other than audits, an audit without a twin, or two audits of the same name.
         """
         if name not in self._factories:
             raise InvalidParameter("suite", name, f"is not one of {list(self.suites())}")
+        if deltas is not None:
+            chosen = _deltas(deltas)
+            if not self.has_deltas(name):
+                with_deltas = [s for s in self.suites() if self.has_deltas(s)]
+                raise InvalidParameter(
+                    "deltas",
+                    list(chosen),
+                    f"has nothing to act on: suite {name!r} has no delta-parameterised audits "
+                    f"(suites that do: {with_deltas})",
+                )
+        else:
+            chosen = _SUITE_DELTAS.get(name, DEPLOY_DELTAS)
         audits: list[Audit] = []
         for factory in self._factories[name]:
-            built = factory(name)
-            audits.extend([built] if isinstance(built, Audit) else list(built))
+            if isinstance(factory, _AtDeltas):
+                for delta in chosen:
+                    audits.extend(_audits(factory.factory(name, delta)))
+            else:
+                audits.extend(_audits(factory(name)))
         for a in audits:
             if not isinstance(a, Audit):
                 raise InvalidParameter("factory", a, "must return an Audit or audits")
@@ -94,8 +175,20 @@ class Registry:
         return tuple(audits)
 
 
+class _AtDeltas:
+    """A delta factory in a suite's list (told apart from plain factories by its type)."""
+
+    def __init__(self, factory: DeltaAuditFactory) -> None:
+        self.factory = factory
+
+
+def _audits(built: Audit | Iterable[Audit]) -> list[Audit]:
+    return [built] if isinstance(built, Audit) else list(built)
+
+
 REGISTRY = Registry()
 register = REGISTRY.register
+register_at_deltas = REGISTRY.register_at_deltas
 _loaded = False
 
 

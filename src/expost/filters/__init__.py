@@ -2,7 +2,8 @@
 
 Costs (`expost.filters.costs`) describe rounds; each filter prices the costs it accepts in
 its own unit (`expost.filters.base`), one module per family: `zcdp` (FAC Thm 1, APC Thm 5,
-APC Lemma 6.2), `dp` (FAC Thm 2), `ex_post` (APC Lemma B.2), `concurrent` (APC Thm 2).
+APC Lemma 6.2), `dp` (FAC Thm 2), `ex_post` (APC Lemma B.2), `concurrent` (APC Thm 2), `gaussian_dp`
+(Smith–Thakurta 2022, beyond the papers).
 """
 
 from expost.filters.base import Filter, Price, PrivacyFilter
@@ -13,10 +14,12 @@ from expost.filters.costs import (
     Cost,
     DPCost,
     ExPostCost,
+    GaussianCost,
     ZCDPCost,
 )
 from expost.filters.dp import ApproxDPFilter
 from expost.filters.ex_post import ExPostFilter
+from expost.filters.gaussian_dp import GaussianDPFilter
 from expost.filters.zcdp import BrownianFilter, Conversion, UnifiedFilter, ZCDPFilter
 
 __all__ = [
@@ -31,6 +34,8 @@ __all__ = [
     "ExPostCost",
     "ExPostFilter",
     "Filter",
+    "GaussianCost",
+    "GaussianDPFilter",
     "Price",
     "PrivacyFilter",
     "UnifiedFilter",

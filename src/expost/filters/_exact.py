@@ -23,6 +23,7 @@ __all__ = [
     "history",
     "rho_of_brownian",
     "rho_of_eps",
+    "round_down",
     "round_up",
 ]
 
@@ -44,6 +45,13 @@ def round_up(approx: float, num: int, den: int) -> float:
     while approx > 0.0 and not below(math.nextafter(approx, 0.0)):
         approx = math.nextafter(approx, 0.0)
     return approx
+
+
+def round_down(approx: float, num: int, den: int) -> float:
+    """The largest float <= num/den (integers > 0), from a float ``approx`` a few ulps away."""
+    up = round_up(approx, num, den)
+    p, q = up.as_integer_ratio() if math.isfinite(up) else (1, 0)
+    return up if p * den == num * q else math.nextafter(up, 0.0)
 
 
 def rho_of_eps(eps: float) -> float:

@@ -23,9 +23,9 @@ from expost._validation import positive
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.filters._exact import Chain, Totals, excess, history
 from expost.filters.costs import BrownianCost, Cost
-from expost.guarantees import ZCDP, ApproxDP
+from expost.guarantees import ZCDP, ApproxDP, GaussianDP
 
-__all__ = ["Filter", "Price", "PrivacyFilter", "RhoFilter"]
+__all__ = ["BrownianPricedFilter", "Filter", "Price", "PrivacyFilter", "RhoFilter"]
 
 Price = tuple[float, float]
 """(amount in the filter's unit, delta) of one round."""
@@ -54,9 +54,9 @@ class PrivacyFilter(Protocol):
 
     def spend(self, realised: Cost) -> Self: ...
 
-    def guarantee(self) -> ZCDP | ApproxDP: ...
+    def guarantee(self) -> ZCDP | ApproxDP | GaussianDP: ...
 
-    def reported_guarantee(self) -> ZCDP | ApproxDP: ...
+    def reported_guarantee(self) -> ZCDP | ApproxDP | GaussianDP: ...
 
     def max_bm_eps(self, sensitivity: float = 1.0) -> float | None: ...
 
@@ -111,10 +111,10 @@ class Filter(ABC):
         """(amount, delta) of ``cost``; None if the filter does not accept it."""
 
     @abstractmethod
-    def guarantee(self) -> ZCDP | ApproxDP:
+    def guarantee(self) -> ZCDP | ApproxDP | GaussianDP:
         """The filter's theorem's guarantee for the whole interaction."""
 
-    def reported_guarantee(self) -> ZCDP | ApproxDP:
+    def reported_guarantee(self) -> ZCDP | ApproxDP | GaussianDP:
         """The guarantee a session reports: `guarantee` unless the filter knows a better form."""
         return self.guarantee()
 
@@ -213,37 +213,46 @@ class Filter(ABC):
 
 
 @frozen
-class RhoFilter(Filter):
-    """A filter whose unit is rho and which prices a BM stopped at t as Δ²/(2t) (APC Thm 5).
+class BrownianPricedFilter(Filter):
+    """A filter that prices a BM stopped at t as Δ²/(``_BM_DIVISOR``·t) in its unit.
 
-    Eps grids can be clipped to it: `max_bm_eps` / `min_bm_time`.
+    Eps grids can be clipped to it: `max_bm_eps` / `min_bm_time` (the worst case of a round's
+    grid must fit before it starts, APC Thm 5 condition (3)).
     """
 
-    _UNIT: ClassVar[str] = "rho"
+    _BM_DIVISOR: ClassVar[float]
 
     def min_bm_time(self, sensitivity: float = 1.0) -> float:
-        """The smallest time t with Δ²/(2t) <= remaining: a BM grid may go down to it.
+        """The smallest time t whose price Δ²/(divisor·t) fits what remains: a grid may go down to it.
 
         ``inf`` when nothing remains (no BM can be admitted).
         """
         d = positive("sensitivity", sensitivity)
         left = self.remaining
-        t = d * d / (2.0 * left) if left > 0.0 else math.inf
+        t = d * d / (self._BM_DIVISOR * left) if left > 0.0 else math.inf
         if not math.isfinite(t):
             return math.inf
         return _extreme(t, lambda x: BrownianCost(x, d), self.admits, upward=False)
 
     def max_bm_eps(self, sensitivity: float = 1.0) -> float:
-        """The largest eps = Δ/sqrt(t) (about sqrt(2·remaining)) a BM may reach.
+        """The largest eps = Δ/sqrt(t) (about sqrt(divisor·remaining)) a BM may reach.
 
         A BM at ``BrownianCost.from_eps(max_bm_eps(Δ), Δ)`` is admitted; 0.0 when nothing remains.
         """
         d = positive("sensitivity", sensitivity)
         left = self.remaining
-        if left <= 0.0 or not math.isfinite(d * d / (2.0 * left)):
+        if left <= 0.0 or not math.isfinite(d * d / (self._BM_DIVISOR * left)):
             return 0.0
-        eps = math.sqrt(2.0 * left)
+        eps = math.sqrt(self._BM_DIVISOR * left)
         return _extreme(eps, lambda e: BrownianCost.from_eps(e, d), self.admits, upward=True)
+
+
+@frozen
+class RhoFilter(BrownianPricedFilter):
+    """A filter whose unit is rho and which prices a BM stopped at t as Δ²/(2t) (APC Thm 5)."""
+
+    _UNIT: ClassVar[str] = "rho"
+    _BM_DIVISOR: ClassVar[float] = 2.0
 
 
 def _extreme(

@@ -12,6 +12,8 @@ ex-post function can take. As *realised* (after it ran) it is what the round did
 
 from __future__ import annotations
 
+import math
+
 from attrs import field, frozen
 
 from expost._validation import as_float, nonnegative, positive, probability, validator
@@ -23,6 +25,7 @@ __all__ = [
     "Cost",
     "DPCost",
     "ExPostCost",
+    "GaussianCost",
     "ZCDPCost",
 ]
 
@@ -49,6 +52,25 @@ class ZCDPCost:
 
     rho: float = field(converter=as_float, validator=validator(positive))
     delta: float = _DELTA
+
+
+@frozen
+class GaussianCost(ZCDPCost):
+    """A Gaussian round: rho = Δ²/(2σ²) (a Gaussian mechanism, or Gaussian tries composed).
+
+    It is a `ZCDPCost` (every filter prices it as one) that also says where it comes from: a
+    Gaussian mechanism is exactly mu-GDP with mu = Δ/σ = sqrt(2·rho) (THEORY §9), which a
+    general zCDP round is not, so `GaussianDPFilter` prices only this kind. Its delta is 0.
+    """
+
+    def __attrs_post_init__(self) -> None:
+        if self.delta != 0.0:
+            raise InvalidParameter("delta", self.delta, "must be 0 for a Gaussian round")
+
+    @property
+    def mu(self) -> float:
+        """sqrt(2·rho) = Δ/σ: the round is exactly mu-GDP (Dong–Roth–Su; THEORY §9)."""
+        return math.sqrt(2.0 * self.rho)
 
 
 @frozen
@@ -118,4 +140,4 @@ class ExPostCost:
         _optional_positive(self, attribute, value)
 
 
-Cost = ZCDPCost | DPCost | BoundedRangeCost | BrownianCost | ExPostCost
+Cost = ZCDPCost | GaussianCost | DPCost | BoundedRangeCost | BrownianCost | ExPostCost

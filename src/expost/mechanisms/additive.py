@@ -24,7 +24,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.filters.costs import DPCost, ZCDPCost
+from expost.filters.costs import DPCost, GaussianCost
 from expost.guarantees import ZCDP, PureDP
 from expost.loss import GaussianLoss, LaplaceLoss
 
@@ -89,9 +89,9 @@ class GaussianMechanism(_Additive):
         """rho-zCDP (Bun–Steinke; THEORY §2)."""
         return ZCDP(self.rho)
 
-    def cost(self) -> ZCDPCost:
-        """The round as a cost: ZCDPCost(rho) (THEORY §2)."""
-        return ZCDPCost(self.rho)
+    def cost(self) -> GaussianCost:
+        """The round as a cost: GaussianCost(rho), a zCDP round that is also Δ/σ-GDP (THEORY §9)."""
+        return GaussianCost(self.rho)
 
     def loss(self, distance: float | None = None) -> GaussianLoss:
         """The loss for neighbours at ℓ2 distance d (default Δ2): N(r, 2r), r = d²/(2σ²) = rho·(d/Δ2)²."""

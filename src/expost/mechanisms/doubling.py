@@ -17,7 +17,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.filters.costs import ZCDPCost
+from expost.filters.costs import GaussianCost
 from expost.grids import EpsilonGrid
 from expost.guarantees import ZCDP
 from expost.mechanisms.additive import GaussianMechanism
@@ -55,7 +55,7 @@ class DoublingTranscript:
     ``released`` (tries, *value.shape) and ``eps2`` (tries,), the exact eps_i², per try, noisiest
     first;
     ``stopped``: whether the rule accepted a try, ``stop_index`` its index (None: none was);
-    ``cost`` = ZCDPCost(Σ eps_i²/2) over the tries made and ``costs`` the rho of each try as
+    ``cost`` = GaussianCost(Σ eps_i²/2) over the tries made and ``costs`` the rho of each try as
     `ZCDP` values (APC Sec. 7.1). Vocabulary: `expost.mechanisms.transcript`.
     """
 
@@ -63,7 +63,7 @@ class DoublingTranscript:
     eps2: FloatArray
     stopped: bool
     stop_index: int | None
-    cost: ZCDPCost
+    cost: GaussianCost
     costs: tuple[ZCDP, ...]
 
     @property
@@ -168,9 +168,12 @@ class DoublingMethod:
         """The worst case: every try up to the cap made, Σ_i eps_i²/2-zCDP (APC Lemma 2.2)."""
         return ZCDP(float(self._cumulative_cost()[-1]))
 
-    def cost(self) -> ZCDPCost:
-        """The worst case as a cost: ZCDPCost of every try's rho summed (= ``guarantee().rho``)."""
-        return ZCDPCost(self.guarantee().rho)
+    def cost(self) -> GaussianCost:
+        """The worst case as a cost: every try's rho summed (= ``guarantee().rho``).
+
+        Gaussian tries compose to a Gaussian round (mu² = Σ eps_i², THEORY §9): a `GaussianCost`.
+        """
+        return GaussianCost(self.guarantee().rho)
 
     @property
     def cumulative_cost(self) -> FloatArray:
@@ -200,7 +203,7 @@ class DoublingMethod:
             eps2=read_only(self._grid.eps2[:made]),
             stopped=stopped_at is not None,
             stop_index=stopped_at,
-            cost=ZCDPCost(float(self._cumulative_cost()[made - 1])),
+            cost=GaussianCost(float(self._cumulative_cost()[made - 1])),
             costs=tuple(m.guarantee() for m in tries[:made]),
         )
 

@@ -19,13 +19,29 @@ the grid is given (noisiest first).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from expost.processes._paths import DecreasingPath, batch_arguments, cumsum_upward, gaps
+from expost._validation import positive_int
+from expost.processes._paths import (
+    DecreasingPath,
+    batch_arguments,
+    cumsum_upward,
+    decreasing_grid,
+    gaps,
+)
 
-__all__ = ["BrownianPath", "sample_brownian_grid", "sample_brownian_grid_privacy_time"]
+if TYPE_CHECKING:
+    from expost.backends import Draws
+
+__all__ = [
+    "BrownianPath",
+    "sample_brownian_grid",
+    "sample_brownian_grid_on",
+    "sample_brownian_grid_privacy_time",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -47,6 +63,20 @@ def sample_brownian_grid(
     steps = rng.standard_normal((trials, grid.size, d))
     steps *= np.sqrt(gaps(grid))[:, None]
     return cumsum_upward(steps)
+
+
+def sample_brownian_grid_on(times: npt.ArrayLike, trials: int, d: int, draws: Draws) -> Any:
+    """`sample_brownian_grid` on an array backend (`expost.backends`): same law, same layout.
+
+    The increments come from ``draws.normal`` and are summed upward with the backend's
+    ``cumulative_sum``; the result (trials, K, d) stays on the backend's device.
+    """
+    grid = decreasing_grid("times", times)
+    trials, d = positive_int("trials", trials), positive_int("d", d)
+    xp = draws.xp
+    steps = draws.normal((trials, grid.size, d)) * draws.asarray(np.sqrt(gaps(grid))[:, None])
+    upward = xp.cumulative_sum(xp.flip(steps, axis=1), axis=1)
+    return xp.flip(upward, axis=1)
 
 
 def sample_brownian_grid_privacy_time(

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from expost._progress import ProgressLine
+from expost._scale_cli import add_execution_arguments, execution_of
 from expost.apps.data import (
     BUNDLED,
     ERMData,
@@ -23,10 +24,10 @@ from expost.apps.erm.simulation import (
     CHECKERS,
     DEFAULT_RUNS,
     TaskResult,
-    path_block,
     privacy_levels,
     run_task,
     summary,
+    task_chunks,
 )
 from expost.apps.erm.tasks import (
     TARGETS,
@@ -87,13 +88,27 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"expost reproduce erm: {exc}", file=sys.stderr)
         return 2
+    try:
+        execution = execution_of(args)
+    except ImportError as exc:
+        print(f"expost reproduce erm: {exc}", file=sys.stderr)
+        return 2
     levels = privacy_levels()
-    progress = _Progress(sum(2 * -(-args.runs // path_block(t, levels.size)) for t in tasks))
+    progress = _Progress(len(tasks) * 2 * task_chunks(args.runs))
     results = []
     for task in tasks:
         target = TARGETS[task.data.name if task.data.name in TARGETS else task.name]
-        rng = np.random.default_rng(seeds[task.name].spawn(1)[0])
-        results.append(run_task(task, levels, args.runs, rng, target=target, tick=progress.tick))
+        results.append(
+            run_task(
+                task,
+                levels,
+                args.runs,
+                seeds[task.name].spawn(1)[0],
+                target=target,
+                tick=progress.tick,
+                execution=execution,
+            )
+        )
     progress.close()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -150,4 +165,5 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="summary JSON path")
     p.add_argument("--seed", type=int, default=0)
+    add_execution_arguments(p)
     p.set_defaults(run=run)

@@ -27,6 +27,7 @@ from expost.apps.erm.tasks import (
 )
 from expost.boundaries import LinearPrivacyBoundary
 from expost.errors import InvalidParameter
+from expost.execution import Execution, chunk_sizes, map_chunks
 from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction, LaplaceNoiseReduction
 from expost.mechanisms.threshold import AboveThreshold, ReducedAboveThreshold
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_RUNS",
     "DELTA",
     "METHODS",
+    "RUN_CHUNK",
     "TUNED_EPS",
     "Checker",
     "Mechanisms",
@@ -56,6 +58,7 @@ __all__ = [
     "run_task",
     "single_run",
     "summary",
+    "task_chunks",
 ]
 
 Method = Literal["BM", "LNR"]
@@ -113,7 +116,6 @@ def _path_losses(
     method: Method,
     runs: int,
     rng: np.random.Generator,
-    tick: Callable[[], None],
 ) -> FloatArray:
     """Training loss of every iterate of ``runs`` whole paths, shape (runs, K).
 
@@ -133,7 +135,6 @@ def _path_losses(
     out = np.empty((runs, K))
     for block in blocks(runs, path_block(task, K)):
         out[block] = task.loss(task.value + draw(block.stop - block.start))
-        tick()
     return out
 
 
@@ -226,29 +227,68 @@ class TaskResult:
     seconds: float
 
 
+RUN_CHUNK = 100
+"""Runs per chunk of a (task, method): the chunk layout, so it fixes the results for a seed."""
+
+
+def _chunk(
+    task: ERMTask,
+    mechanisms: Mechanisms,
+    method: Method,
+    target: float,
+    runs: int,
+    seed: np.random.SeedSequence,
+) -> tuple[FloatArray, dict[Checker, IntArray]]:
+    """The path losses and each checker's halting index of ``runs`` runs, from one stream."""
+    rng = np.random.default_rng(seed)
+    losses = _path_losses(task, mechanisms, method, runs, rng)
+    bounds = mechanisms.bounds[method]
+    return losses, halts(losses, bounds, target, task.utility_sensitivity, rng)
+
+
+def task_chunks(runs: int) -> int:
+    """How many chunks `run_task` cuts each method's ``runs`` into."""
+    return len(chunk_sizes(runs, RUN_CHUNK))
+
+
 def run_task(
     task: ERMTask,
     levels: npt.ArrayLike,
     runs: int,
-    rng: np.random.Generator,
+    seed: np.random.SeedSequence,
     *,
     target: float,
     tick: Callable[[], None] = lambda: None,
+    execution: Execution | None = None,
 ) -> TaskResult:
-    """BNR Sec. 6 on one task, vectorised over runs: Figure 2 curves and Figure 3 ex-post losses."""
+    """BNR Sec. 6 on one task, vectorised over runs: Figure 2 curves and Figure 3 ex-post losses.
+
+    Each method's runs are cut into chunks of `RUN_CHUNK` drawn from streams spawned from
+    ``seed`` (`expost.execution`), so the result does not depend on ``execution`` (in process,
+    local processes, Dask). ``tick()`` is called after every chunk.
+    """
     start = time.perf_counter()
     n_runs = positive_int("runs", runs)
     if n_runs < 2:
         raise InvalidParameter("runs", runs, "must be >= 2 (confidence bands)")
-    rng = generator(rng)
+    if not isinstance(seed, np.random.SeedSequence):
+        raise InvalidParameter("seed", seed, "must be a numpy.random.SeedSequence")
     goal = positive("target", target)
     mechanisms = Mechanisms.build(task, levels)
     methods: dict[Method, MethodResult] = {}
-    for method in METHODS:
-        losses = _path_losses(task, mechanisms, method, n_runs, rng, tick)
-        bounds = mechanisms.bounds[method]
-        stops = halts(losses, bounds, goal, task.utility_sensitivity, rng)
-        methods[method] = MethodResult.from_halts(losses, stops, bounds, goal)
+    sizes = chunk_sizes(n_runs, RUN_CHUNK)
+    with (Execution() if execution is None else execution).executor() as executor:
+        for method, method_seed in zip(METHODS, seed.spawn(len(METHODS)), strict=True):
+            chunks = [
+                (task, mechanisms, method, goal, size, ss)
+                for size, ss in zip(sizes, method_seed.spawn(len(sizes)), strict=True)
+            ]
+            parts = map_chunks(_chunk, chunks, executor, tick)
+            losses = np.concatenate([p[0] for p in parts])
+            stops = {c: np.concatenate([p[1][c] for p in parts]) for c in CHECKERS}
+            methods[method] = MethodResult.from_halts(
+                losses, stops, mechanisms.bounds[method], goal
+            )
     return TaskResult(
         task=task.name,
         data=task.data.name,

@@ -1,0 +1,164 @@
+"""Neighbouring dataset pairs for black-box audits (issue 15, point 3).
+
+A dataset is a sequence of records (list, tuple or 1-d array). Neighbours: "add-remove" (one
+record removed or added) or "replace-one" (one record changed), or any callable
+``x -> iterable of neighbours``. Candidates come from the given datasets and from structured
+ones in the spirit of StatDP (Ding et al. 2018): all records at the smallest seen value, all at
+the largest, increasing, decreasing and half-and-half, each with its neighbours at the extreme
+positions and values (where a sensitivity is attained). `statdp_pairs` gives StatDP's own
+patterns for mechanisms whose input is a vector of sensitivity-1 query answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from expost.errors import InvalidParameter
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+__all__ = [
+    "NEIGHBOURS",
+    "Neighbours",
+    "candidate_pairs",
+    "collect_datasets",
+    "neighbours_of",
+    "statdp_pairs",
+]
+
+NEIGHBOURS = ("add-remove", "replace-one")
+MAX_PAIRS = 48  # candidate pairs searched at most (the first ones, in the order built)
+_EXAMPLES = 5  # datasets drawn from a Hypothesis strategy
+
+Dataset = Any
+Neighbours = str | Callable[[Dataset], Iterable[Dataset]]
+Pair = tuple[Dataset, Dataset]
+
+
+def statdp_pairs(length: int = 5) -> list[Pair]:
+    """StatDP's input patterns (Ding et al. 2018, Table 2) for ``length`` query answers.
+
+    Each pair differs by at most 1 in every answer: neighbours for mechanisms of sensitivity-1
+    queries answered together (sparse vector, noisy max, histograms).
+    """
+    if isinstance(length, bool) or not isinstance(length, int) or length < 2:
+        raise InvalidParameter("length", length, "must be an integer >= 2")
+    one = np.ones(length)
+    half = length // 2
+    patterns = [
+        np.r_[2.0, one[1:]],  # one above
+        np.r_[0.0, one[1:]],  # one below
+        np.r_[2.0, np.zeros(length - 1)],  # one above, rest below
+        np.r_[0.0, 2.0 * one[1:]],  # one below, rest above
+        np.r_[np.zeros(half), 2.0 * one[half:]],  # half half
+        2.0 * one,  # all above
+    ]
+    x_shape = (np.r_[one[:half], np.zeros(length - half)], np.r_[np.zeros(half), one[half:]])
+    return [(one.copy(), p) for p in patterns] + [x_shape]
+
+
+def _records(name: str, x: object) -> list[Any]:
+    if isinstance(x, str | bytes) or not isinstance(x, Sequence | np.ndarray):
+        raise InvalidParameter(name, x, "must be a sequence of records (list, tuple or array)")
+    return list(np.asarray(x).tolist()) if isinstance(x, np.ndarray) else list(x)
+
+
+def _like(x: Dataset, records: list[Any]) -> Dataset:
+    if isinstance(x, np.ndarray):
+        return np.asarray(records, dtype=x.dtype)
+    return tuple(records) if isinstance(x, tuple) else records
+
+
+def _extremes(datasets: Sequence[Dataset]) -> list[Any]:
+    """The smallest and largest record seen (numbers), else the first two distinct records."""
+    records = [r for x in datasets for r in _records("datasets", x)]
+    if records and all(isinstance(r, int | float) and not isinstance(r, bool) for r in records):
+        return sorted({min(records), max(records)})
+    distinct: list[Any] = []
+    for r in records:
+        if r not in distinct:
+            distinct.append(r)
+    return distinct[:2]
+
+
+def _positions(records: list[Any]) -> list[int]:
+    """Where a change moves a sum or a mean the most: ends, smallest and largest record."""
+    ends = [0, len(records) - 1]
+    with contextlib.suppress(TypeError, ValueError):  # records without an order
+        ends += [int(np.argmin(records)), int(np.argmax(records))]
+    return sorted({i for i in ends if 0 <= i < len(records)})
+
+
+def neighbours_of(x: Dataset, neighbours: Neighbours, values: Sequence[Any]) -> list[Dataset]:
+    """Neighbours of x at the extreme positions, adding or writing the record ``values``."""
+    if callable(neighbours):
+        return list(neighbours(x))
+    records = _records("datasets", x)
+    out: list[list[Any]] = []
+    if neighbours == "add-remove":
+        out += [records[:i] + records[i + 1 :] for i in _positions(records)]
+        out += [[*records, v] for v in values]
+    else:
+        for i in _positions(records):
+            out += [[*records[:i], v, *records[i + 1 :]] for v in values if v != records[i]]
+    return [_like(x, r) for r in out]
+
+
+def _structured(datasets: Sequence[Dataset], values: Sequence[Any]) -> list[Dataset]:
+    """All-low, all-high, increasing, decreasing and half-half datasets of the seen lengths."""
+    if len(values) < 2 or not all(isinstance(v, int | float) for v in values):
+        return []
+    lo, hi = values[0], values[-1]
+    out: list[Dataset] = []
+    for n in sorted({len(_records("datasets", x)) for x in datasets} - {0}):
+        ramp = np.linspace(lo, hi, n).tolist()
+        half = n // 2
+        out += [[lo] * n, [hi] * n, ramp, ramp[::-1], [lo] * half + [hi] * (n - half)]
+    return out
+
+
+def _key(x: Dataset) -> str:
+    return repr(np.asarray(x, dtype=object).tolist()) if isinstance(x, np.ndarray) else repr(x)
+
+
+def candidate_pairs(datasets: Sequence[Dataset], neighbours: Neighbours) -> list[Pair]:
+    """Pairs (x, x') for x among the datasets and the structured ones, x' a neighbour of x."""
+    values = [] if callable(neighbours) else _extremes(datasets)
+    bases = list(datasets) + ([] if callable(neighbours) else _structured(datasets, values))
+    seen: set[tuple[str, str]] = set()
+    pairs: list[Pair] = []
+    for x in bases:
+        for x_prime in neighbours_of(x, neighbours, values):
+            key = (_key(x), _key(x_prime))
+            if key not in seen:
+                seen.add(key)
+                pairs.append((x, x_prime))
+    if not pairs:
+        raise InvalidParameter("datasets", datasets, "must give at least one neighbouring pair")
+    return pairs[:MAX_PAIRS]
+
+
+def collect_datasets(strategy: SearchStrategy[Dataset]) -> list[Dataset]:
+    """A few datasets drawn from a Hypothesis strategy, the same on every run (derandomized)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    drawn: list[Dataset] = []
+
+    @settings(
+        max_examples=_EXAMPLES,
+        derandomize=True,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def collect(x: Dataset) -> None:
+        drawn.append(x)
+
+    collect()
+    return drawn
