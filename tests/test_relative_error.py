@@ -215,10 +215,9 @@ def _shape(grid: str) -> Literal["linear", "geometric"]:
     return "linear" if grid == "linear" else "geometric"
 
 
-def _engines_agree(a: re.TrialResults, b: re.TrialResults) -> bool:
+def _engines_agree(a: re.TrialResults, b: re.TrialResults, rho: float) -> bool:
     """Counts returned (chi-square), precision and spend (KS). Spends are compared to 1e-12 of
-    the budget: the batch's conservative rounding keeps it a few ulps below the session's."""
-    rho = SMALL.filter().rho
+    the budget ``rho``: the batch's conservative rounding keeps it a few ulps below the session's."""
     return (
         st.same_discrete_law(a.returned, b.returned)
         and st.same_law(a.precision, b.precision)
@@ -226,26 +225,61 @@ def _engines_agree(a: re.TrialResults, b: re.TrialResults) -> bool:
     )
 
 
+def _accounting(name: str) -> Literal["zcdp", "gdp"]:
+    return "gdp" if name == "gdp" else "zcdp"
+
+
 @pytest.mark.parametrize(
-    ("method", "grid"), [("bm", "linear"), ("doubling", "linear"), ("bm", "geometric")]
+    ("method", "grid", "accounting"),
+    [
+        ("bm", "linear", "zcdp"),
+        ("doubling", "linear", "zcdp"),
+        ("bm", "geometric", "zcdp"),
+        ("bm", "linear", "gdp"),
+        ("doubling", "linear", "gdp"),
+    ],
 )
-def test_batch_engine_matches_the_session_engine(method: str, grid: str) -> None:
+def test_batch_engine_matches_the_session_engine(method: str, grid: str, accounting: str) -> None:
     """150 session trials against 3000 batch trials; the batch draws the exponential
     mechanism's choices at once (`rank_batch`), the session one round at a time."""
-    settings = re.Settings(eps=2.0, grid_size=100, grid=_shape(grid))
+
+    def settings_at(alpha: float) -> re.Settings:
+        return re.Settings(
+            eps=2.0,
+            grid_size=100,
+            alpha=alpha,
+            grid=_shape(grid),
+            accounting=_accounting(accounting),
+        )
+
+    settings = settings_at(0.1)
     slow = re.run_interactive(np.tile(DATA, (150, 1)), method, settings, _rng(14))
     fast = re.run_batch(np.tile(DATA, (3_000, 1)), method, settings, _rng(15))
     assert fast.returned.mean() > 4.0  # several rounds per trial
-    assert _engines_agree(slow, fast)
-    twin = re.Settings(
-        eps=2.0, grid_size=100, grid=_shape(grid), alpha=0.12
-    )  # twin: 20% looser rule
-    assert not _engines_agree(slow, re.run_batch(np.tile(DATA, (3_000, 1)), method, twin, _rng(16)))
+    assert _engines_agree(slow, fast, settings.rho)
+    twin = settings_at(0.12)  # twin: 20% looser rule
+    twin_fast = re.run_batch(np.tile(DATA, (3_000, 1)), method, twin, _rng(16))
+    assert not _engines_agree(slow, twin_fast, settings.rho)
+
+
+def test_gdp_trials_never_exceed_the_gdp_budget() -> None:
+    """Under gdp both engines stay within mu² (spends are reported in rho units, mu²/2), and
+    the budget is the GDP one: larger than the zCDP filter's for the same (eps, delta)."""
+    settings = re.Settings(eps=2.0, grid_size=100, accounting="gdp")
+    mu2 = settings.filter().budget
+    assert settings.rho == mu2 / 2.0
+    assert settings.rho > re.Settings(eps=2.0, grid_size=100).rho
+    for method in re.METHODS:
+        slow = re.run_interactive(np.tile(DATA, (20, 1)), method, settings, _rng(18))
+        fast = re.run_batch(np.tile(DATA, (500, 1)), method, settings, _rng(19))
+        for out in (slow, fast):
+            assert np.all(2.0 * out.spent <= mu2)
+            assert np.all(out.spent > settings.rho - settings.start_eps2 - settings.em_rho)
 
 
 def test_interactive_trials_respect_the_budget() -> None:
     out = re.run_interactive(np.tile(DATA, (5, 1)), "bm", SMALL, _rng(17))
-    rho = SMALL.filter().rho
+    rho = SMALL.rho
     assert np.all(out.spent <= rho)
     assert np.all(out.spent > rho - SMALL.start_eps2)
     assert np.all(out.precise <= out.returned)
@@ -299,10 +333,10 @@ def _numbers(r: re.Row) -> tuple[int, float, float, float, float, float]:
 
 
 def test_settings_validate() -> None:
-    assert math.isclose(re.Settings().filter().rho, 1.35301, rel_tol=1e-5)
-    assert re.Settings(conversion="cks").filter().rho > re.Settings().filter().rho
+    assert math.isclose(re.Settings().rho, 1.35301, rel_tol=1e-5)
+    assert re.Settings(conversion="cks").rho > re.Settings().rho
     geometric = re.Settings(grid="geometric")
-    assert math.isclose(1e-4 * geometric.ratio**999, 2.0 * geometric.filter().rho, rel_tol=1e-9)
+    assert math.isclose(1e-4 * geometric.ratio**999, 2.0 * geometric.rho, rel_tol=1e-9)
     for bad in (
         {"alpha": 0.0},
         {"eps_em": -1.0},
@@ -312,6 +346,8 @@ def test_settings_validate() -> None:
         {"conversion": "rdp"},
         {"start_eps2": 10.0},
         {"stop_alpha": 0.0},
+        {"accounting": "rdp"},
+        {"accounting": "gdp", "conversion": "cks"},
     ):
         with pytest.raises(InvalidParameter):
             re.Settings(**bad)
@@ -339,6 +375,8 @@ def test_cli_table_json_and_figure(tmp_path: Path, capsys: pytest.CaptureFixture
         "n", "method", "trials", "results_mean", "results_sd", "precision_mean",
         "precision_sd", "spend_mean",
     }  # fmt: skip
+    assert main([*args[:4], "--sizes", "8000", "--filter", "gdp", "--no-plot"]) == 0
+    assert "GDP mu²/2 = " in capsys.readouterr().out
     again = tmp_path / "again.json"
     assert main([*args, "--seed", "4", "--no-plot", "--json", str(again)]) == 0
     assert json.loads(again.read_text())["rows"] == data["rows"]  # same seed, same rows
@@ -359,6 +397,9 @@ def test_cli_user_counts_and_errors(
     assert main([*base, "--alpha", "-1"]) == 2
     assert main([*base, "--trials", "0"]) == 2
     assert main([*base, "--stop-alpha", "0"]) == 2
+    assert main([*base, "--filter", "gdp", "--conversion", "cks"]) == 2
+    with pytest.raises(SystemExit):
+        main([*base, "--filter", "rdp"])
     assert "relative-error" in capsys.readouterr().err
 
 

@@ -1,4 +1,4 @@
-"""`BatchBudget`: the rho accounting of a zCDP filter for many independent trials at once.
+"""`BatchBudget`: the rho accounting of a zCDP or GDP filter for many independent trials at once.
 
 Used by `expost.apps.relative_error` to run thousands of trials in lock-step rounds.
 """
@@ -11,7 +11,7 @@ from attrs import field, frozen
 
 from expost._validation import as_float, positive, positive_int, validator
 from expost.errors import BudgetExceeded, InvalidParameter
-from expost.filters import UnifiedFilter, ZCDPFilter
+from expost.filters import GaussianDPFilter, UnifiedFilter, ZCDPFilter
 
 __all__ = ["BatchBudget"]
 
@@ -27,7 +27,8 @@ def _read_only_floats(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
 
 @frozen(eq=False)
 class BatchBudget:
-    """The rho accounting of `UnifiedFilter` / `ZCDPFilter` for many independent trials at once.
+    """The rho accounting of `UnifiedFilter` / `ZCDPFilter` (or of `GaussianDPFilter` in rho
+    units, mu²/2: `start`) for many independent trials at once.
 
     Trial i has spent ``spent[i]`` (a float running sum of rho; ``error[i]`` bounds its distance
     to the exact sum). Condition (3) of APC Thm 5 is applied per trial; rounds carry no delta.
@@ -50,13 +51,23 @@ class BatchBudget:
             raise InvalidParameter("spent", self.spent, "must be finite and >= 0")
 
     @classmethod
-    def start(cls, filter: UnifiedFilter | ZCDPFilter, trials: int) -> BatchBudget:
-        """``trials`` copies of ``filter``'s budget and spend (its rounds must carry no delta)."""
-        if not isinstance(filter, UnifiedFilter | ZCDPFilter):
-            raise InvalidParameter("filter", filter, "must be a UnifiedFilter or ZCDPFilter")
+    def start(
+        cls, filter: UnifiedFilter | ZCDPFilter | GaussianDPFilter, trials: int
+    ) -> BatchBudget:
+        """``trials`` copies of ``filter``'s budget and spend (its rounds must carry no delta).
+
+        A `GaussianDPFilter` (unit mu²) is held in rho units, mu²/2: halving is exact, and its
+        prices of Gaussian and BM rounds are exactly twice the zCDP ones (2·rho, 2·Δ²/(2t)
+        rounded up as the zCDP filter does), so the same charges and `bm_cost` apply.
+        """
+        if not isinstance(filter, UnifiedFilter | ZCDPFilter | GaussianDPFilter):
+            raise InvalidParameter(
+                "filter", filter, "must be a UnifiedFilter, ZCDPFilter or GaussianDPFilter"
+            )
         n = positive_int("trials", trials)
-        spent = filter.spent  # correctly rounded: within u·spent of the exact sum
-        return cls(filter.rho, np.full(n, spent), np.full(n, 2.0 * _U * spent))
+        unit = 2.0 if isinstance(filter, GaussianDPFilter) else 1.0
+        spent = filter.spent / unit  # correctly rounded: within u·spent of the exact sum
+        return cls(filter.budget / unit, np.full(n, spent), np.full(n, 2.0 * _U * spent))
 
     @property
     def trials(self) -> int:

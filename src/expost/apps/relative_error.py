@@ -47,7 +47,7 @@ from expost.apps.batch_budget import BatchBudget
 from expost.apps.data import load_counts, zipf_counts
 from expost.errors import InvalidParameter
 from expost.execution import Execution, chunk_sizes, map_chunks
-from expost.filters import BrownianCost, Conversion, UnifiedFilter, ZCDPCost
+from expost.filters import BrownianCost, Conversion, GaussianCost, GaussianDPFilter, UnifiedFilter
 from expost.grids import OpenEpsilonGrid
 from expost.mechanisms import DoublingMethod, ExponentialMechanism
 from expost.processes.privacy_time import brownian_trials
@@ -93,6 +93,11 @@ def _conversion(_name: str, value: object) -> None:
         raise InvalidParameter("conversion", value, "must be 'bun-steinke' or 'cks'")
 
 
+def _accounting(_name: str, value: object) -> None:
+    if value not in ("zcdp", "gdp"):
+        raise InvalidParameter("accounting", value, "must be 'zcdp' or 'gdp'")
+
+
 def _grid_size(name: str, value: object) -> None:
     if positive_int(name, value) < 2:
         raise InvalidParameter(name, value, "must be >= 2")
@@ -110,6 +115,11 @@ class Settings:
     that inflates ŷ), precision being still measured at alpha.
     ``conversion`` sets the budget rho from (eps, delta'') by Bun–Steinke (APC Lemma 2.1, the
     paper's) or Canonne–Kamath–Steinke.
+    ``accounting`` "zcdp": the paper's `UnifiedFilter`; "gdp": a `GaussianDPFilter` for the same
+    (eps, delta) (THEORY §9; Gaussian tries and BM rounds cost mu² = eps², the exponential
+    mechanism its bounded-range price mu(eps_EM/2)²). Both methods run under the one chosen.
+    Budgets and spends are in rho units either way (mu²/2 under gdp: a BM stopped at eps² costs
+    eps²/2 in both).
     """
 
     alpha: float = field(default=0.1, converter=as_float, validator=validator(positive))
@@ -125,16 +135,42 @@ class Settings:
         converter=converters.optional(as_float),
         validator=validators.optional(validator(positive)),
     )
+    accounting: Literal["zcdp", "gdp"] = field(default="zcdp", validator=validator(_accounting))
+    _filter: UnifiedFilter | GaussianDPFilter = field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        if self.filter().rho < self.start_eps2 / 2.0:
+        if self.accounting == "gdp" and self.conversion != "bun-steinke":
+            raise InvalidParameter("conversion", self.conversion, "applies to zcdp accounting only")
+        budget = (
+            GaussianDPFilter.from_dp(self.eps, self.delta)
+            if self.accounting == "gdp"
+            else UnifiedFilter.from_dp(self.eps, self.delta, self.conversion)
+        )
+        object.__setattr__(self, "_filter", budget)  # solved once: from_dp is a root search
+        if self.rho < self.start_eps2 / 2.0:
             raise InvalidParameter(
                 "start_eps2", self.start_eps2, "costs more than the whole budget"
             )
 
-    def filter(self) -> UnifiedFilter:
-        """The budget: `UnifiedFilter.from_dp(eps, delta, conversion)` (APC Thm 5)."""
-        return UnifiedFilter.from_dp(self.eps, self.delta, self.conversion)
+    def filter(self) -> UnifiedFilter | GaussianDPFilter:
+        """The budget: `UnifiedFilter.from_dp(eps, delta, conversion)` (APC Thm 5), or
+        `GaussianDPFilter.from_dp(eps, delta)` under gdp (fresh: nothing spent)."""
+        return self._filter
+
+    @property
+    def unit(self) -> float:
+        """The filter's unit per rho unit: 1 (rho), 2 (mu² = 2·rho for Gaussian and BM rounds)."""
+        return 2.0 if self.accounting == "gdp" else 1.0
+
+    @property
+    def rho(self) -> float:
+        """The budget in rho units: rho, or mu²/2 (exact halving)."""
+        return self.filter().budget / self.unit
+
+    @property
+    def em_rho(self) -> float:
+        """The exponential mechanism's price in rho units (the filter's price / ``unit``)."""
+        return self.filter().price(self.mechanism.cost())[0] / self.unit
 
     @property
     def mechanism(self) -> ExponentialMechanism:
@@ -149,7 +185,7 @@ class Settings:
     @property
     def ratio(self) -> float:
         """The geometric grid's ratio: start·r^(grid_size − 1) = 2·rho (the whole budget)."""
-        return float((2.0 * self.filter().rho / self.start_eps2) ** (1.0 / (self.grid_size - 1)))
+        return float((2.0 * self.rho / self.start_eps2) ** (1.0 / (self.grid_size - 1)))
 
     def open_grid(self) -> OpenEpsilonGrid:
         """The BM grid before the budget closes it (`PrivateSession.brownian` clips it)."""
@@ -218,11 +254,11 @@ def _session_trial(
     counts: FloatArray, method: Method, settings: Settings, rng: np.random.Generator
 ) -> tuple[int, int, float]:
     session = PrivateSession(settings.filter(), rng)
-    em = ZCDPCost(settings.mechanism.guarantee().rho)
+    em = settings.mechanism.cost()
     cheapest = (
         BrownianCost.from_eps(math.sqrt(settings.start_eps2))
         if method == "bm"
-        else ZCDPCost(settings.start_eps2 / 2.0)
+        else GaussianCost(settings.start_eps2 / 2.0)
     )
     left = np.ones(counts.size, dtype=np.bool_)
     returned = precise = 0
@@ -243,8 +279,8 @@ def _session_trial(
             returned += 1
             precise += bool(_precise(np.array(value), np.array(y), settings.alpha))
     spent = session.spent
-    assert isinstance(spent, float)  # a UnifiedFilter spends rho
-    return returned, precise, spent
+    assert isinstance(spent, float)  # both filters spend one additive unit
+    return returned, precise, spent / settings.unit
 
 
 # ----------------------------------------------------------------------------- batch engine
@@ -269,7 +305,7 @@ def run_batch(
     n = data.shape[0]
     budget = BatchBudget.start(settings.filter(), n)
     em = settings.mechanism
-    em_rho = em.guarantee().rho
+    em_rho = settings.em_rho
     cheapest = (
         float(BatchBudget.bm_cost(settings.start_eps2)) if m == "bm" else settings.start_eps2 / 2.0
     )
@@ -314,7 +350,7 @@ def _bm_release(
 @functools.lru_cache(maxsize=8)
 def _schedule(settings: Settings) -> DoublingMethod:
     """The doubling schedule as long as the whole budget could pay for."""
-    return settings.doubling(int(math.log2(2.0 * settings.filter().rho / settings.start_eps2)) + 2)
+    return settings.doubling(int(math.log2(2.0 * settings.rho / settings.start_eps2)) + 2)
 
 
 def _doubling_release(
@@ -471,7 +507,7 @@ def reproduce(
     for c, (n, _) in enumerate(cells):
         mine = parts[c * len(per_cell) : (c + 1) * len(per_cell)]
         rows += [summarise(n, m, _joined([p[i] for p in mine])) for i, m in enumerate(METHODS)]
-    return Report(tuple(rows), seed, time.perf_counter() - began, s.filter().rho)
+    return Report(tuple(rows), seed, time.perf_counter() - began, s.rho)
 
 
 def _counter(progress: Callable[[int, int], None] | None, total: int) -> Callable[[], None]:
@@ -489,12 +525,18 @@ def _counter(progress: Callable[[int, int], None] | None, total: int) -> Callabl
 # ----------------------------------------------------------------------------- output
 
 
+def _budget(settings: Settings, report: Report) -> str:
+    if settings.accounting == "gdp":
+        return f"GDP mu²/2 = {report.rho:.5f} (EM at mu(eps_EM/2)²)"
+    return f"rho = {report.rho:.5f} ({settings.conversion})"
+
+
 def table(report: Report, settings: Settings) -> str:
     """The report as a plain-text table."""
     head = (
         f"APC Sec. 7: relative error alpha = {settings.alpha}, eps_EM = {settings.eps_em}, "
-        f"(eps, delta'') = ({settings.eps:g}, {settings.delta:g}) -> rho = {report.rho:.5f} "
-        f"({settings.conversion}), {settings.grid} grid of {settings.grid_size}"
+        f"(eps, delta'') = ({settings.eps:g}, {settings.delta:g}) -> {_budget(settings, report)}, "
+        f"{settings.grid} grid of {settings.grid_size}"
         + ("" if settings.stop_alpha is None else f", rule checked at {settings.stop_alpha:g}")
     )
     lines = [
@@ -588,6 +630,8 @@ def add_parser(sub: Any) -> None:
                    help="BM grid shape in eps² (linear)")  # fmt: skip
     p.add_argument("--conversion", choices=("bun-steinke", "cks"), default="bun-steinke",
                    help="zCDP -> DP conversion that sets the budget (bun-steinke)")  # fmt: skip
+    p.add_argument("--filter", choices=("zcdp", "gdp"), default="zcdp", dest="accounting",
+                   help="one filter for both methods: zcdp (the paper's) or gdp")  # fmt: skip
     p.add_argument("--stop-alpha", type=float, default=None, metavar="A",
                    help="relative error the stopping rule checks (default --alpha)")  # fmt: skip
     p.add_argument("--no-plot", action="store_true", help="skip the figure")
@@ -600,7 +644,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = Settings(
             args.alpha, args.eps_em, args.eps, args.delta, args.start_eps2, args.grid_size,
-            args.grid, args.conversion, args.stop_alpha,
+            args.grid, args.conversion, args.stop_alpha, args.accounting,
         )  # fmt: skip
         if args.counts is not None and args.sizes is not None:
             raise InvalidParameter("sizes", args.sizes, "does not apply with --counts")
