@@ -8,7 +8,9 @@ and states the bound B on it that `ImportanceClaim` checks on the samples. Propo
   ``W = ⟨B, u⟩``, u = (f(x) − f(x'))/Δ, a standard BM in t. Under Q, W gets drift θ:
   ``W(t) = θt + W̃(t)``; on the forward filtration ``dP/dQ = exp(−θW(t) + θ²t/2)``, evaluated at
   τ, the smallest grid time where the loss exceeds its level (a stopping time; the event is
-  {τ exists}). If the level forces ``W(τ) >= h(τ)``, ``w <= exp(−θh(τ) + θ²τ/2)``; B is the
+  {τ exists}; the drift is stopped at τ, `tilted_paths`, so this is dP/dQ of the whole path and
+  may weight events that also depend on the path above τ, `expost.audit.deploy_threshold`).
+  If the level forces ``W(τ) >= h(τ)``, ``w <= exp(−θh(τ) + θ²τ/2)``; B is the
   largest value of that over the grid. For the linear boundary ψ(t) = (Δ/t)(Δ/2 + b) + Δa
   (BNR Thm 3.6) h(t) = at + b, and θ = 2a gives ``w <= exp(−2ab) = delta`` at every t.
 - Normal mixture, `HalfNormalMixture`: for ψ from the two-sided mixture g₂ (BNR Thm 3.6) the
