@@ -168,7 +168,7 @@ def gdp_filter_audits(suite: str) -> list[Audit]:
             ),
             claim=EValueClaim(_DELTA),
             simulate=partial(gdp_interaction_excess, "none"),
-            n=runs(suite, 4_000, 40_000),
+            n=runs(suite, 3_000, 40_000),
             twin=Twin(
                 f"gdp-filter/{bug}", EValueClaim(_DELTA), partial(gdp_interaction_excess, bug)
             ),
