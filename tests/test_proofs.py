@@ -45,6 +45,9 @@ REQUIRED = {
     "fac-thm-3-filter-odometer",
     "bnr-thm-d.1",
     "laplace-loss",
+    "gdp-duality",
+    "gdp-gaussian-brownian-prices",
+    "gdp-pure-dp-and-bounded-range",
 }
 TUPLE_PARTS = [
     (p.name, i) for p in PROOFS if isinstance(p.claim, sp.Tuple) for i in range(len(p.claim))

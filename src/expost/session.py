@@ -311,7 +311,7 @@ class PrivateSession:
     # -- zCDP and pure DP mechanisms ---------------------------------------------------------
 
     def gaussian(self, value: npt.ArrayLike, sensitivity: float, rho: float) -> npt.NDArray[Any]:
-        """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round."""
+        """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round, sqrt(2·rho)-GDP."""
         mechanism = GaussianMechanism(sensitivity, rho)
         v = point("value", value)
         cost = mechanism.cost()
@@ -335,7 +335,7 @@ class PrivateSession:
         """The index chosen by Gumbel-max among ``candidates`` (APC Sec. 7.2).
 
         An eps-bounded-range round for monotone scores, 2·eps otherwise (Cesar–Rogers): a
-        zCDP filter charges eps²/8, resp. (2·eps)²/8.
+        zCDP filter charges eps²/8, resp. (2·eps)²/8; `GaussianDPFilter` mu(eps/2)², resp. mu(eps)².
         """
         mechanism = ExponentialMechanism(eps, monotone, sensitivity)
         s = scores_array(scores, max_ndim=1)

@@ -8,7 +8,9 @@ and states the bound B on it that `ImportanceClaim` checks on the samples. Propo
   ``W = ⟨B, u⟩``, u = (f(x) − f(x'))/Δ, a standard BM in t. Under Q, W gets drift θ:
   ``W(t) = θt + W̃(t)``; on the forward filtration ``dP/dQ = exp(−θW(t) + θ²t/2)``, evaluated at
   τ, the smallest grid time where the loss exceeds its level (a stopping time; the event is
-  {τ exists}). If the level forces ``W(τ) >= h(τ)``, ``w <= exp(−θh(τ) + θ²τ/2)``; B is the
+  {τ exists}; the drift is stopped at τ, `tilted_paths`, so this is dP/dQ of the whole path and
+  may weight events that also depend on the path above τ, `expost.audit.deploy_threshold`).
+  If the level forces ``W(τ) >= h(τ)``, ``w <= exp(−θh(τ) + θ²τ/2)``; B is the
   largest value of that over the grid. For the linear boundary ψ(t) = (Δ/t)(Δ/2 + b) + Δa
   (BNR Thm 3.6) h(t) = at + b, and θ = 2a gives ``w <= exp(−2ab) = delta`` at every t.
 - Normal mixture, `HalfNormalMixture`: for ψ from the two-sided mixture g₂ (BNR Thm 3.6) the
@@ -62,6 +64,7 @@ __all__ = [
     "HalfNormalMixture",
     "crossing_weights",
     "odometer_weights",
+    "tilted_paths",
     "ville_weights",
     "weight_bound",
 ]
@@ -129,6 +132,46 @@ def weight_bound(proposal: Proposal, times: FloatArray, level: Level, sensitivit
     return float(np.exp(np.max(proposal.log_weight(t, h)))) * _MARGIN
 
 
+def tilted_paths(
+    proposal: Proposal,
+    times: tuple[float, ...],
+    fx: tuple[float, ...],
+    fxp: tuple[float, ...],
+    level: Level,
+    n: int,
+    rng: np.random.Generator,
+) -> tuple[FloatArray, FloatArray]:
+    """Paths (n, K, d) of a Brownian mechanism's noise under Q, and ``w·1{τ exists}``.
+
+    ``times`` decreasing (the mechanism's order); τ is the smallest grid time where the loss of
+    ``f(x) + path`` exceeds ``level``. Under Q the drift runs until τ and stops there:
+    ``W(t) = λ·min(t, τ) + W̃(t)`` (λ from the proposal). The drift of each increment (in
+    increasing t) is fixed by the path below it, so dP/dQ of the whole path is the weight at
+    ``τ ∧ t_max`` (module docstring); on {τ exists} that is the weight at τ, returned (0
+    elsewhere). An event that depends on the path above τ may therefore be weighted by it, as
+    long as it implies {τ exists}. Below τ the path is the fully drifted one, so τ is also the
+    first crossing of the fully drifted path (what is computed).
+    """
+    t = np.asarray(times)
+    a, b = np.asarray(fx), np.asarray(fxp)
+    u = (a - b) / np.linalg.norm(a - b)
+    plain = sample_brownian_grid(t, n, a.size, rng)
+    drift = proposal.drifts(n, rng)[:, None]
+
+    def shifted(until: FloatArray) -> FloatArray:
+        moved: FloatArray = plain + (drift * np.minimum(t[None, :], until))[:, :, None] * u
+        return moved
+
+    crossed = gaussian_loss(a + shifted(np.full((n, 1), np.inf)), t, a, b) > level(t)
+    any_cross = crossed.any(axis=1)
+    last = t.size - 1 - np.argmax(crossed[:, ::-1], axis=1)  # smallest t that crosses
+    paths = shifted(np.where(any_cross, t[last], np.inf)[:, None])
+    w = paths[np.arange(n), last] @ u
+    log_w = proposal.log_weight(t[last], w)
+    weights: FloatArray = np.where(any_cross, np.exp(np.minimum(log_w, 700.0)), 0.0)
+    return paths, weights
+
+
 def crossing_weights(
     proposal: Proposal,
     times: tuple[float, ...],
@@ -142,21 +185,9 @@ def crossing_weights(
 
     ``times`` decreasing (the mechanism's order); the uniform adversary that stops once the loss
     exceeds the level stops exactly on this event. The loss is computed from the released
-    values (`gaussian_loss`); the weight at τ, the smallest crossing time (module docstring).
+    values (`gaussian_loss`); the weight at τ, the smallest crossing time (`tilted_paths`).
     """
-    t = np.asarray(times)
-    a, b = np.asarray(fx), np.asarray(fxp)
-    u = (a - b) / np.linalg.norm(a - b)
-    paths = sample_brownian_grid(t, n, a.size, rng)
-    paths += proposal.drifts(n, rng)[:, None, None] * t[None, :, None] * u
-    crossed = gaussian_loss(a + paths, t, a, b) > level(t)
-    any_cross = crossed.any(axis=1)
-    last = t.size - 1 - np.argmax(crossed[:, ::-1], axis=1)  # smallest t that crosses
-    rows = np.arange(n)
-    w = paths[rows, last] @ u
-    log_w = proposal.log_weight(t[last], w)
-    out: FloatArray = np.where(any_cross, np.exp(np.minimum(log_w, 700.0)), 0.0)
-    return out
+    return tilted_paths(proposal, times, fx, fxp, level, n, rng)[1]
 
 
 # --- the ex-post privacy boundaries (BNR Thm 3.6), uniform adversary ------------------------

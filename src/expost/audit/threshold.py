@@ -37,6 +37,8 @@ __all__ = [
     "laplace_noise_reduction_exceeds",
     "reduced_above_threshold",
     "reduced_above_threshold_exceeds",
+    "released_loss_above",
+    "threshold_times",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -54,32 +56,55 @@ def _towards_loss(fx: FloatArray, fxp: FloatArray) -> FloatArray:
     return direction
 
 
-def reduced_above_threshold_exceeds(
-    boundary: LinearPrivacyBoundary, d: int, variance: float, n: int, rng: np.random.Generator
-) -> BoolArray:
-    """Runs of BNR Cor 5.2: does ``L^BM(T_N) + ψ(T_N)`` exceed ``2ψ(T_N)`` at the halting N?
+def threshold_times(boundary: LinearPrivacyBoundary) -> FloatArray:
+    """The audit's decreasing nominal times T_n: `_POINTS` log-spaced around ψ's time for E = 1."""
+    centre = boundary.time_for(_TUNED_AT)
+    return np.geomspace(centre * _SPAN, centre / _SPAN, _POINTS)
 
-    The BM's noise variance at nominal time T is ``variance``·T (1 for the real mechanism).
-    Utility of iterate y on the data: ``⟨y − f(x), e⟩ − g(T)`` with e = `_towards_loss` and the
-    public g(T) = T(ψ(T) − Δ²/(2T))/Δ, threshold 0: the check asks whether the BM loss is above
-    ψ (sensitivity Δ). Runs where no check passes release nothing and count as no event.
+
+def released_loss_above(
+    boundary: LinearPrivacyBoundary,
+    actual: FloatArray,
+    iterates: FloatArray,
+    fx: FloatArray,
+    fxp: FloatArray,
+    rng: np.random.Generator,
+) -> BoolArray:
+    """ReducedAboveThreshold on given BM ``iterates`` (n, K, d): is ``L^BM(T_N) + ψ(T_N) > 2ψ(T_N)``?
+
+    The iterates' noise variances are ``actual`` (``variance``·T_n); the checks use the nominal
+    times `threshold_times` and levels ψ(T_n). Utility of iterate y on the data:
+    ``⟨y − f(x), e⟩ − g(T)`` with e = `_towards_loss` and the public
+    g(T) = T(ψ(T) − Δ²/(2T))/Δ, threshold 0: the check asks whether the BM loss is above ψ
+    (sensitivity Δ). The threshold noise is drawn here from ``rng``, independently of the
+    iterates. Runs where no check passes release nothing and count as no event.
     """
     delta_2 = boundary.sensitivity
-    fx, fxp = neighbours(delta_2, d)
-    centre = boundary.time_for(_TUNED_AT)
-    times = np.geomspace(centre * _SPAN, centre / _SPAN, _POINTS)
+    times = threshold_times(boundary)
     levels = boundary(times)
     rat = ReducedAboveThreshold(0.0, float(levels[-1]), delta_2)
-    actual = variance * times
-    iterates = fx + sample_brownian_grid(actual, n, d, rng)
     public_offset = times * (levels - delta_2**2 / (2.0 * times)) / delta_2
     utilities = (iterates - fx) @ _towards_loss(fx, fxp) - public_offset
     index = rat.run_batch(utilities, levels, rng)
     halted = index >= 0
     at = np.where(halted, index, 0)
-    bm_loss = gaussian_loss(iterates[np.arange(n), at], actual[at], fx, fxp)
-    total_bound = bm_loss + levels[at]
+    bm_loss = gaussian_loss(iterates[np.arange(iterates.shape[0]), at], actual[at], fx, fxp)
+    total_bound = bm_loss + levels[at]  # > 2ψ only where bm_loss > ψ (monotone rounding)
     return np.asarray(halted & (total_bound > 2.0 * levels[at]))
+
+
+def reduced_above_threshold_exceeds(
+    boundary: LinearPrivacyBoundary, d: int, variance: float, n: int, rng: np.random.Generator
+) -> BoolArray:
+    """Runs of BNR Cor 5.2: does ``L^BM(T_N) + ψ(T_N)`` exceed ``2ψ(T_N)`` at the halting N?
+
+    The BM's noise variance at nominal time T is ``variance``·T (1 for the real mechanism);
+    the check and the event are `released_loss_above`.
+    """
+    fx, fxp = neighbours(boundary.sensitivity, d)
+    actual = variance * threshold_times(boundary)
+    iterates = fx + sample_brownian_grid(actual, n, d, rng)
+    return released_loss_above(boundary, actual, iterates, fx, fxp, rng)
 
 
 @register(QUICK, PAPER)
