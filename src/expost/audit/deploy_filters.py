@@ -51,8 +51,9 @@ from expost.filters import (
     BrownianFilter,
     Cost,
     DPCost,
+    GaussianCost,
+    GaussianDPFilter,
     UnifiedFilter,
-    ZCDPCost,
     ZCDPFilter,
 )
 from expost.guarantees import ZCDP, zcdp_to_dp
@@ -67,12 +68,13 @@ __all__ = [
     "deploy_filter_audits",
     "preferred",
     "tilted_filter_run",
+    "tilted_losses",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 IndexArray = npt.NDArray[np.intp]
 Kind = Literal["gaussian", "laplace", "brownian", "mixed"]
-AnyFilter = ZCDPFilter | UnifiedFilter | BrownianFilter | ApproxDPFilter
+AnyFilter = ZCDPFilter | UnifiedFilter | BrownianFilter | ApproxDPFilter | GaussianDPFilter
 
 ROUNDS = 8
 SHARES = (0.5, 0.25, 0.125, 0.0625)  # Gaussian / Brownian round sizes, shares of rho
@@ -82,7 +84,10 @@ _GRID_POINTS, _GRID_SPAN = 24, 16.0
 
 
 def budget_of(filt: AnyFilter) -> float:
-    """The filter's rho budget (rho*, for the (eps, delta)-DP filter)."""
+    """The filter's rho budget (rho*, for the (eps, delta)-DP filter; mu²/2 for the GDP filter,
+    whose rounds of price mu_n² have rho_n = mu_n²/2)."""
+    if isinstance(filt, GaussianDPFilter):
+        return filt.budget / 2.0
     return filt.rho_budget if isinstance(filt, ApproxDPFilter) else filt.rho
 
 
@@ -225,7 +230,7 @@ def _costs(kind: Kind, budget: float, charge: float) -> list[Cost]:
     if kind == "laplace":
         costs = [DPCost(math.sqrt(2.0 * s * budget * charge)) for s in LAPLACE_SHARES]
     else:
-        costs = [ZCDPCost(s * budget * charge) for s in SHARES]
+        costs = [GaussianCost(s * budget * charge) for s in SHARES]
     times = np.concatenate(_grids(budget))
     return [BrownianCost(float(t) / charge) for t in times] + costs
 
@@ -240,6 +245,36 @@ def _brownian_now(kind: Kind, r: int, last: FloatArray) -> npt.NDArray[np.bool_]
     return np.zeros(last.size, dtype=np.bool_)
 
 
+def tilted_losses(
+    filt: AnyFilter,
+    kind: Kind,
+    stop: float,
+    tilt: tuple[float, float],
+    n: int,
+    rng: np.random.Generator,
+) -> tuple[FloatArray, FloatArray]:
+    """(total loss L, log w) of n interactions under ``filt``, drawn under the tilt.
+
+    ``tilt = (theta, charge)``: θ of every round's tilt (0: plain Monte Carlo, w = 1) and the
+    share of each round's true cost the filter is told (1, or the twins' 0.5). A run plays no
+    more rounds, and a BM stops, once its total loss exceeds ``stop``.
+    """
+    theta, charge = tilt
+    budget = budget_of(filt)
+    states = _States(filt, _costs(kind, budget, charge))
+    runs = _Runs(n)
+    rounds = LAPLACE_ROUNDS if kind == "laplace" else ROUNDS
+    for r in range(rounds):
+        active = runs.loss <= stop
+        brownian = _brownian_now(kind, r, runs.last)
+        setup: tuple[Kind, float, float] = (kind, theta, budget)
+        ran = _one_shot_round(states, runs, np.flatnonzero(active & ~brownian), setup, rng)
+        _brownian_round(states, runs, np.flatnonzero(active & brownian), (theta, budget, stop), rng)
+        if kind == "laplace" and ran == 0:
+            break
+    return runs.loss, runs.log_weight
+
+
 def tilted_filter_run(
     filt: AnyFilter,
     kind: Kind,
@@ -248,27 +283,10 @@ def tilted_filter_run(
     n: int,
     rng: np.random.Generator,
 ) -> FloatArray:
-    """``w·1{Σ L_n > target}`` for n interactions under ``filt``, drawn under the tilt.
-
-    ``tilt = (theta, charge)``: θ of every round's tilt (0: plain Monte Carlo, w = 1) and the
-    share of each round's true cost the filter is told (1, or the twins' 0.5).
-    """
-    theta, charge = tilt
-    budget = budget_of(filt)
-    states = _States(filt, _costs(kind, budget, charge))
-    runs = _Runs(n)
-    rounds = LAPLACE_ROUNDS if kind == "laplace" else ROUNDS
-    for r in range(rounds):
-        active = runs.loss <= target
-        brownian = _brownian_now(kind, r, runs.last)
-        setup: tuple[Kind, float, float] = (kind, theta, budget)
-        ran = _one_shot_round(states, runs, np.flatnonzero(active & ~brownian), setup, rng)
-        _brownian_round(
-            states, runs, np.flatnonzero(active & brownian), (theta, budget, target), rng
-        )
-        if kind == "laplace" and ran == 0:
-            break
-    out: FloatArray = np.where(runs.loss > target, np.exp(runs.log_weight), 0.0)
+    """``w·1{Σ L_n > target}`` for n interactions under ``filt`` (`tilted_losses`, stop at
+    ``target``)."""
+    loss, log_weight = tilted_losses(filt, kind, target, tilt, n, rng)
+    out: FloatArray = np.where(loss > target, np.exp(log_weight), 0.0)
     return out
 
 
