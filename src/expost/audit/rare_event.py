@@ -147,7 +147,9 @@ def effective_sample_size(x: npt.ArrayLike) -> float:
 
 def _text(name: str, value: object) -> None:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidParameter(name, value, "must be a non-empty string (a proposal or quantity name)")
+        raise InvalidParameter(
+            name, value, "must be a non-empty string (a proposal or quantity name)"
+        )
 
 
 def _open_unit(name: str, value: object) -> None:
@@ -183,7 +185,9 @@ class ImportanceClaim:
         if not np.all(np.isfinite(x)):
             raise InvalidParameter("samples", x[~np.isfinite(x)][:3], "must be finite")
         if np.any(x < 0.0):
-            raise InvalidParameter("samples", float(x.min()), "must be >= 0 (weight·h, h in [0, 1])")
+            raise InvalidParameter(
+                "samples", float(x.min()), "must be >= 0 (weight·h, h in [0, 1])"
+            )
         largest = float(x.max())
         if largest > self.weight_bound:
             raise InvalidParameter(

@@ -205,9 +205,7 @@ class ImportanceCase:
     def audit(self, n: int, chunk_size: int) -> Audit:
         """The audit at ``delta`` (names end in `delta_tag`), claim and twin `ImportanceClaim`s."""
         tag = delta_tag(self.delta)
-        twin_claim = ImportanceClaim(
-            self.delta, self.twin_bound, self.twin_proposal, self.quantity
-        )
+        twin_claim = ImportanceClaim(self.delta, self.twin_bound, self.twin_proposal, self.quantity)
         return Audit(
             name=f"{self.name}/{tag}",
             source=self.source,
