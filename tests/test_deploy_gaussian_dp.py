@@ -18,11 +18,12 @@ import numpy.typing as npt
 import pytest
 
 from expost.audit import EValueClaim, deploy_gaussian_dp
-from expost.audit.deploy_filters import Kind
+from expost.audit.deploy_filters import EM_SHARES, Kind, budget_of, em_range
 from expost.audit.deploy_gaussian_dp import EPS, hockey_stick_run, hockey_stick_tilting
 from expost.audit.rare_event import ImportanceClaim, betting_bounds
 from expost.audit.tilting import hockey_stick_bound, hockey_stick_tilt
-from expost.filters import GaussianDPFilter
+from expost.filters import BoundedRangeCost, GaussianDPFilter
+from expost.filters.gaussian_dp import gdp_price
 
 ALPHA = 1e-6
 FloatArray = npt.NDArray[np.float64]
@@ -43,7 +44,7 @@ def agree(weighted: FloatArray, b: float, plain: FloatArray) -> bool:
 
 @pytest.mark.parametrize(
     ("kind", "budget_mu", "charge"),
-    [("mixed", False, 1.0), ("brownian", False, 0.5), ("mixed", True, 1.0)],
+    [("gdp", False, 1.0), ("brownian", False, 0.5), ("gdp", True, 1.0)],
     ids=["claim", "bm-charged-rho", "budget-mu"],
 )
 def test_importance_matches_plain_monte_carlo(kind: Kind, budget_mu: bool, charge: float) -> None:
@@ -86,11 +87,31 @@ def test_deploy_cases_weights_within_bounds_and_twins_refuted(delta: float) -> N
         assert twin.verdict(x, ALPHA).refuted, case.twin_name
 
 
+def test_em_round_tilt_is_within_its_gdp_price() -> None:
+    """log M(θ) of the two-candidate EM round (p = e^e/(1 + e^e) against 1/2) is at most
+    θ(θ+1)·mu(e/2)²/2, the GDP price the filter charges, for the ranges the audit plays.
+    Planted bug: half that price is exceeded (near θ = 0 log M/θ is the KL divergence, about
+    e²/8 against (π/16)·e²)."""
+    for delta in (1e-2, 1e-6, 1e-9, 1e-12):
+        rho = budget_of(GaussianDPFilter.from_dp(EPS, delta))
+        for share in EM_SHARES:
+            e = em_range(share, rho)
+            p = np.array([math.exp(e) / (1.0 + math.exp(e)), 1.0 / (1.0 + math.exp(e))])
+            loss = np.log(2.0 * p)
+            price = gdp_price(BoundedRangeCost(e))
+            assert price is not None
+            thetas = np.linspace(0.0, 40.0, 81)
+            log_m = np.log(np.sum(p[None, :] * np.exp(thetas[:, None] * loss[None, :]), axis=1))
+            allowed = thetas * (thetas + 1.0) * price[0] / 2.0
+            assert np.all(log_m <= allowed + 1e-12)
+            assert np.any(log_m > allowed / 2.0)
+
+
 def test_claim_holds_and_mis_scaled_weight_is_caught() -> None:
-    """At 1e-9 the claim's samples are not refuted; doubled weights against B = 2·B' are
-    (the interaction spends the whole budget, so its hockey-stick mean is about delta)."""
+    """At 1e-9 the Brownian claim's samples are not refuted; doubled weights against B = 2·B'
+    are (that interaction spends the whole budget: its hockey-stick mean is about delta)."""
     delta = 1e-9
-    case = deploy_gaussian_dp.cases(delta)[0]
+    case = deploy_gaussian_dp.cases(delta)[1]
     x = np.asarray(case.simulate(20_000, np.random.default_rng(8)), dtype=np.float64)
     claim = ImportanceClaim(delta, case.weight_bound, case.proposal, case.quantity)
     assert not claim.verdict(x, ALPHA).refuted

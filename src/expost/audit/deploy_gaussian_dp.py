@@ -1,8 +1,8 @@
 """The Gaussian-DP filter's (eps, delta) claim at deployment deltas (issue 16; THEORY §9).
 
 Interaction: as the rho filters' deploy audits (`expost.audit.deploy_filters`) — up to 8
-Gaussian or Brownian rounds, sizes (and, for the mixed analyst, kinds) chosen from the
-previous released value, a round runs only if the library's `GaussianDPFilter` admits it, and a
+rounds, sizes (and, for the mixed analyst, kinds: Gaussian, Brownian, or the exponential
+mechanism on two candidates with monotone scores) chosen from the previous released value, a round runs only if the library's `GaussianDPFilter` admits it, and a
 Brownian mechanism stops as soon as the total loss exceeds eps + 1 (after which the run plays
 no more rounds). The filter is `GaussianDPFilter.from_dp(eps, delta)` at the deploy delta.
 
@@ -16,10 +16,11 @@ round's loss is N(mu_n²/2, mu_n²), and a Brownian round priced Δ²/T is the G
 experiment with mu_n² = Δ²/T observed up to a stopping time (its likelihood ratio is the last
 iterate's). So rho_n = mu_n²/2, and the filter's Σ mu_n² <= mu² on every path gives
 Σ rho_n <= rho = mu²/2; the sample ``w·(1 − e^(eps − L))⁺`` is then at most
-`hockey_stick_bound` (eps, rho, θ), with θ from `hockey_stick_tilt`. The exponential mechanism
-is left out: a mu(eps/2)-GDP round would fit the same bound (by Blackwell, mu-GDP pairs are
-garblings of the Gaussian pair, whose Rényi divergences bound theirs) but the shared
-tilting machinery has no exponential-mechanism round yet.
+`hockey_stick_bound` (eps, rho, θ), with θ from `hockey_stick_tilt`. An exponential-mechanism
+round of range e, priced mu_n = mu(e/2), is mu_n-GDP; a mu_n-GDP pair is a garbling of
+(N(0, 1), N(mu_n, 1)) (Blackwell; THEORY §9), so by data processing its Rényi
+divergence D_(1+θ) is at most (1 + θ)·mu_n²/2, i.e. again log M_n(θ) <= θ(θ+1)·mu_n²/2; its tilt
+is exact (two points).
 
 Twins (each refuted at the same delta, its own bound from its true spend):
 
@@ -91,8 +92,11 @@ def _case(
     filt = GaussianDPFilter.from_dp(EPS, delta)
     theta, bound = hockey_stick_tilting(EPS, filt, 1.0)
     twin_theta, twin_bound = hockey_stick_tilting(EPS, twin_filter, twin_charge)
-    rounds = "Gaussian and Brownian rounds mixed" if kind == "mixed" else "Brownian mechanisms"
-    name = f"gdp-filter-deploy-{kind}"
+    mixed = kind == "gdp"
+    rounds = (
+        "Gaussian / Brownian / exponential-mechanism rounds" if mixed else "Brownian mechanisms"
+    )
+    name = f"gdp-filter-deploy-{'mixed' if mixed else kind}"
     return ImportanceCase(
         delta=delta,
         name=name,
@@ -114,10 +118,11 @@ def _case(
 
 
 def cases(delta: float) -> list[ImportanceCase]:
-    """Mixed rounds with the budget-mu twin; Brownian rounds with the bm-charged-rho twin."""
+    """Mixed rounds (Gaussian, Brownian, EM) with the budget-mu twin; Brownian rounds with the
+    bm-charged-rho twin."""
     honest = GaussianDPFilter.from_dp(EPS, delta)
     return [
-        _case(delta, "mixed", "budget-mu", GaussianDPFilter(math.sqrt(honest.mu)), 1.0),
+        _case(delta, "gdp", "budget-mu", GaussianDPFilter(math.sqrt(honest.mu)), 1.0),
         _case(delta, "brownian", "bm-charged-rho", honest, 0.5),
     ]
 
