@@ -8,7 +8,8 @@ filter's DP statement at delta'' = the deploy delta.
 
 Proposal: every round is drawn from its loss-tilted law given the past, with one θ
 (`expost.audit.tilting`): Gaussian rounds and Brownian mechanisms shifted by θ·(f(x) − f(x')),
-Laplace rounds by `tilted_laplace`. The weight of a run is
+Laplace rounds by `tilted_laplace`, exponential-mechanism rounds (kind "gdp", for the Gaussian-DP
+filter's audit `expost.audit.deploy_gaussian_dp`) by their exact two-point tilt. The weight of a run is
 ``exp(−θ·Σ L_n + Σ log M_n(θ))`` with ``log M_n(θ) <= θ(θ+1)·rho_n`` (rho_n the round's true
 zCDP cost; eps_n²/2 for a Laplace round), so on the event it is at most
 ``B = exp(−θ·eps + θ(θ+1)·rho)`` whenever the filter keeps Σ rho_n <= rho on every path.
@@ -47,16 +48,19 @@ from expost.audit.tilting import (
 )
 from expost.filters import (
     ApproxDPFilter,
+    BoundedRangeCost,
     BrownianCost,
     BrownianFilter,
     Cost,
     DPCost,
+    GaussianCost,
+    GaussianDPFilter,
     UnifiedFilter,
-    ZCDPCost,
     ZCDPFilter,
 )
 from expost.guarantees import ZCDP, zcdp_to_dp
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
+from expost.mechanisms.exponential import ExponentialMechanism
 from expost.processes import sample_brownian_grid
 
 __all__ = [
@@ -65,24 +69,31 @@ __all__ = [
     "cases",
     "claim_tilt",
     "deploy_filter_audits",
+    "em_range",
     "preferred",
     "tilted_filter_run",
+    "tilted_losses",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 IndexArray = npt.NDArray[np.intp]
-Kind = Literal["gaussian", "laplace", "brownian", "mixed"]
-AnyFilter = ZCDPFilter | UnifiedFilter | BrownianFilter | ApproxDPFilter
+Kind = Literal["gaussian", "laplace", "brownian", "mixed", "gdp"]
+AnyFilter = ZCDPFilter | UnifiedFilter | BrownianFilter | ApproxDPFilter | GaussianDPFilter
 
 ROUNDS = 8
 SHARES = (0.5, 0.25, 0.125, 0.0625)  # Gaussian / Brownian round sizes, shares of rho
 LAPLACE_SHARES = (1 / 64, 1 / 256)  # Laplace rounds: eps_n² = 2·share·rho (bounded losses
 LAPLACE_ROUNDS = 1100  # need many small rounds to reach eps at small delta)
+EM_SHARES = (0.25, 0.0625)  # exponential-mechanism rounds (kind "gdp"): GDP price ≈ share·mu²
+_HIGH, _LOW = np.array([1.0, 0.0]), np.array([0.0, 0.0])  # monotone EM scores under x and x'
 _GRID_POINTS, _GRID_SPAN = 24, 16.0
 
 
 def budget_of(filt: AnyFilter) -> float:
-    """The filter's rho budget (rho*, for the (eps, delta)-DP filter)."""
+    """The filter's rho budget (rho*, for the (eps, delta)-DP filter; mu²/2 for the GDP filter,
+    whose rounds of price mu_n² have rho_n = mu_n²/2)."""
+    if isinstance(filt, GaussianDPFilter):
+        return filt.budget / 2.0
     return filt.rho_budget if isinstance(filt, ApproxDPFilter) else filt.rho
 
 
@@ -181,6 +192,43 @@ def _one_shot_round(
     return int(np.count_nonzero(choice >= 0))
 
 
+def em_range(share: float, budget: float) -> float:
+    """The EM range e whose GDP price mu(e/2)² ≈ (π/8)·e² is share·mu² = 2·share·rho."""
+    return math.sqrt(16.0 * share * budget / math.pi)
+
+
+def _em_round(
+    states: _States,
+    runs: _Runs,
+    rows: IndexArray,
+    setup: tuple[float, float],
+    rng: np.random.Generator,
+) -> None:
+    """An exponential mechanism on two candidates with monotone scores, tilted exactly.
+
+    Candidate c has loss ℓ_c = log p_c − log p'_c; the tilted law is q_c ∝ p_c·e^(θℓ_c), so
+    ``log dP/dQ = log M(θ) − θ·ℓ_c`` with ``M(θ) = Σ_c p_c·e^(θℓ_c)``.
+    """
+    theta, budget = setup
+    first = len(SHARES) * (_GRID_POINTS + 1)  # after the BM grid points and the Gaussian menu
+    menu = [first + g for g in range(len(EM_SHARES))]
+    choice = states.choose(runs.state[rows], menu, preferred(runs.last[rows], len(EM_SHARES)))
+    for g, share in enumerate(EM_SHARES):
+        mine = rows[choice == g]
+        if mine.size == 0:
+            continue
+        em = ExponentialMechanism(em_range(share, budget), monotone=True)
+        law = np.log(em.selection_probabilities(np.stack([_HIGH, _LOW])))
+        loss = law[0] - law[1]
+        tilted = law[0] + theta * loss
+        log_m = float(np.logaddexp.reduce(tilted))
+        picked = (rng.random(mine.size) < np.exp(tilted[1] - log_m)).astype(np.intp)
+        runs.loss[mine] += loss[picked]
+        runs.log_weight[mine] += log_m - theta * loss[picked]
+        runs.last[mine] = picked - 0.5
+        runs.state[mine] = states.spend(runs.state[mine], np.full(mine.size, menu[g]))
+
+
 def _grids(budget: float) -> list[FloatArray]:
     return [
         np.geomspace(_GRID_SPAN, 1.0, _GRID_POINTS) / (2.0 * share * budget) for share in SHARES
@@ -225,19 +273,54 @@ def _costs(kind: Kind, budget: float, charge: float) -> list[Cost]:
     if kind == "laplace":
         costs = [DPCost(math.sqrt(2.0 * s * budget * charge)) for s in LAPLACE_SHARES]
     else:
-        costs = [ZCDPCost(s * budget * charge) for s in SHARES]
+        costs = [GaussianCost(s * budget * charge) for s in SHARES]
+    if kind == "gdp":
+        costs += [BoundedRangeCost(em_range(s, budget * charge)) for s in EM_SHARES]
     times = np.concatenate(_grids(budget))
     return [BrownianCost(float(t) / charge) for t in times] + costs
 
 
-def _brownian_now(kind: Kind, r: int, last: FloatArray) -> npt.NDArray[np.bool_]:
-    """Which runs play a Brownian round now (the mixed analyst alternates on the output's sign)."""
-    if kind == "brownian":
-        return np.ones(last.size, dtype=np.bool_)
-    if kind == "mixed":
-        flag: npt.NDArray[np.bool_] = (r + (last > 0)) % 2 == 1
-        return flag
-    return np.zeros(last.size, dtype=np.bool_)
+def _round_kinds(kind: Kind, r: int, last: FloatArray) -> IndexArray:
+    """What each run plays now: 0 a Gaussian or Laplace round, 1 a Brownian mechanism, 2 an
+    exponential mechanism (the mixed analysts cycle on the output's sign)."""
+    if kind in ("brownian", "mixed", "gdp"):
+        cycle = {"brownian": 1, "mixed": 2, "gdp": 3}[kind]
+        plays: IndexArray = np.asarray((r + (last > 0)) % cycle, dtype=np.intp)
+        return plays if kind != "brownian" else plays + 1
+    return np.zeros(last.size, dtype=np.intp)
+
+
+def tilted_losses(
+    filt: AnyFilter,
+    kind: Kind,
+    stop: float,
+    tilt: tuple[float, float],
+    n: int,
+    rng: np.random.Generator,
+) -> tuple[FloatArray, FloatArray]:
+    """(total loss L, log w) of n interactions under ``filt``, drawn under the tilt.
+
+    ``tilt = (theta, charge)``: θ of every round's tilt (0: plain Monte Carlo, w = 1) and the
+    share of each round's true cost the filter is told (1, or the twins' 0.5). A run plays no
+    more rounds, and a BM stops, once its total loss exceeds ``stop``.
+    """
+    theta, charge = tilt
+    budget = budget_of(filt)
+    states = _States(filt, _costs(kind, budget, charge))
+    runs = _Runs(n)
+    rounds = LAPLACE_ROUNDS if kind == "laplace" else ROUNDS
+    for r in range(rounds):
+        active = runs.loss <= stop
+        plays = _round_kinds(kind, r, runs.last)
+        setup: tuple[Kind, float, float] = (kind, theta, budget)
+        ran = _one_shot_round(states, runs, np.flatnonzero(active & (plays == 0)), setup, rng)
+        _brownian_round(
+            states, runs, np.flatnonzero(active & (plays == 1)), (theta, budget, stop), rng
+        )
+        _em_round(states, runs, np.flatnonzero(active & (plays == 2)), (theta, budget), rng)
+        if kind == "laplace" and ran == 0:
+            break
+    return runs.loss, runs.log_weight
 
 
 def tilted_filter_run(
@@ -248,27 +331,10 @@ def tilted_filter_run(
     n: int,
     rng: np.random.Generator,
 ) -> FloatArray:
-    """``w·1{Σ L_n > target}`` for n interactions under ``filt``, drawn under the tilt.
-
-    ``tilt = (theta, charge)``: θ of every round's tilt (0: plain Monte Carlo, w = 1) and the
-    share of each round's true cost the filter is told (1, or the twins' 0.5).
-    """
-    theta, charge = tilt
-    budget = budget_of(filt)
-    states = _States(filt, _costs(kind, budget, charge))
-    runs = _Runs(n)
-    rounds = LAPLACE_ROUNDS if kind == "laplace" else ROUNDS
-    for r in range(rounds):
-        active = runs.loss <= target
-        brownian = _brownian_now(kind, r, runs.last)
-        setup: tuple[Kind, float, float] = (kind, theta, budget)
-        ran = _one_shot_round(states, runs, np.flatnonzero(active & ~brownian), setup, rng)
-        _brownian_round(
-            states, runs, np.flatnonzero(active & brownian), (theta, budget, target), rng
-        )
-        if kind == "laplace" and ran == 0:
-            break
-    out: FloatArray = np.where(runs.loss > target, np.exp(runs.log_weight), 0.0)
+    """``w·1{Σ L_n > target}`` for n interactions under ``filt`` (`tilted_losses`, stop at
+    ``target``)."""
+    loss, log_weight = tilted_losses(filt, kind, target, tilt, n, rng)
+    out: FloatArray = np.where(loss > target, np.exp(log_weight), 0.0)
     return out
 
 

@@ -1,8 +1,10 @@
-"""Importance-sampled claims ``P(event) <= delta`` for small delta (issue 13).
+"""Importance-sampled claims ``P(event) <= delta`` (or ``E[h] <= delta``) for small delta (issue 13).
 
 Plain Monte Carlo needs about 10/delta runs to see anything at delta. Here each run is drawn
 under a proposal law Q that makes the event common and weighted by the likelihood ratio
-``w = dP/dQ`` of what was drawn: ``X = w·1{event}`` has ``E_Q[X] = P(event)``. When the proposal
+``w = dP/dQ`` of what was drawn: ``X = w·1{event}`` has ``E_Q[X] = P(event)``. More generally
+``X = w·h`` for any h ∈ [0, 1] computed from the run (e.g. the hockey-stick integrand
+``(1 − e^(eps − L))⁺`` of a total loss L) has ``E_Q[X] = E_P[h]``. When the proposal
 keeps ``0 <= X <= B`` (the *weight bound*, derived for each proposal and checked on every sample),
 ``X/B`` is a [0, 1]-valued i.i.d. sequence and its mean has exact, finite-sample confidence
 bounds by betting:
@@ -143,9 +145,11 @@ def effective_sample_size(x: npt.ArrayLike) -> float:
     return 0.0 if w.size == 0 else float(w.sum() ** 2 / np.sum(w**2))
 
 
-def _proposal(name: str, value: object) -> None:
+def _text(name: str, value: object) -> None:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidParameter(name, value, "must be a non-empty string naming the proposal")
+        raise InvalidParameter(
+            name, value, "must be a non-empty string (a proposal or quantity name)"
+        )
 
 
 def _open_unit(name: str, value: object) -> None:
@@ -156,10 +160,12 @@ def _open_unit(name: str, value: object) -> None:
 
 @frozen
 class ImportanceClaim:
-    """``P(event) <= delta``, audited from importance-weighted runs.
+    """``P(event) <= delta``, or ``E_P[h] <= delta``, audited from importance-weighted runs.
 
     ``simulate(n, rng)`` returns the n values ``X = w·1{event}`` (w = dP/dQ of the run drawn
-    under the proposal Q named ``proposal``; 0 where the event did not happen). The proposal's
+    under the proposal Q named ``proposal``; 0 where the event did not happen), or more generally
+    ``X = w·h`` with h ∈ [0, 1] a function of the run, whose mean is E_P[h]; ``quantity`` names
+    what is bounded (default ``"P(event)"``). The betting bound needs only X ∈ [0, B]. The proposal's
     derivation must give ``0 <= X <= weight_bound``; `verdict` checks it on every sample. The
     claim is refuted iff the betting lower bound (level 1 − alpha, module docstring) on
     ``E[X/B]`` times B exceeds delta; the upper bound, the ratio to delta with its interval, the
@@ -168,17 +174,20 @@ class ImportanceClaim:
 
     delta: float = field(converter=as_float, validator=validator(_open_unit))
     weight_bound: float = field(converter=as_float, validator=validator(positive))
-    proposal: str = field(validator=validator(_proposal))
+    proposal: str = field(validator=validator(_text))
+    quantity: str = field(default="P(event)", validator=validator(_text))
 
     def describe(self) -> str:
-        return f"P(event) <= {self.delta:g} (importance sampling: {self.proposal})"
+        return f"{self.quantity} <= {self.delta:g} (importance sampling: {self.proposal})"
 
     def _checked(self, samples: npt.ArrayLike) -> FloatArray:
-        x = _vector("samples", samples, "must be a non-empty 1-d real array of w·1{event}")
+        x = _vector("samples", samples, "must be a non-empty 1-d real array of w·h, h in [0, 1]")
         if not np.all(np.isfinite(x)):
             raise InvalidParameter("samples", x[~np.isfinite(x)][:3], "must be finite")
         if np.any(x < 0.0):
-            raise InvalidParameter("samples", float(x.min()), "must be >= 0 (weight·indicator)")
+            raise InvalidParameter(
+                "samples", float(x.min()), "must be >= 0 (weight·h, h in [0, 1])"
+            )
         largest = float(x.max())
         if largest > self.weight_bound:
             raise InvalidParameter(

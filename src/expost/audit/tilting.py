@@ -15,6 +15,11 @@ budget), ``W <= exp(−θ·eps + θ(θ+1)·rho)`` on the event {Σ L_n > eps} �
 It is smallest at ``θ* = (eps − rho)/(2·rho)`` (`chernoff_tilt`), where it equals
 ``exp(−(eps − rho)²/(4·rho))``: δ itself for APC Lemma 2.1's ``eps = rho + 2·sqrt(rho·log(1/δ))``.
 
+For the hockey-stick integrand ``h = (1 − e^(eps − L))⁺`` (the (eps, delta)-DP quantity of
+a pair of laws, `hockey_stick_bound`) the weight times h is at most
+``exp(−θ·L + θ(θ+1)·rho)·(1 − e^(eps − L))``, largest at e^(eps − L) = θ/(1 + θ), where it is
+``bound(eps, rho, θ)·θ^θ/(1 + θ)^(1+θ)``; `hockey_stick_tilt` minimises it over θ.
+
 The proposals here, each with its exact log-likelihood ratio ``log dP/dQ``:
 
 - Gaussian N(f(x), σ²I): tilting by θ shifts the mean by ``θ·(f(x) − f(x'))`` (`shift`) and
@@ -49,6 +54,8 @@ __all__ = [
     "bound",
     "chernoff_tilt",
     "gaussian_log_weight",
+    "hockey_stick_bound",
+    "hockey_stick_tilt",
     "laplace_log_mgf",
     "shift",
     "tilted_laplace",
@@ -66,6 +73,36 @@ def bound(eps: float, rho: float, theta: float) -> float:
     """``exp(−θ·eps + θ(θ+1)·rho)``: the weight on {Σ L_n > eps} when Σ rho_n <= rho (module doc)."""
     t = nonnegative("theta", theta)
     return math.exp(-t * eps + t * (t + 1.0) * positive("rho", rho))
+
+
+def hockey_stick_bound(eps: float, rho: float, theta: float) -> float:
+    """``bound(eps, rho, θ)·θ^θ/(1 + θ)^(1+θ)``: the largest ``w·(1 − e^(eps − L))⁺`` when
+    Σ rho_n <= rho (module doc; ``θ^θ = 1`` at θ = 0)."""
+    t = nonnegative("theta", theta)
+    shape = (t * math.log(t) if t > 0.0 else 0.0) - (t + 1.0) * math.log1p(t)
+    return bound(eps, rho, t) * math.exp(shape)
+
+
+def hockey_stick_tilt(eps: float, rho: float) -> float:
+    """The θ >= 0 minimising `hockey_stick_bound`: the root of its log's derivative
+    ``−eps + (2θ + 1)·rho + log(θ/(1 + θ))`` (increasing: the log-bound is convex), by bisection."""
+    r = positive("rho", rho)
+
+    def slope(t: float) -> float:
+        return -eps + (2.0 * t + 1.0) * r + math.log(t / (1.0 + t))
+
+    lo, hi = 0.0, 1.0
+    while slope(hi) < 0.0:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if mid > 0.0 and slope(mid) < 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 def shift(fx: FloatArray, fxp: FloatArray, theta: float) -> FloatArray:
@@ -147,7 +184,8 @@ def tilted_laplace(
 class ImportanceCase:
     """An importance-sampled claim ``P(event) <= delta`` and its planted bug (same delta).
 
-    ``simulate(n, rng)`` returns ``w·1{event}`` per run, each in ``[0, weight_bound]``;
+    ``quantity`` names what is bounded when the samples are ``w·h`` with h ∈ [0, 1] other than an
+    indicator (`ImportanceClaim`). ``simulate(n, rng)`` returns ``w·1{event}`` (or ``w·h``) per run, each in ``[0, weight_bound]``;
     the twin's simulator likewise in ``[0, twin_bound]``. `audit` makes the registered audit.
     """
 
@@ -162,16 +200,17 @@ class ImportanceCase:
     twin_proposal: str
     twin_bound: float
     twin_simulate: Simulator
+    quantity: str = "P(event)"
 
     def audit(self, n: int, chunk_size: int) -> Audit:
         """The audit at ``delta`` (names end in `delta_tag`), claim and twin `ImportanceClaim`s."""
         tag = delta_tag(self.delta)
-        twin_claim = ImportanceClaim(self.delta, self.twin_bound, self.twin_proposal)
+        twin_claim = ImportanceClaim(self.delta, self.twin_bound, self.twin_proposal, self.quantity)
         return Audit(
             name=f"{self.name}/{tag}",
             source=self.source,
             statement=self.statement,
-            claim=ImportanceClaim(self.delta, self.weight_bound, self.proposal),
+            claim=ImportanceClaim(self.delta, self.weight_bound, self.proposal, self.quantity),
             simulate=self.simulate,
             n=n,
             twin=Twin(f"{self.twin_name}/{tag}", twin_claim, self.twin_simulate),
