@@ -565,3 +565,40 @@ def test_each_round_describes_its_cost() -> None:
         assert em.cost().eps == em.dp_guarantee().eps
     d = DoublingMethod(2.0, 0.25, 2.0, 16.0)
     assert d.cost() == GaussianCost(d.guarantee().rho)
+
+
+def _never_below_exact(charged: npt.ArrayLike, rho: npt.ArrayLike) -> bool:
+    """Every prefix charge >= the exact rational sum of the tries' rho."""
+    from fractions import Fraction
+
+    total = Fraction(0)
+    for c, r in zip(np.asarray(charged).tolist(), np.asarray(rho).tolist(), strict=True):
+        total += Fraction(r)
+        if Fraction(c) < total:
+            return False
+    return True
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    start=hs.floats(1e-6, 1e-1),
+    ratio=hs.floats(1.05, 4.0),
+    tries=hs.integers(1, 40),
+)
+def test_doubling_never_charges_less_than_the_exact_sum_of_its_tries(
+    start: float, ratio: float, tries: int
+) -> None:
+    d = DoublingMethod(start_eps2=start, ratio=ratio, max_tries=tries)
+    cumulative = d.cumulative_cost
+    assert _never_below_exact(cumulative, d.grid.rho)
+    # and it is the smallest such float: one ulp less is below the exact sum
+    assert not _never_below_exact(np.nextafter(cumulative, 0.0), d.grid.rho)
+    run = d.run(5.0, np.random.default_rng(0))
+    assert run.cost.rho == cumulative[len(run.released) - 1]
+
+
+def test_float_cumsum_under_charges_doubling() -> None:
+    """Planted twin: the float cumsum the method used before rounds some prefixes down."""
+    d = DoublingMethod(start_eps2=1e-4, ratio=2.0, max_tries=40)
+    assert not _never_below_exact(np.cumsum(d.grid.rho), d.grid.rho)
+    assert _never_below_exact(d.cumulative_cost, d.grid.rho)

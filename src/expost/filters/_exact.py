@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from fractions import Fraction
 from typing import Any, Generic, TypeVar
 
 from attrs import frozen
@@ -21,6 +22,7 @@ __all__ = [
     "excess",
     "grow",
     "history",
+    "prefix_sums_up",
     "rho_of_brownian",
     "rho_of_eps",
     "round_down",
@@ -65,6 +67,19 @@ def rho_of_brownian(time: float, sensitivity: float) -> float:
     d, t = sensitivity, time
     (a, b), (c, e) = d.as_integer_ratio(), t.as_integer_ratio()
     return round_up(d * d / (2.0 * t), a * a * e, 2 * b * b * c)
+
+
+def prefix_sums_up(parts: Iterable[float]) -> list[float]:
+    """``Σ_(i<=k) parts_i`` for every k, each the smallest float >= the exact sum (parts > 0).
+
+    A run charged the k-th entry is never charged less than the exact total of its parts;
+    a float ``cumsum`` rounds to nearest and can fall a few ulps short.
+    """
+    total, out = Fraction(0), []
+    for x in parts:
+        total += Fraction(x)
+        out.append(round_up(float(total), total.numerator, total.denominator))
+    return out
 
 
 def excess(parts: Iterable[float], budget: float) -> float:

@@ -17,6 +17,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
+from expost.filters._exact import prefix_sums_up
 from expost.filters.costs import GaussianCost
 from expost.grids import EpsilonGrid
 from expost.guarantees import ZCDP
@@ -123,9 +124,11 @@ class DoublingMethod:
     _grid: EpsilonGrid = field(init=False, repr=False, eq=False)
     _sigma: FloatArray = field(init=False, repr=False, eq=False)
     _times: FloatArray = field(init=False, repr=False, eq=False)
+    _cumulative: FloatArray = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_grid", self._build_grid())
+        object.__setattr__(self, "_cumulative", read_only(prefix_sums_up(self._grid.rho)))
         object.__setattr__(self, "_sigma", read_only([m.sigma for m in self.tries]))
         object.__setattr__(self, "_times", self._grid.times.array)
 
@@ -166,7 +169,7 @@ class DoublingMethod:
 
     def guarantee(self) -> ZCDP:
         """The worst case: every try up to the cap made, Σ_i eps_i²/2-zCDP (APC Lemma 2.2)."""
-        return ZCDP(float(self._cumulative_cost()[-1]))
+        return ZCDP(float(self._cumulative[-1]))
 
     def cost(self) -> GaussianCost:
         """The worst case as a cost: every try's rho summed (= ``guarantee().rho``).
@@ -177,11 +180,11 @@ class DoublingMethod:
 
     @property
     def cumulative_cost(self) -> FloatArray:
-        """Σ_(i<=k) eps_i²/2 for k = 1, …, len(grid): what a run that made k tries is charged."""
-        return read_only(self._cumulative_cost())
+        """Σ_(i<=k) eps_i²/2 for k = 1, …, len(grid): what a run that made k tries is charged.
 
-    def _cumulative_cost(self) -> FloatArray:
-        return np.cumsum(self._grid.rho)
+        Each sum is exact, rounded up to a float (`prefix_sums_up`), so no run is under-charged.
+        """
+        return self._cumulative
 
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> DoublingTranscript:
         """One run: release tries until the rule accepts one or the cap is reached."""
@@ -203,7 +206,7 @@ class DoublingMethod:
             eps2=read_only(self._grid.eps2[:made]),
             stopped=stopped_at is not None,
             stop_index=stopped_at,
-            cost=GaussianCost(float(self._cumulative_cost()[made - 1])),
+            cost=GaussianCost(float(self._cumulative[made - 1])),
             costs=tuple(m.guarantee() for m in tries[:made]),
         )
 
@@ -272,7 +275,7 @@ class DoublingMethod:
             stop_index=_locked(stopped),
             stopped=success,
             tries=_locked(made),
-            cost=read_only(self._cumulative_cost()[made - 1]),
+            cost=read_only(self._cumulative[made - 1]),
             value=read_only(values[np.arange(n), made - 1]),
         )
 
