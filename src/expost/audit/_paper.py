@@ -7,6 +7,7 @@ f(x'), never from the mechanism's own loss formulas.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from expost.processes import sample_brownian_grid
 
 if TYPE_CHECKING:
     from expost.backends import Draws
+    from expost.filters import Cost, PrivacyFilter
 
 __all__ = [
     "MENU",
@@ -27,6 +29,7 @@ __all__ = [
     "TUNED_AT",
     "VILLE_LAMBDAS",
     "Constant",
+    "admitted",
     "choice",
     "first_or_last",
     "gaussian_loss",
@@ -35,6 +38,7 @@ __all__ = [
     "laplace_loss",
     "log_e_values",
     "neighbours",
+    "preferred",
     "round_paths",
     "runs",
     "tuned_boundary",
@@ -147,6 +151,26 @@ def choice(last: FloatArray, options: int) -> IndexArray:
     bins = np.floor(np.abs(last) * 3.0).astype(np.intp) + (last > 0)
     chosen: IndexArray = bins % options
     return chosen
+
+
+def preferred(last: FloatArray, options: int) -> IndexArray:
+    """The analyst's preferred menu entry from the previous released value (deterministic)."""
+    bins = np.floor(np.abs(last) * 2.0).astype(np.intp) + (last > 0)
+    chosen: IndexArray = bins % options
+    return chosen
+
+
+def admitted(
+    filters: Sequence[PrivacyFilter], rows: IndexArray, costs: Sequence[Cost], want: IndexArray
+) -> IndexArray:
+    """Per row: the first menu entry at or after the preferred one that the filter admits (−1: none)."""
+    out = np.full(rows.size, -1, dtype=np.intp)
+    for j, (i, start) in enumerate(zip(rows, want, strict=True)):
+        for g in range(int(start), len(costs)):
+            if filters[i].admits(costs[g]):
+                out[j] = g
+                break
+    return out
 
 
 def round_paths(

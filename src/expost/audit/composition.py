@@ -31,7 +31,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import gaussian_loss, laplace_loss, neighbours, runs
+from expost.audit._paper import admitted, gaussian_loss, laplace_loss, neighbours, preferred, runs
 from expost.audit.core import Audit, ProbabilityClaim, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.filters import (
@@ -68,26 +68,6 @@ _SHARES = (0.5, 0.25, 0.125, 0.0625)  # round sizes as shares of the rho budget,
 _GRID_POINTS, _GRID_SPAN = 24, 16.0
 
 
-def _preferred(last: FloatArray, options: int) -> IndexArray:
-    """The analyst's preferred menu entry, from the previous released value."""
-    bins = np.floor(np.abs(last) * 2.0).astype(np.intp) + (last > 0)
-    choice: IndexArray = bins % options
-    return choice
-
-
-def _admitted(
-    filters: list[RhoFilter], rows: IndexArray, costs: list[Cost], want: IndexArray
-) -> IndexArray:
-    """Per row: the first menu entry at or after the preferred one that the filter admits (−1: none)."""
-    out = np.full(rows.size, -1, dtype=np.intp)
-    for j, (i, start) in enumerate(zip(rows, want, strict=True)):
-        for g in range(int(start), len(costs)):
-            if filters[i].admits(costs[g]):
-                out[j] = g
-                break
-    return out
-
-
 def _budget_rho(filt: RhoFilter) -> float:
     return filt.rho_budget if isinstance(filt, ApproxDPFilter) else filt.rho
 
@@ -118,7 +98,7 @@ def _one_shot_round(
         costs: list[Cost] = [DPCost(e) for e in eps_menu]
     else:
         costs = [ZCDPCost(share * budget) for share in _SHARES]
-    choice = _admitted(filters, rows, costs, _preferred(last[rows], len(costs)))
+    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
     for g, cost in enumerate(costs):
         mine = rows[choice == g]
         if mine.size == 0:
@@ -152,7 +132,7 @@ def _brownian_round(
         np.geomspace(_GRID_SPAN, 1.0, _GRID_POINTS) / (2.0 * share * budget) for share in _SHARES
     ]
     costs: list[Cost] = [BrownianCost(float(g[-1])) for g in grids]
-    choice = _admitted(filters, rows, costs, _preferred(last[rows], len(costs)))
+    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
     for g, times in enumerate(grids):
         mine = rows[choice == g]
         if mine.size == 0:
@@ -273,7 +253,7 @@ def odometer_crossed(
     total = np.zeros(n)
     rr = np.zeros(n, dtype=np.bool_)
     for r in range(_ODOMETER_ROUNDS):
-        choice = _preferred(last + total, len(_EPS_MENU))
+        choice = preferred(last + total, len(_EPS_MENU))
         for g, e in enumerate(_EPS_MENU):
             for use_rr in (False, True):
                 rows = np.flatnonzero((choice == g) & (rr == use_rr))

@@ -35,7 +35,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import gaussian_loss, laplace_loss, neighbours
+from expost.audit._paper import gaussian_loss, laplace_loss, neighbours, preferred
 from expost.audit.core import Audit
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
 from expost.audit.tilting import (
@@ -70,7 +70,6 @@ __all__ = [
     "claim_tilt",
     "deploy_filter_audits",
     "em_range",
-    "preferred",
     "tilted_filter_run",
     "tilted_losses",
 ]
@@ -136,13 +135,6 @@ class _States:
         ok = table[np.ravel(back)] & (np.arange(len(menu))[None, :] >= want[:, None])
         choice: IndexArray = np.where(ok.any(axis=1), np.argmax(ok, axis=1), -1)
         return choice
-
-
-def preferred(last: FloatArray, options: int) -> IndexArray:
-    """The analyst's preferred menu entry from a released value (as the paper suite's analyst)."""
-    bins = np.floor(np.abs(last) * 2.0).astype(np.intp) + (last > 0)
-    choice: IndexArray = bins % options
-    return choice
 
 
 class _Runs:

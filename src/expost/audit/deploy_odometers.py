@@ -34,9 +34,8 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import laplace_loss, neighbours
+from expost.audit._paper import laplace_loss, neighbours, preferred
 from expost.audit.core import Audit
-from expost.audit.deploy_filters import preferred
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
 from expost.audit.tilting import ImportanceCase, laplace_log_mgf, tilted_laplace
 from expost.mechanisms.additive import LaplaceMechanism

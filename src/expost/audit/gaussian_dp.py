@@ -26,7 +26,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import gaussian_loss, neighbours, runs
+from expost.audit._paper import admitted, gaussian_loss, neighbours, preferred, runs
 from expost.audit.core import Audit, EValueClaim, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.filters import BoundedRangeCost, BrownianCost, Cost, GaussianCost, GaussianDPFilter
@@ -48,25 +48,6 @@ _BANK = 1.0  # a BM stops once L > eps + _BANK: the loss is banked, the rest of 
 _HIGH, _LOW = np.array([1.0, 0.0]), np.array([0.0, 0.0])  # monotone scores under x and x'
 
 
-def _preferred(last: FloatArray, options: int) -> IndexArray:
-    bins = np.floor(np.abs(last) * 2.0).astype(np.intp) + (last > 0)
-    choice: IndexArray = bins % options
-    return choice
-
-
-def _admitted(
-    filters: list[GaussianDPFilter], rows: IndexArray, costs: list[Cost], want: IndexArray
-) -> IndexArray:
-    """Per row: the first menu entry at or after the preferred one the filter admits (−1: none)."""
-    out = np.full(rows.size, -1, dtype=np.intp)
-    for j, (i, start) in enumerate(zip(rows, want, strict=True)):
-        for g in range(int(start), len(costs)):
-            if filters[i].admits(costs[g]):
-                out[j] = g
-                break
-    return out
-
-
 def _gaussian_round(
     filters: list[GaussianDPFilter], rows: IndexArray, state: tuple[FloatArray, FloatArray],
     budget: float, rng: np.random.Generator,
@@ -75,7 +56,7 @@ def _gaussian_round(
     fx, fxp = neighbours(1.0, 1)
     rhos = [share * budget / 2.0 for share in _SHARES]
     costs: list[Cost] = [GaussianCost(r) for r in rhos]
-    choice = _admitted(filters, rows, costs, _preferred(last[rows], len(costs)))
+    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
     for g, cost in enumerate(costs):
         mine = rows[choice == g]
         if mine.size:
@@ -93,7 +74,7 @@ def _em_round(
 ) -> None:  # fmt: skip
     loss, last = state
     costs: list[Cost] = [BoundedRangeCost(e) for e in _EM_EPS]
-    choice = _admitted(filters, rows, costs, _preferred(last[rows], len(costs)))
+    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
     for g, e in enumerate(_EM_EPS):
         mine = rows[choice == g]
         if mine.size:
@@ -119,7 +100,7 @@ def _brownian_round(
         for share in _SHARES
     ]
     costs: list[Cost] = [BrownianCost(charged * float(g[-1])) for g in grids]
-    choice = _admitted(filters, rows, costs, _preferred(last[rows], len(costs)))
+    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
     for g, times in enumerate(grids):
         mine = rows[choice == g]
         if mine.size == 0:
@@ -144,7 +125,7 @@ def gdp_interaction_excess(bug: Bug, n: int, rng: np.random.Generator) -> FloatA
     loss, last = np.zeros(n), np.zeros(n)
     for _ in range(_ROUNDS):
         # the analyst of the BM twin plays Brownian rounds only, where the bug is
-        kind = np.ones(n, dtype=np.intp) if bug == "bm-charged-rho" else _preferred(last + loss, 3)
+        kind = np.ones(n, dtype=np.intp) if bug == "bm-charged-rho" else preferred(last + loss, 3)
         _gaussian_round(filters, np.flatnonzero(kind == 0), (loss, last), budget, rng)
         _brownian_round(filters, np.flatnonzero(kind == 1), (loss, last), budget, bug, rng)
         _em_round(filters, np.flatnonzero(kind == 2), (loss, last), rng)
