@@ -21,6 +21,7 @@ from expost.processes import sample_brownian_grid
 if TYPE_CHECKING:
     from expost.backends import Draws
     from expost.filters import Cost, PrivacyFilter
+    from expost.odometers import BrownianOdometer
 
 __all__ = [
     "MENU",
@@ -38,10 +39,12 @@ __all__ = [
     "laplace_loss",
     "log_e_values",
     "neighbours",
+    "odometer_step",
     "preferred",
     "round_paths",
     "runs",
     "tuned_boundary",
+    "ville_step",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -184,3 +187,46 @@ def round_paths(
             times = np.asarray(grid)
             out.append((rows, times, sample_brownian_grid(times, rows.size, 1, rng)[..., 0]))
     return out
+
+
+def ville_step(
+    state: tuple[FloatArray, FloatArray],
+    path: tuple[IndexArray, FloatArray, FloatArray],
+    lam: FloatArray,
+    drift: float,
+    log_target: float,
+) -> None:
+    """One BM of a Ville sequence (APC eq. 1) for the runs ``rows`` of ``path``, in place.
+
+    ``state``: (log ∏M_i, last released value) of every run; ``path``: (rows, times, their B
+    paths), walked from large t to small and stopped once the running log product reaches
+    ``log_target`` (else at its end); ``lam``: every run's λ_i.
+    """
+    log_product, last = state
+    rows, times, b = path
+    log_m = log_product[rows, None] + log_e_values(b, times, lam[rows, None], drift)
+    stop = first_or_last(log_m >= log_target)
+    pick = np.arange(rows.size)
+    log_product[rows] = log_m[pick, stop]
+    last[rows] = b[pick, stop] / times[stop]
+
+
+def odometer_step(
+    odometer: BrownianOdometer,
+    state: tuple[FloatArray, FloatArray, FloatArray],
+    path: tuple[IndexArray, FloatArray, FloatArray],
+) -> None:
+    """One BM of an odometer sequence (APC eq. 1, sensitivity 1) for ``path``'s rows, in place.
+
+    ``state``: (running loss Σ L_i, V = Σ 1/t_i, last released value) of every run; the BM's
+    loss at t is 1/(2t) + B(t)/t (APC Thm 3) and it is stopped once the running loss reaches
+    the odometer's bound at the running V (else at its end).
+    """
+    loss, volume, last = state
+    rows, times, b = path
+    running = loss[rows, None] + 0.5 / times + b / times
+    v = volume[rows, None] + 1.0 / times
+    stop = first_or_last(running >= odometer.bound_at(v))
+    pick = np.arange(rows.size)
+    loss[rows], volume[rows] = running[pick, stop], v[pick, stop]
+    last[rows] = b[pick, stop] / times[stop]

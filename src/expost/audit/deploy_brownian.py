@@ -44,13 +44,13 @@ from expost.audit._paper import (
     VILLE_LAMBDAS,
     Constant,
     choice,
-    first_or_last,
     gaussian_loss,
     grid_times,
-    log_e_values,
     neighbours,
+    odometer_step,
     round_paths,
     tuned_boundary,
+    ville_step,
 )
 from expost.audit.core import Audit, Twin
 from expost.audit.rare_event import ImportanceClaim
@@ -402,11 +402,7 @@ def ville_weights(log_target: float, n: int, rng: np.random.Generator) -> FloatA
         for rows_in_live, times, b in round_paths(choice(-last[live], len(MENU)), rng):
             rows = live[rows_in_live]
             b += lam[rows, None]  # the tilt: B_i = λ_i + B̃_i under Q
-            log_m = log_product[rows, None] + log_e_values(b, times, lam[rows, None], 0.5)
-            stop = first_or_last(log_m >= log_target)
-            pick = np.arange(rows.size)
-            log_product[rows] = log_m[pick, stop]
-            last[rows] = b[pick, stop] / times[stop]
+            ville_step((log_product, last), (rows, times, b), lam, 0.5, log_target)
         crossed = active & (log_product >= log_target)
         weight[crossed] = np.exp(-log_product[crossed])
         active &= ~crossed
@@ -462,12 +458,7 @@ def odometer_weights(
         for rows_in_live, times, b in round_paths(choice(last[live], len(MENU)), rng):
             rows = live[rows_in_live]
             b += lam[rows, None]
-            running = loss[rows, None] + 0.5 / times + b / times
-            v = volume[rows, None] + 1.0 / times
-            stop = first_or_last(running >= odometer.bound_at(v))
-            pick = np.arange(rows.size)
-            loss[rows], volume[rows] = running[pick, stop], v[pick, stop]
-            last[rows] = b[pick, stop] / times[stop]
+            odometer_step(odometer, (loss, volume, last), (rows, times, b))
         crossed = active & (loss >= odometer.bound_at(volume))
         s = loss[crossed] - volume[crossed] / 2.0
         weight[crossed] = np.exp(np.minimum(proposal.log_weight(volume[crossed], s), 700.0))
