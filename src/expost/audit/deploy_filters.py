@@ -42,6 +42,7 @@ from expost.audit.tilting import (
     ImportanceCase,
     chernoff_tilt,
     gaussian_log_weight,
+    in_suite,
     laplace_log_mgf,
     shift,
     tilted_laplace,
@@ -418,5 +419,4 @@ _QUICK = ("fac-thm1-zcdp-filter", "apc-thm5-unified-filter")
 @register_at_deltas(DEPLOY, DEPLOY_QUICK)
 def deploy_filter_audits(suite: str, delta: float) -> list[Audit]:
     """The cases at ``delta`` (deploy-quick: "fac-thm1-zcdp-filter", "apc-thm5-unified-filter")."""
-    chosen = [c for c in cases(delta) if suite == DEPLOY or c.name in _QUICK]
-    return [c.audit(20_000, 5_000) for c in chosen]
+    return [c.audit(20_000, 5_000) for c in in_suite(cases(delta), suite, _QUICK)]
