@@ -8,7 +8,7 @@ f(x'), never from the mechanism's own loss formulas.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -16,11 +16,12 @@ from attrs import frozen
 
 from expost.audit.registry import QUICK
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
+from expost.filters import BrownianCost, PrivacyFilter
 from expost.processes import sample_brownian_grid
 
 if TYPE_CHECKING:
     from expost.backends import Draws
-    from expost.filters import Cost, PrivacyFilter
+    from expost.filters import Cost
     from expost.odometers import BrownianOdometer
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "VILLE_LAMBDAS",
     "Constant",
     "admitted",
+    "brownian_round",
     "choice",
     "first_or_last",
     "gaussian_loss",
@@ -50,6 +52,7 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
+F = TypeVar("F", bound=PrivacyFilter)
 
 TUNED_AT = 1.0  # the ex-post level E the BM boundaries are tuned for
 SPAN, POINTS = 100.0, 120  # BM grids: log-spaced over [τ/span, τ·span] around ψ's time for E
@@ -174,6 +177,40 @@ def admitted(
                 out[j] = g
                 break
     return out
+
+
+def brownian_round(
+    filters: list[F],
+    rows: IndexArray,
+    grids: Sequence[FloatArray],
+    state: tuple[FloatArray, FloatArray],
+    target: float,
+    rng: np.random.Generator,
+    charge: float = 1.0,
+) -> None:
+    """A Brownian mechanism (APC Thm 3) for ``rows`` on the first `admitted` grid at or after
+    the `preferred` one, stopped once the total loss exceeds ``target``; in place.
+
+    Grid g (decreasing times) costs ``BrownianCost(charge·t_min)``; the release is f(x) + B(t)
+    of `neighbours` (1.0, 1) and the realised cost ``BrownianCost(charge·t_stop)`` is recorded
+    with ``spend``. ``state``: (total loss, last released value − f(x)) of every run.
+    """
+    loss, last = state
+    fx, fxp = neighbours(1.0, 1)
+    costs: list[Cost] = [BrownianCost(charge * float(g[-1])) for g in grids]
+    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
+    for g, times in enumerate(grids):
+        mine = rows[choice == g]
+        if mine.size == 0:
+            continue
+        y = fx + sample_brownian_grid(times, mine.size, 1, rng)
+        running = loss[mine, None] + gaussian_loss(y, times, fx, fxp)
+        stop = first_or_last(running > target)
+        pick = np.arange(mine.size)
+        loss[mine] = running[pick, stop]
+        last[mine] = y[pick, stop, 0] - fx[0]
+        for i, k in zip(mine, stop, strict=True):
+            filters[i] = filters[i].spend(BrownianCost(charge * float(times[k])))
 
 
 def round_paths(

@@ -31,12 +31,19 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import admitted, gaussian_loss, laplace_loss, neighbours, preferred, runs
+from expost.audit._paper import (
+    admitted,
+    brownian_round,
+    gaussian_loss,
+    laplace_loss,
+    neighbours,
+    preferred,
+    runs,
+)
 from expost.audit.core import Audit, ProbabilityClaim, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.filters import (
     ApproxDPFilter,
-    BrownianCost,
     BrownianFilter,
     Cost,
     DPCost,
@@ -48,7 +55,6 @@ from expost.guarantees import ZCDP, zcdp_to_dp
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
 from expost.mechanisms.exponential import ExponentialMechanism
 from expost.odometers import FilterOdometer, MixtureOdometer, StitchedOdometer
-from expost.processes import sample_brownian_grid
 
 __all__ = [
     "filter_audits",
@@ -125,27 +131,11 @@ def _brownian_round(
     rng: np.random.Generator,
 ) -> None:
     """A Brownian mechanism on an admitted grid, stopped once the total loss exceeds ``target``."""
-    loss, last = state
     budget = _budget_rho(filters[0])
-    fx, fxp = neighbours(1.0, 1)
     grids = [
         np.geomspace(_GRID_SPAN, 1.0, _GRID_POINTS) / (2.0 * share * budget) for share in _SHARES
     ]
-    costs: list[Cost] = [BrownianCost(float(g[-1])) for g in grids]
-    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
-    for g, times in enumerate(grids):
-        mine = rows[choice == g]
-        if mine.size == 0:
-            continue
-        y = fx + sample_brownian_grid(times, mine.size, 1, rng)
-        running = loss[mine, None] + gaussian_loss(y, times, fx, fxp)
-        crossed = running > target
-        stop = np.where(crossed.any(axis=1), np.argmax(crossed, axis=1), times.size - 1)
-        pick = np.arange(mine.size)
-        loss[mine] = running[pick, stop]
-        last[mine] = y[pick, stop, 0] - fx[0]
-        for i, k in zip(mine, stop, strict=True):
-            filters[i] = filters[i].spend(BrownianCost(float(times[k])))
+    brownian_round(filters, rows, grids, state, target, rng)
 
 
 def filter_interaction_exceeds(

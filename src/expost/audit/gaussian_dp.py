@@ -26,13 +26,12 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import admitted, gaussian_loss, neighbours, preferred, runs
+from expost.audit._paper import admitted, brownian_round, gaussian_loss, neighbours, preferred, runs
 from expost.audit.core import Audit, EValueClaim, Twin
 from expost.audit.registry import PAPER, QUICK, register
-from expost.filters import BoundedRangeCost, BrownianCost, Cost, GaussianCost, GaussianDPFilter
+from expost.filters import BoundedRangeCost, Cost, GaussianCost, GaussianDPFilter
 from expost.mechanisms.additive import GaussianMechanism
 from expost.mechanisms.exponential import ExponentialMechanism
-from expost.processes import sample_brownian_grid
 
 __all__ = ["gdp_filter_audits", "gdp_interaction_excess"]
 
@@ -92,28 +91,12 @@ def _brownian_round(
     budget: float, bug: Bug, rng: np.random.Generator,
 ) -> None:  # fmt: skip
     """A BM on a grid whose smallest time costs share·budget, stopped once L > eps + _BANK."""
-    loss, last = state
-    fx, fxp = neighbours(1.0, 1)
     charged = 2.0 if bug == "bm-charged-rho" else 1.0  # the bug records T as 2T: Δ²/(2T)
     grids = [
         np.geomspace(_GRID_SPAN, 1.0, _GRID_POINTS) / (charged * share * budget)
         for share in _SHARES
     ]
-    costs: list[Cost] = [BrownianCost(charged * float(g[-1])) for g in grids]
-    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
-    for g, times in enumerate(grids):
-        mine = rows[choice == g]
-        if mine.size == 0:
-            continue
-        y = fx + sample_brownian_grid(times, mine.size, 1, rng)
-        running = loss[mine, None] + gaussian_loss(y, times, fx, fxp)
-        crossed = running > _EPS + _BANK
-        stop = np.where(crossed.any(axis=1), np.argmax(crossed, axis=1), times.size - 1)
-        pick = np.arange(mine.size)
-        loss[mine] = running[pick, stop]
-        last[mine] = y[pick, stop, 0] - fx[0]
-        for i, k in zip(mine, stop, strict=True):
-            filters[i] = filters[i].spend(BrownianCost(charged * float(times[k])))
+    brownian_round(filters, rows, grids, state, _EPS + _BANK, rng, charged)
 
 
 def gdp_interaction_excess(bug: Bug, n: int, rng: np.random.Generator) -> FloatArray:
