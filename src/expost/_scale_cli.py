@@ -8,28 +8,40 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from expost.backends import BACKENDS, ArrayBackend
 from expost.execution import Execution
 
-__all__ = ["add_backend_arguments", "add_execution_arguments", "backend_of", "execution_of"]
+__all__ = [
+    "add_backend_arguments",
+    "add_execution_arguments",
+    "backend_of",
+    "execution_of",
+    "int_at_least",
+]
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return value
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer ``>= minimum`` (else `argparse.ArgumentTypeError`)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} must be >= {minimum}")
+        return value
+
+    return parse
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     """``--workers`` | ``--scheduler`` | ``--dask-local`` (one of them at most)."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
-        "--workers", type=_at_least_one, default=1, metavar="N", help="local processes (1)"
+        "--workers", type=int_at_least(1), default=1, metavar="N", help="local processes (1)"
     )
     group.add_argument(
         "--scheduler",
@@ -39,7 +51,7 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--dask-local",
-        type=_at_least_one,
+        type=int_at_least(1),
         default=None,
         metavar="N",
         help="start a Dask LocalCluster of N single-thread worker processes for the run",

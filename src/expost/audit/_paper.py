@@ -7,7 +7,8 @@ f(x'), never from the mechanism's own loss formulas.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -15,10 +16,13 @@ from attrs import frozen
 
 from expost.audit.registry import QUICK
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
+from expost.filters import BrownianCost, PrivacyFilter
 from expost.processes import sample_brownian_grid
 
 if TYPE_CHECKING:
     from expost.backends import Draws
+    from expost.filters import Cost
+    from expost.odometers import BrownianOdometer
 
 __all__ = [
     "MENU",
@@ -27,6 +31,8 @@ __all__ = [
     "TUNED_AT",
     "VILLE_LAMBDAS",
     "Constant",
+    "admitted",
+    "brownian_round",
     "choice",
     "first_or_last",
     "gaussian_loss",
@@ -35,14 +41,18 @@ __all__ = [
     "laplace_loss",
     "log_e_values",
     "neighbours",
+    "odometer_step",
+    "preferred",
     "round_paths",
     "runs",
     "tuned_boundary",
+    "ville_step",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
+F = TypeVar("F", bound=PrivacyFilter)
 
 TUNED_AT = 1.0  # the ex-post level E the BM boundaries are tuned for
 SPAN, POINTS = 100.0, 120  # BM grids: log-spaced over [τ/span, τ·span] around ψ's time for E
@@ -149,6 +159,60 @@ def choice(last: FloatArray, options: int) -> IndexArray:
     return chosen
 
 
+def preferred(last: FloatArray, options: int) -> IndexArray:
+    """The analyst's preferred menu entry from the previous released value (deterministic)."""
+    bins = np.floor(np.abs(last) * 2.0).astype(np.intp) + (last > 0)
+    chosen: IndexArray = bins % options
+    return chosen
+
+
+def admitted(
+    filters: Sequence[PrivacyFilter], rows: IndexArray, costs: Sequence[Cost], want: IndexArray
+) -> IndexArray:
+    """Per row: the first menu entry at or after the preferred one that the filter admits (−1: none)."""
+    out = np.full(rows.size, -1, dtype=np.intp)
+    for j, (i, start) in enumerate(zip(rows, want, strict=True)):
+        for g in range(int(start), len(costs)):
+            if filters[i].admits(costs[g]):
+                out[j] = g
+                break
+    return out
+
+
+def brownian_round(
+    filters: list[F],
+    rows: IndexArray,
+    grids: Sequence[FloatArray],
+    state: tuple[FloatArray, FloatArray],
+    target: float,
+    rng: np.random.Generator,
+    charge: float = 1.0,
+) -> None:
+    """A Brownian mechanism (APC Thm 3) for ``rows`` on the first `admitted` grid at or after
+    the `preferred` one, stopped once the total loss exceeds ``target``; in place.
+
+    Grid g (decreasing times) costs ``BrownianCost(charge·t_min)``; the release is f(x) + B(t)
+    of `neighbours` (1.0, 1) and the realised cost ``BrownianCost(charge·t_stop)`` is recorded
+    with ``spend``. ``state``: (total loss, last released value − f(x)) of every run.
+    """
+    loss, last = state
+    fx, fxp = neighbours(1.0, 1)
+    costs: list[Cost] = [BrownianCost(charge * float(g[-1])) for g in grids]
+    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
+    for g, times in enumerate(grids):
+        mine = rows[choice == g]
+        if mine.size == 0:
+            continue
+        y = fx + sample_brownian_grid(times, mine.size, 1, rng)
+        running = loss[mine, None] + gaussian_loss(y, times, fx, fxp)
+        stop = first_or_last(running > target)
+        pick = np.arange(mine.size)
+        loss[mine] = running[pick, stop]
+        last[mine] = y[pick, stop, 0] - fx[0]
+        for i, k in zip(mine, stop, strict=True):
+            filters[i] = filters[i].spend(BrownianCost(charge * float(times[k])))
+
+
 def round_paths(
     chosen: IndexArray, rng: np.random.Generator
 ) -> list[tuple[IndexArray, FloatArray, FloatArray]]:
@@ -160,3 +224,46 @@ def round_paths(
             times = np.asarray(grid)
             out.append((rows, times, sample_brownian_grid(times, rows.size, 1, rng)[..., 0]))
     return out
+
+
+def ville_step(
+    state: tuple[FloatArray, FloatArray],
+    path: tuple[IndexArray, FloatArray, FloatArray],
+    lam: FloatArray,
+    drift: float,
+    log_target: float,
+) -> None:
+    """One BM of a Ville sequence (APC eq. 1) for the runs ``rows`` of ``path``, in place.
+
+    ``state``: (log ∏M_i, last released value) of every run; ``path``: (rows, times, their B
+    paths), walked from large t to small and stopped once the running log product reaches
+    ``log_target`` (else at its end); ``lam``: every run's λ_i.
+    """
+    log_product, last = state
+    rows, times, b = path
+    log_m = log_product[rows, None] + log_e_values(b, times, lam[rows, None], drift)
+    stop = first_or_last(log_m >= log_target)
+    pick = np.arange(rows.size)
+    log_product[rows] = log_m[pick, stop]
+    last[rows] = b[pick, stop] / times[stop]
+
+
+def odometer_step(
+    odometer: BrownianOdometer,
+    state: tuple[FloatArray, FloatArray, FloatArray],
+    path: tuple[IndexArray, FloatArray, FloatArray],
+) -> None:
+    """One BM of an odometer sequence (APC eq. 1, sensitivity 1) for ``path``'s rows, in place.
+
+    ``state``: (running loss Σ L_i, V = Σ 1/t_i, last released value) of every run; the BM's
+    loss at t is 1/(2t) + B(t)/t (APC Thm 3) and it is stopped once the running loss reaches
+    the odometer's bound at the running V (else at its end).
+    """
+    loss, volume, last = state
+    rows, times, b = path
+    running = loss[rows, None] + 0.5 / times + b / times
+    v = volume[rows, None] + 1.0 / times
+    stop = first_or_last(running >= odometer.bound_at(v))
+    pick = np.arange(rows.size)
+    loss[rows], volume[rows] = running[pick, stop], v[pick, stop]
+    last[rows] = b[pick, stop] / times[stop]

@@ -44,9 +44,11 @@ from expost.audit._paper import (
     grid_times,
     log_e_values,
     neighbours,
+    odometer_step,
     round_paths,
     runs,
     tuned_boundary,
+    ville_step,
 )
 from expost.audit.core import Audit, EValueClaim, ProbabilityClaim, Twin
 from expost.audit.registry import PAPER, QUICK, register
@@ -498,12 +500,8 @@ def ville_product_crosses(
     target = math.log(1.0 / delta)
     for _ in range(ROUNDS):
         lam = np.asarray(VILLE_LAMBDAS)[choice(last, len(VILLE_LAMBDAS))]
-        for rows, times, b in round_paths(choice(-last, len(MENU)), rng):
-            log_m = log_product[rows, None] + log_e_values(b, times, lam[rows, None], drift)
-            stop = first_or_last(log_m >= target)
-            pick = np.arange(rows.size)
-            log_product[rows] = log_m[pick, stop]
-            last[rows] = b[pick, stop] / times[stop]
+        for path in round_paths(choice(-last, len(MENU)), rng):
+            ville_step((log_product, last), path, lam, drift, target)
         crossed |= log_product >= target
     return crossed
 
@@ -522,13 +520,8 @@ def odometer_sequence_exceeds(
     last = np.zeros(n)
     crossed = np.zeros(n, dtype=np.bool_)
     for _ in range(ROUNDS):
-        for rows, times, b in round_paths(choice(last, len(MENU)), rng):
-            running = loss[rows, None] + 0.5 / times + b / times
-            v = volume[rows, None] + 1.0 / times
-            stop = first_or_last(running >= odometer.bound_at(v))
-            pick = np.arange(rows.size)
-            loss[rows], volume[rows] = running[pick, stop], v[pick, stop]
-            last[rows] = b[pick, stop] / times[stop]
+        for path in round_paths(choice(last, len(MENU)), rng):
+            odometer_step(odometer, (loss, volume, last), path)
         crossed |= loss >= odometer.bound_at(volume)
     return crossed
 

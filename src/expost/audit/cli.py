@@ -20,6 +20,7 @@ from expost._scale_cli import (
     add_execution_arguments,
     backend_of,
     execution_of,
+    int_at_least,
 )
 from expost.audit.core import ALPHA_AUDIT, Audit, run_audits
 from expost.audit.registry import QUICK, default_registry
@@ -27,16 +28,6 @@ from expost.backends import ArrayBackend
 from expost.errors import InvalidParameter
 
 __all__ = ["ProgressBar", "add_parser", "run"]
-
-
-def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
-    return value
 
 
 def _delta(text: str) -> float:
@@ -77,7 +68,7 @@ def add_parser(sub: Any) -> None:
         "--only", action="append", default=None, metavar="NAME", help="run only this audit"
     )
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the report here")
-    p.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="default 0")
+    p.add_argument("--seed", type=int_at_least(0), default=0, metavar="S", help="default 0")
     add_execution_arguments(p)
     add_backend_arguments(p)
     p.add_argument(

@@ -31,12 +31,19 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import gaussian_loss, laplace_loss, neighbours, runs
+from expost.audit._paper import (
+    admitted,
+    brownian_round,
+    gaussian_loss,
+    laplace_loss,
+    neighbours,
+    preferred,
+    runs,
+)
 from expost.audit.core import Audit, ProbabilityClaim, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.filters import (
     ApproxDPFilter,
-    BrownianCost,
     BrownianFilter,
     Cost,
     DPCost,
@@ -48,7 +55,6 @@ from expost.guarantees import ZCDP, zcdp_to_dp
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
 from expost.mechanisms.exponential import ExponentialMechanism
 from expost.odometers import FilterOdometer, MixtureOdometer, StitchedOdometer
-from expost.processes import sample_brownian_grid
 
 __all__ = [
     "filter_audits",
@@ -66,26 +72,6 @@ RhoFilter = ZCDPFilter | UnifiedFilter | BrownianFilter | ApproxDPFilter
 _RHO, _DELTA2, _ROUNDS = 0.5, 0.1, 8
 _SHARES = (0.5, 0.25, 0.125, 0.0625)  # round sizes as shares of the rho budget, largest first
 _GRID_POINTS, _GRID_SPAN = 24, 16.0
-
-
-def _preferred(last: FloatArray, options: int) -> IndexArray:
-    """The analyst's preferred menu entry, from the previous released value."""
-    bins = np.floor(np.abs(last) * 2.0).astype(np.intp) + (last > 0)
-    choice: IndexArray = bins % options
-    return choice
-
-
-def _admitted(
-    filters: list[RhoFilter], rows: IndexArray, costs: list[Cost], want: IndexArray
-) -> IndexArray:
-    """Per row: the first menu entry at or after the preferred one that the filter admits (−1: none)."""
-    out = np.full(rows.size, -1, dtype=np.intp)
-    for j, (i, start) in enumerate(zip(rows, want, strict=True)):
-        for g in range(int(start), len(costs)):
-            if filters[i].admits(costs[g]):
-                out[j] = g
-                break
-    return out
 
 
 def _budget_rho(filt: RhoFilter) -> float:
@@ -118,7 +104,7 @@ def _one_shot_round(
         costs: list[Cost] = [DPCost(e) for e in eps_menu]
     else:
         costs = [ZCDPCost(share * budget) for share in _SHARES]
-    choice = _admitted(filters, rows, costs, _preferred(last[rows], len(costs)))
+    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
     for g, cost in enumerate(costs):
         mine = rows[choice == g]
         if mine.size == 0:
@@ -145,27 +131,11 @@ def _brownian_round(
     rng: np.random.Generator,
 ) -> None:
     """A Brownian mechanism on an admitted grid, stopped once the total loss exceeds ``target``."""
-    loss, last = state
     budget = _budget_rho(filters[0])
-    fx, fxp = neighbours(1.0, 1)
     grids = [
         np.geomspace(_GRID_SPAN, 1.0, _GRID_POINTS) / (2.0 * share * budget) for share in _SHARES
     ]
-    costs: list[Cost] = [BrownianCost(float(g[-1])) for g in grids]
-    choice = _admitted(filters, rows, costs, _preferred(last[rows], len(costs)))
-    for g, times in enumerate(grids):
-        mine = rows[choice == g]
-        if mine.size == 0:
-            continue
-        y = fx + sample_brownian_grid(times, mine.size, 1, rng)
-        running = loss[mine, None] + gaussian_loss(y, times, fx, fxp)
-        crossed = running > target
-        stop = np.where(crossed.any(axis=1), np.argmax(crossed, axis=1), times.size - 1)
-        pick = np.arange(mine.size)
-        loss[mine] = running[pick, stop]
-        last[mine] = y[pick, stop, 0] - fx[0]
-        for i, k in zip(mine, stop, strict=True):
-            filters[i] = filters[i].spend(BrownianCost(float(times[k])))
+    brownian_round(filters, rows, grids, state, target, rng)
 
 
 def filter_interaction_exceeds(
@@ -273,7 +243,7 @@ def odometer_crossed(
     total = np.zeros(n)
     rr = np.zeros(n, dtype=np.bool_)
     for r in range(_ODOMETER_ROUNDS):
-        choice = _preferred(last + total, len(_EPS_MENU))
+        choice = preferred(last + total, len(_EPS_MENU))
         for g, e in enumerate(_EPS_MENU):
             for use_rr in (False, True):
                 rows = np.flatnonzero((choice == g) & (rr == use_rr))

@@ -44,13 +44,13 @@ from expost.audit._paper import (
     VILLE_LAMBDAS,
     Constant,
     choice,
-    first_or_last,
     gaussian_loss,
     grid_times,
-    log_e_values,
     neighbours,
+    odometer_step,
     round_paths,
     tuned_boundary,
+    ville_step,
 )
 from expost.audit.core import Audit, Twin
 from expost.audit.rare_event import ImportanceClaim
@@ -204,17 +204,25 @@ def _grid(psi: Boundary) -> tuple[float, ...]:
 
 
 def _crossing(
-    psi: Boundary,
+    proposal: Proposal,
     level: Level,
     times: tuple[float, ...],
     fx: FloatArray,
     fxp: FloatArray,
+    sensitivity: float,
     delta: float,
 ) -> tuple[ImportanceClaim, partial[FloatArray]]:
-    proposal = _proposal_for(psi)
-    bound = weight_bound(proposal, np.asarray(times), level, psi.sensitivity)
+    """The claim ``w·1{crossing} <= B`` at delta (`weight_bound`) and its `crossing_weights`."""
+    bound = weight_bound(proposal, np.asarray(times), level, sensitivity)
     claim = ImportanceClaim(delta, bound, proposal.name)
     return claim, partial(crossing_weights, proposal, times, tuple(fx), tuple(fxp), level)
+
+
+def _boundary_crossing(
+    psi: Boundary, times: tuple[float, ...], fx: FloatArray, fxp: FloatArray, delta: float
+) -> tuple[ImportanceClaim, partial[FloatArray]]:
+    """`_crossing` of ψ itself, under ψ's proposal (`_proposal_for`)."""
+    return _crossing(_proposal_for(psi), psi, times, fx, fxp, psi.sensitivity, delta)
 
 
 def _n(suite: str, quick: int, full: int) -> int:
@@ -229,8 +237,8 @@ def _ex_post(suite: str, delta: float, kind: str, sensitivity: float, d: int) ->
     wrong = tuned_boundary(kind, sensitivity, 10.0 * delta)
     fx, fxp = neighbours(sensitivity, d)
     times = _grid(psi)
-    claim, simulate = _crossing(psi, psi, times, fx, fxp, delta)
-    twin_claim, twin_simulate = _crossing(wrong, wrong, times, fx, fxp, delta)
+    claim, simulate = _boundary_crossing(psi, times, fx, fxp, delta)
+    twin_claim, twin_simulate = _boundary_crossing(wrong, times, fx, fxp, delta)
     name = f"bm-ex-post/{kind}/uniform/sens-{sensitivity:g}/d-{d}/{delta_tag(delta)}"
     return Audit(
         name=name,
@@ -265,10 +273,7 @@ def _time_map(
     fx, fxp = neighbours(psi.sensitivity, 1)
     full = np.asarray(_grid(psi))
     times = tuple(full[full >= t_stop])
-    level = Constant(TUNED_AT)
-    bound = weight_bound(proposal, np.asarray(times), level, psi.sensitivity)
-    claim = ImportanceClaim(delta, bound, proposal.name)
-    return claim, partial(crossing_weights, proposal, times, tuple(fx), tuple(fxp), level)
+    return _crossing(proposal, Constant(TUNED_AT), times, fx, fxp, psi.sensitivity, delta)
 
 
 @register_at_deltas("deploy", "deploy-quick")
@@ -346,10 +351,7 @@ def _thm4(odometer: BrownianOdometer, delta: float) -> tuple[ImportanceClaim, pa
     times = np.array([_THM4_TIME])
     level = _OdometerLevel(odometer)
     threshold = float((level(times)[0] * _THM4_TIME - 0.5) / _THM4_TIME)
-    proposal = Drift(max(threshold, 0.0))
-    bound = weight_bound(proposal, times, level, 1.0)
-    claim = ImportanceClaim(delta, bound, proposal.name)
-    return claim, partial(crossing_weights, proposal, (_THM4_TIME,), tuple(fx), tuple(fxp), level)
+    return _crossing(Drift(max(threshold, 0.0)), level, (_THM4_TIME,), fx, fxp, 1.0, delta)
 
 
 @register_at_deltas("deploy", "deploy-quick")
@@ -400,11 +402,7 @@ def ville_weights(log_target: float, n: int, rng: np.random.Generator) -> FloatA
         for rows_in_live, times, b in round_paths(choice(-last[live], len(MENU)), rng):
             rows = live[rows_in_live]
             b += lam[rows, None]  # the tilt: B_i = λ_i + B̃_i under Q
-            log_m = log_product[rows, None] + log_e_values(b, times, lam[rows, None], 0.5)
-            stop = first_or_last(log_m >= log_target)
-            pick = np.arange(rows.size)
-            log_product[rows] = log_m[pick, stop]
-            last[rows] = b[pick, stop] / times[stop]
+            ville_step((log_product, last), (rows, times, b), lam, 0.5, log_target)
         crossed = active & (log_product >= log_target)
         weight[crossed] = np.exp(-log_product[crossed])
         active &= ~crossed
@@ -460,12 +458,7 @@ def odometer_weights(
         for rows_in_live, times, b in round_paths(choice(last[live], len(MENU)), rng):
             rows = live[rows_in_live]
             b += lam[rows, None]
-            running = loss[rows, None] + 0.5 / times + b / times
-            v = volume[rows, None] + 1.0 / times
-            stop = first_or_last(running >= odometer.bound_at(v))
-            pick = np.arange(rows.size)
-            loss[rows], volume[rows] = running[pick, stop], v[pick, stop]
-            last[rows] = b[pick, stop] / times[stop]
+            odometer_step(odometer, (loss, volume, last), (rows, times, b))
         crossed = active & (loss >= odometer.bound_at(volume))
         s = loss[crossed] - volume[crossed] / 2.0
         weight[crossed] = np.exp(np.minimum(proposal.log_weight(volume[crossed], s), 700.0))

@@ -35,13 +35,14 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import gaussian_loss, laplace_loss, neighbours
+from expost.audit._paper import gaussian_loss, laplace_loss, neighbours, preferred
 from expost.audit.core import Audit
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
 from expost.audit.tilting import (
     ImportanceCase,
     chernoff_tilt,
     gaussian_log_weight,
+    in_suite,
     laplace_log_mgf,
     shift,
     tilted_laplace,
@@ -70,7 +71,6 @@ __all__ = [
     "claim_tilt",
     "deploy_filter_audits",
     "em_range",
-    "preferred",
     "tilted_filter_run",
     "tilted_losses",
 ]
@@ -136,13 +136,6 @@ class _States:
         ok = table[np.ravel(back)] & (np.arange(len(menu))[None, :] >= want[:, None])
         choice: IndexArray = np.where(ok.any(axis=1), np.argmax(ok, axis=1), -1)
         return choice
-
-
-def preferred(last: FloatArray, options: int) -> IndexArray:
-    """The analyst's preferred menu entry from a released value (as the paper suite's analyst)."""
-    bins = np.floor(np.abs(last) * 2.0).astype(np.intp) + (last > 0)
-    choice: IndexArray = bins % options
-    return choice
 
 
 class _Runs:
@@ -426,5 +419,4 @@ _QUICK = ("fac-thm1-zcdp-filter", "apc-thm5-unified-filter")
 @register_at_deltas(DEPLOY, DEPLOY_QUICK)
 def deploy_filter_audits(suite: str, delta: float) -> list[Audit]:
     """The cases at ``delta`` (deploy-quick: "fac-thm1-zcdp-filter", "apc-thm5-unified-filter")."""
-    chosen = [c for c in cases(delta) if suite == DEPLOY or c.name in _QUICK]
-    return [c.audit(20_000, 5_000) for c in chosen]
+    return [c.audit(20_000, 5_000) for c in in_suite(cases(delta), suite, _QUICK)]

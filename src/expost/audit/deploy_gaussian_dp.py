@@ -41,7 +41,7 @@ import numpy.typing as npt
 from expost.audit.core import Audit
 from expost.audit.deploy_filters import AnyFilter, Kind, budget_of, tilted_losses
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
-from expost.audit.tilting import ImportanceCase, hockey_stick_bound, hockey_stick_tilt
+from expost.audit.tilting import ImportanceCase, hockey_stick_bound, hockey_stick_tilt, in_suite
 from expost.filters import GaussianDPFilter
 
 __all__ = ["cases", "deploy_gdp_filter_audits", "hockey_stick_run", "hockey_stick_tilting"]
@@ -127,8 +127,10 @@ def cases(delta: float) -> list[ImportanceCase]:
     ]
 
 
+_QUICK = ("gdp-filter-deploy-mixed",)
+
+
 @register_at_deltas(DEPLOY, DEPLOY_QUICK)
 def deploy_gdp_filter_audits(suite: str, delta: float) -> list[Audit]:
     """Both cases at ``delta`` (deploy-quick: the mixed one)."""
-    chosen = cases(delta) if suite == DEPLOY else cases(delta)[:1]
-    return [c.audit(20_000, 5_000) for c in chosen]
+    return [c.audit(20_000, 5_000) for c in in_suite(cases(delta), suite, _QUICK)]

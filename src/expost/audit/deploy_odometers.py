@@ -34,11 +34,10 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import laplace_loss, neighbours
+from expost.audit._paper import laplace_loss, neighbours, preferred
 from expost.audit.core import Audit
-from expost.audit.deploy_filters import preferred
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
-from expost.audit.tilting import ImportanceCase, laplace_log_mgf, tilted_laplace
+from expost.audit.tilting import ImportanceCase, in_suite, laplace_log_mgf, tilted_laplace
 from expost.mechanisms.additive import LaplaceMechanism
 from expost.mechanisms.exponential import ExponentialMechanism
 from expost.odometers import FilterOdometer, MixtureOdometer, StitchedOdometer
@@ -213,5 +212,5 @@ _QUICK = ("fac-thm3-odometer/mixture",)
 @register_at_deltas(DEPLOY, DEPLOY_QUICK)
 def deploy_odometer_audits(suite: str, delta: float) -> list[Audit]:
     """The cases at ``delta`` (deploy-quick: "fac-thm3-odometer/mixture")."""
-    chosen = [c for c in cases(delta) if suite == DEPLOY or c.name in _QUICK]
-    return [c.audit(10_000 if suite == DEPLOY else 4_000, 5_000) for c in chosen]
+    n = 10_000 if suite == DEPLOY else 4_000
+    return [c.audit(n, 5_000) for c in in_suite(cases(delta), suite, _QUICK)]

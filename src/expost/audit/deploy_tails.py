@@ -29,6 +29,7 @@ from expost.audit.tilting import (
     bound,
     chernoff_tilt,
     gaussian_log_weight,
+    in_suite,
     shift,
 )
 from expost.mechanisms.additive import GaussianMechanism
@@ -129,5 +130,4 @@ _QUICK = ("gaussian-pdp-exact",)
 @register_at_deltas(DEPLOY, DEPLOY_QUICK)
 def deploy_gaussian_tails(suite: str, delta: float) -> list[Audit]:
     """The cases at ``delta`` (deploy-quick: "gaussian-pdp-exact")."""
-    chosen = [c for c in cases(delta) if suite == DEPLOY or c.name in _QUICK]
-    return [c.audit(20_000, 20_000) for c in chosen]
+    return [c.audit(20_000, 20_000) for c in in_suite(cases(delta), suite, _QUICK)]

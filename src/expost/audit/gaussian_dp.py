@@ -26,13 +26,12 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import gaussian_loss, neighbours, runs
+from expost.audit._paper import admitted, brownian_round, gaussian_loss, neighbours, preferred, runs
 from expost.audit.core import Audit, EValueClaim, Twin
 from expost.audit.registry import PAPER, QUICK, register
-from expost.filters import BoundedRangeCost, BrownianCost, Cost, GaussianCost, GaussianDPFilter
+from expost.filters import BoundedRangeCost, Cost, GaussianCost, GaussianDPFilter
 from expost.mechanisms.additive import GaussianMechanism
 from expost.mechanisms.exponential import ExponentialMechanism
-from expost.processes import sample_brownian_grid
 
 __all__ = ["gdp_filter_audits", "gdp_interaction_excess"]
 
@@ -48,25 +47,6 @@ _BANK = 1.0  # a BM stops once L > eps + _BANK: the loss is banked, the rest of 
 _HIGH, _LOW = np.array([1.0, 0.0]), np.array([0.0, 0.0])  # monotone scores under x and x'
 
 
-def _preferred(last: FloatArray, options: int) -> IndexArray:
-    bins = np.floor(np.abs(last) * 2.0).astype(np.intp) + (last > 0)
-    choice: IndexArray = bins % options
-    return choice
-
-
-def _admitted(
-    filters: list[GaussianDPFilter], rows: IndexArray, costs: list[Cost], want: IndexArray
-) -> IndexArray:
-    """Per row: the first menu entry at or after the preferred one the filter admits (−1: none)."""
-    out = np.full(rows.size, -1, dtype=np.intp)
-    for j, (i, start) in enumerate(zip(rows, want, strict=True)):
-        for g in range(int(start), len(costs)):
-            if filters[i].admits(costs[g]):
-                out[j] = g
-                break
-    return out
-
-
 def _gaussian_round(
     filters: list[GaussianDPFilter], rows: IndexArray, state: tuple[FloatArray, FloatArray],
     budget: float, rng: np.random.Generator,
@@ -75,7 +55,7 @@ def _gaussian_round(
     fx, fxp = neighbours(1.0, 1)
     rhos = [share * budget / 2.0 for share in _SHARES]
     costs: list[Cost] = [GaussianCost(r) for r in rhos]
-    choice = _admitted(filters, rows, costs, _preferred(last[rows], len(costs)))
+    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
     for g, cost in enumerate(costs):
         mine = rows[choice == g]
         if mine.size:
@@ -93,7 +73,7 @@ def _em_round(
 ) -> None:  # fmt: skip
     loss, last = state
     costs: list[Cost] = [BoundedRangeCost(e) for e in _EM_EPS]
-    choice = _admitted(filters, rows, costs, _preferred(last[rows], len(costs)))
+    choice = admitted(filters, rows, costs, preferred(last[rows], len(costs)))
     for g, e in enumerate(_EM_EPS):
         mine = rows[choice == g]
         if mine.size:
@@ -111,28 +91,12 @@ def _brownian_round(
     budget: float, bug: Bug, rng: np.random.Generator,
 ) -> None:  # fmt: skip
     """A BM on a grid whose smallest time costs share·budget, stopped once L > eps + _BANK."""
-    loss, last = state
-    fx, fxp = neighbours(1.0, 1)
     charged = 2.0 if bug == "bm-charged-rho" else 1.0  # the bug records T as 2T: Δ²/(2T)
     grids = [
         np.geomspace(_GRID_SPAN, 1.0, _GRID_POINTS) / (charged * share * budget)
         for share in _SHARES
     ]
-    costs: list[Cost] = [BrownianCost(charged * float(g[-1])) for g in grids]
-    choice = _admitted(filters, rows, costs, _preferred(last[rows], len(costs)))
-    for g, times in enumerate(grids):
-        mine = rows[choice == g]
-        if mine.size == 0:
-            continue
-        y = fx + sample_brownian_grid(times, mine.size, 1, rng)
-        running = loss[mine, None] + gaussian_loss(y, times, fx, fxp)
-        crossed = running > _EPS + _BANK
-        stop = np.where(crossed.any(axis=1), np.argmax(crossed, axis=1), times.size - 1)
-        pick = np.arange(mine.size)
-        loss[mine] = running[pick, stop]
-        last[mine] = y[pick, stop, 0] - fx[0]
-        for i, k in zip(mine, stop, strict=True):
-            filters[i] = filters[i].spend(BrownianCost(charged * float(times[k])))
+    brownian_round(filters, rows, grids, state, _EPS + _BANK, rng, charged)
 
 
 def gdp_interaction_excess(bug: Bug, n: int, rng: np.random.Generator) -> FloatArray:
@@ -144,7 +108,7 @@ def gdp_interaction_excess(bug: Bug, n: int, rng: np.random.Generator) -> FloatA
     loss, last = np.zeros(n), np.zeros(n)
     for _ in range(_ROUNDS):
         # the analyst of the BM twin plays Brownian rounds only, where the bug is
-        kind = np.ones(n, dtype=np.intp) if bug == "bm-charged-rho" else _preferred(last + loss, 3)
+        kind = np.ones(n, dtype=np.intp) if bug == "bm-charged-rho" else preferred(last + loss, 3)
         _gaussian_round(filters, np.flatnonzero(kind == 0), (loss, last), budget, rng)
         _brownian_round(filters, np.flatnonzero(kind == 1), (loss, last), budget, bug, rng)
         _em_round(filters, np.flatnonzero(kind == 2), (loss, last), rng)

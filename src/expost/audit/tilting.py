@@ -37,6 +37,7 @@ The proposals here, each with its exact log-likelihood ratio ``log dP/dQ``:
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -46,7 +47,7 @@ from expost._validation import nonnegative, positive
 from expost.audit._paper import gaussian_loss
 from expost.audit.core import Audit, Simulator, Twin
 from expost.audit.rare_event import ImportanceClaim
-from expost.audit.registry import delta_tag
+from expost.audit.registry import DEPLOY, delta_tag
 from expost.errors import InvalidParameter
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "gaussian_log_weight",
     "hockey_stick_bound",
     "hockey_stick_tilt",
+    "in_suite",
     "laplace_log_mgf",
     "shift",
     "tilted_laplace",
@@ -216,3 +218,10 @@ class ImportanceCase:
             twin=Twin(f"{self.twin_name}/{tag}", twin_claim, self.twin_simulate),
             chunk_size=chunk_size,
         )
+
+
+def in_suite(
+    cases: Sequence[ImportanceCase], suite: str, quick: Collection[str]
+) -> list[ImportanceCase]:
+    """All ``cases`` in the deploy suite; in deploy-quick only those named in ``quick``."""
+    return [c for c in cases if suite == DEPLOY or c.name in quick]
