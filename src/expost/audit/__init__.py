@@ -49,9 +49,10 @@ Runs are drawn in chunks of ``Audit.chunk_size`` with generators from
 ``SeedSequence([seed, hash(name)]).spawn(chunks)``: results are bit-identical for a seed whatever
 ``--workers`` is, and an audit draws the same runs alone (``--only``) or in its suite.
 
-Where audits live: every public module of this package other than ``core``, ``registry`` and
-``cli`` is imported when a suite is built (`default_registry`); so adding ``expost/audit/apc.py``
-with ``@register(...)`` factories is all it takes. A downstream project registers its own audits
+Where audits live: every public module of this package other than the framework's (``core``:
+audits and running them, ``verdict``, ``claims``, ``rare_event``, ``report``, ``registry``,
+``cli``) is imported when a suite is built (`default_registry`); so adding
+``expost/audit/apc.py`` with ``@register(...)`` factories is all it takes. A downstream project registers its own audits
 in its own module and runs ``expost audit --module its.module --suite its-suite``.
 Run them from Python with `run_audits` (an `AuditReport`: ``.table()``, ``.to_json()``,
 ``.exit_code``), or from the shell with ``expost audit [--suite quick|paper] [--only NAME]
@@ -60,26 +61,15 @@ Run them from Python with `run_audits` (an `AuditReport`: ``.table()``, ``.to_js
 
 from __future__ import annotations
 
-from expost.audit.core import (
-    ALPHA_AUDIT,
-    Audit,
-    AuditReport,
-    AuditResult,
-    Claim,
+from expost.audit.claims import (
     DPClaim,
     EValueClaim,
     ProbabilityClaim,
-    Simulator,
-    Twin,
-    TwinResult,
-    Verdict,
-    audit_seed,
     clopper_pearson_lower,
     clopper_pearson_upper,
     eps_lower_bound,
-    run_audit,
-    run_audits,
 )
+from expost.audit.core import ALPHA_AUDIT, Audit, Simulator, Twin, audit_seed, run_audit, run_audits
 from expost.audit.rare_event import ImportanceClaim, betting_bounds, effective_sample_size
 from expost.audit.registry import (
     DEPLOY,
@@ -94,6 +84,8 @@ from expost.audit.registry import (
     register,
     register_at_deltas,
 )
+from expost.audit.report import AuditReport, AuditResult, TwinResult
+from expost.audit.verdict import Claim, Verdict
 
 __all__ = [
     "ALPHA_AUDIT",

@@ -50,7 +50,8 @@ from expost.audit._paper import (
     tuned_boundary,
     ville_step,
 )
-from expost.audit.core import Audit, EValueClaim, ProbabilityClaim, Twin
+from expost.audit.claims import EValueClaim, ProbabilityClaim
+from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
 from expost.errors import InvalidParameter

@@ -40,7 +40,8 @@ from expost.audit._paper import (
     preferred,
     runs,
 )
-from expost.audit.core import Audit, ProbabilityClaim, Twin
+from expost.audit.claims import ProbabilityClaim
+from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.filters import (
     ApproxDPFilter,

@@ -23,7 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.audit._paper import gaussian_loss, gaussian_loss_on, laplace_loss, neighbours, runs
-from expost.audit.core import Audit, DPClaim, ProbabilityClaim, Twin
+from expost.audit.claims import DPClaim, ProbabilityClaim
+from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.loss import GaussianLoss
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism

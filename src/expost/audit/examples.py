@@ -17,7 +17,8 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit.core import Audit, DPClaim, EValueClaim, ProbabilityClaim, Twin
+from expost.audit.claims import DPClaim, EValueClaim, ProbabilityClaim
+from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
 from expost.processes import sample_brownian_grid

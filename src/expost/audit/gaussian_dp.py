@@ -27,7 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.audit._paper import admitted, brownian_round, gaussian_loss, neighbours, preferred, runs
-from expost.audit.core import Audit, EValueClaim, Twin
+from expost.audit.claims import EValueClaim
+from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.filters import BoundedRangeCost, Cost, GaussianCost, GaussianDPFilter
 from expost.mechanisms.additive import GaussianMechanism

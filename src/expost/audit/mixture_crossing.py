@@ -15,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.audit._paper import runs
-from expost.audit.core import Audit, ProbabilityClaim, Twin
+from expost.audit.claims import ProbabilityClaim
+from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.boundaries import NormalMixture
 

@@ -37,7 +37,7 @@ import numpy.typing as npt
 from attrs import field, frozen
 
 from expost._validation import as_float, finite, open_probability, positive, validator
-from expost.audit.core import Verdict
+from expost.audit.verdict import Verdict
 from expost.errors import InvalidParameter
 
 __all__ = ["ImportanceClaim", "betting_bounds", "effective_sample_size"]

@@ -24,7 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.audit._paper import gaussian_loss, laplace_loss, neighbours, runs
-from expost.audit.core import Audit, ProbabilityClaim, Twin
+from expost.audit.claims import ProbabilityClaim
+from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.boundaries import LinearPrivacyBoundary
 from expost.mechanisms.noise_reduction import LaplaceNoiseReduction

@@ -17,17 +17,10 @@ import numpy as np
 import numpy.typing as npt
 
 from expost._validation import finite_array
-from expost.audit.core import (
-    ALPHA_AUDIT,
-    Audit,
-    AuditReport,
-    AuditResult,
-    Claim,
-    DPClaim,
-    EValueClaim,
-    ProbabilityClaim,
-    run_audit,
-)
+from expost.audit.claims import DPClaim, EValueClaim, ProbabilityClaim
+from expost.audit.core import ALPHA_AUDIT, Audit, run_audit
+from expost.audit.report import AuditReport, AuditResult
+from expost.audit.verdict import Claim
 from expost.errors import InvalidParameter
 
 __all__ = ["assert_dp_lower_bound_below", "assert_e_value", "assert_ex_post"]

@@ -34,7 +34,8 @@ import numpy as np
 from attrs import frozen
 
 from expost._validation import nonnegative, open_probability, positive, positive_int, probability
-from expost.audit.core import audit_seed, eps_lower_bound
+from expost.audit.claims import eps_lower_bound
+from expost.audit.core import audit_seed
 from expost.errors import InvalidParameter
 from expost.testing.events import OutputEvent, Outputs, as_outputs, families
 from expost.testing.pairs import (

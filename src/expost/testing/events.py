@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost.audit.core import CUT_LEVELS
+from expost.audit.claims import CUT_LEVELS
 from expost.errors import InvalidParameter
 
 __all__ = [
