@@ -46,7 +46,8 @@ def _key(value: object) -> Hashable:
     if isinstance(value, np.ndarray | list | tuple):
         return tuple(_key(v) for v in np.asarray(value, dtype=object).ravel().tolist())
     if isinstance(value, np.generic):
-        return value.item()  # type: ignore[no-any-return]  # numpy scalars' item() is untyped
+        key: Hashable = value.item()
+        return key
     if not isinstance(value, Hashable):
         raise InvalidParameter("mechanism", value, "must return numbers, arrays or hashables")
     return value
