@@ -27,12 +27,7 @@ from expost.audit import (
     run_audits,
 )
 from expost.audit._paper import neighbours, tuned_boundary
-from expost.audit.brownian import (
-    LossAbove,
-    ex_post_exceeds,
-    odometer_sequence_exceeds,
-    ville_product_crosses,
-)
+from expost.audit.brownian import LossAbove, ex_post_exceeds
 from expost.audit.deploy_brownian import (
     Drift,
     HalfNormalMixture,
@@ -41,6 +36,7 @@ from expost.audit.deploy_brownian import (
     ville_weights,
     weight_bound,
 )
+from expost.audit.martingale import odometer_sequence_exceeds, ville_product_crosses
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
 from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction

@@ -28,6 +28,8 @@ __all__ = [
     "MENU",
     "POINTS",
     "ROUNDS",
+    "THM4_GAMMA",
+    "THM4_TIME",
     "TUNED_AT",
     "VILLE_LAMBDAS",
     "Constant",
@@ -64,6 +66,7 @@ MENU = (
 )
 ROUNDS = 6
 VILLE_LAMBDAS = (0.5, 1.0, 2.0)
+THM4_TIME, THM4_GAMMA = 0.01, 1.0  # APC Thm 4 audits: one BM at t = 0.01; the odometers' gamma
 
 # f(x) away from the origin and f(x') − f(x) along a direction that uses every coordinate.
 _ORIGIN = np.array([0.3, -1.2, 2.0])

@@ -1,4 +1,4 @@
-"""Audits of the Brownian mechanism's ex-post privacy and of the backward martingale.
+"""Audits of the Brownian mechanism's ex-post privacy (BNR Thm 3.6, Cor 3.7; APC Thm 4).
 
 - ``bm-ex-post/...`` (BNR Thm 3.6, Cor 3.7): ``P(∃n: L_n > ψ(T_n)) <= delta`` for the mixture and
   linear boundaries, sensitivities {0.5, 1, 3}, dimensions {1, 3}. The ``uniform`` rule is the
@@ -10,18 +10,14 @@
   (smallest t with ψ(t) <= E): holds. Printed map (inf{t : ψ(t) >= E}: on a grid, its least noisy
   time): refuted.
 - ``apc-thm4-...``: one BM at t = 0.01; ``P(L >= 1/(2t) + ψ(1/t; 1, delta)) <= delta`` holds, the
-  printed form without the drift 1/(2t) is refuted (THEORY §5). ``apc-eq1-odometer``: the
-  corrected bound for a sequence of adaptively chosen BMs, at every prefix.
-- ``backward-martingale-stopped`` (APC Lemma 6.1): ``E[M(τ)] <= 1`` for
-  ``M(t) = exp(λB(t)/t − λ²/(2t))`` at stopping times τ of the reversed filtration (the grid
-  walked from large t to small), with rules drawn from the run's generator; twin: drift λ²/(4t).
-- ``apc-eq1-ville``: the product of stopped e-values of adaptively chosen BMs crosses 1/delta
-  with probability <= delta (Ville); twin: the e-values with drift λ²/(4t).
+  printed form without the drift 1/(2t) is refuted (THEORY §5).
+
+The backward martingale and sequences of BMs (APC Lemma 6.1, eq. 1) are in
+`expost.audit.martingale`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -31,26 +27,19 @@ import numpy.typing as npt
 from attrs import field, frozen
 
 from expost.audit._paper import (
-    MENU,
     POINTS,
-    ROUNDS,
+    THM4_GAMMA,
+    THM4_TIME,
     TUNED_AT,
-    VILLE_LAMBDAS,
     Constant,
-    choice,
-    first_or_last,
     gaussian_loss,
     gaussian_loss_on,
     grid_times,
-    log_e_values,
     neighbours,
-    odometer_step,
-    round_paths,
     runs,
     tuned_boundary,
-    ville_step,
 )
-from expost.audit.claims import EValueClaim, ProbabilityClaim
+from expost.audit.claims import ProbabilityClaim
 from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
@@ -58,7 +47,6 @@ from expost.errors import InvalidParameter
 from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction
 from expost.odometers import BrownianOdometer
-from expost.processes import sample_brownian_grid
 from expost.processes.brownian import sample_brownian_grid_on
 from expost.stopping import AtIndex, MemorylessRule, StoppingRule
 
@@ -68,17 +56,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Displaced",
     "LossAbove",
-    "apc_eq1_odometer",
-    "apc_eq1_ville",
     "apc_thm4",
-    "backward_martingale_stopped",
     "bm_ex_post",
     "bnr_cor37_time_map",
     "ex_post_exceeds",
     "ex_post_exceeds_on",
-    "odometer_sequence_exceeds",
-    "stopped_backward_martingale",
-    "ville_product_crosses",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -87,7 +69,6 @@ IndexArray = npt.NDArray[np.intp]
 Boundary = MixturePrivacyBoundary | LinearPrivacyBoundary
 
 _DELTA = 0.05
-_TUNED_AT, _POINTS = TUNED_AT, POINTS
 
 
 def _vector(values: tuple[float, ...]) -> FloatArray:
@@ -236,7 +217,7 @@ def _rule(name: str, boundary: Boundary, fx: FloatArray, fxp: FloatArray) -> Sto
         return LossAbove(boundary, tuple(fx), tuple(fxp))
     if name == "z-score":
         return Displaced(tuple(fx), tuple(fxp), 2.0)
-    return AtIndex(_POINTS // 2)
+    return AtIndex(POINTS // 2)
 
 
 def _ex_post_audit(suite: str, kind: str, rule: str, sensitivity: float, d: int) -> Audit:
@@ -271,14 +252,14 @@ def _ex_post_audit(suite: str, kind: str, rule: str, sensitivity: float, d: int)
     what = {
         "uniform": "at ANY grid time (adversary stops when L > psi)",
         "z-score": "at the first time the iterate is 2 sd from f(x) towards f(x) - f(x')",
-        "fixed": f"at the fixed grid index {_POINTS // 2}",
+        "fixed": f"at the fixed grid index {POINTS // 2}",
     }[rule]
     return Audit(
         name=name,
         source="BNR Thm 3.6, Cor 3.7",
         statement=(
-            f"BM, {kind} boundary tuned at E={_TUNED_AT:g}, sensitivity {sensitivity:g}, d={d}, "
-            f"{_POINTS} log-spaced times: P(L > psi(T)) <= {_DELTA:g} {what}"
+            f"BM, {kind} boundary tuned at E={TUNED_AT:g}, sensitivity {sensitivity:g}, d={d}, "
+            f"{POINTS} log-spaced times: P(L > psi(T)) <= {_DELTA:g} {what}"
         ),
         claim=ProbabilityClaim(_DELTA),
         simulate=partial(ex_post_exceeds, bm_for(psi), fx, fxp, None),
@@ -333,7 +314,7 @@ def bnr_cor37_time_map(suite: str) -> list[Audit]:
     """Corrected vs printed time map of BNR Cor 3.7, linear boundary, sensitivity 1."""
     psi = _boundary("linear", 1.0)
     wrong = _quartered(psi)
-    level = _TUNED_AT
+    level = TUNED_AT
     grid = _grid(psi).array
     corrected, printed = psi.time_for(level), _printed_time(psi, grid, level)
     n = runs(suite, 20_000, 400_000)
@@ -390,28 +371,25 @@ def odometer_exceeds(
     return np.asarray(loss >= odometer.bound_from_times(tr.times[:, None])[:, 0])
 
 
-_THM4_TIME, _THM4_GAMMA = 0.01, 1.0
-
-
 @register(QUICK, PAPER)
 def apc_thm4(suite: str) -> list[Audit]:
     """APC Thm 4 with the drift (holds) and as printed without it (refuted) at V = 100."""
-    corrected = BrownianOdometer(_THM4_GAMMA, _DELTA)
-    printed = BrownianOdometer(_THM4_GAMMA, _DELTA, printed_apc_thm4=True)
+    corrected = BrownianOdometer(THM4_GAMMA, _DELTA)
+    printed = BrownianOdometer(THM4_GAMMA, _DELTA, printed_apc_thm4=True)
     n = runs(suite, 20_000, 400_000)
-    setting = f"one BM at t={_THM4_TIME:g} (V=1/t={1 / _THM4_TIME:g}), gamma={_THM4_GAMMA:g}"
+    setting = f"one BM at t={THM4_TIME:g} (V=1/t={1 / THM4_TIME:g}), gamma={THM4_GAMMA:g}"
     return [
         Audit(
             name="apc-thm4/corrected",
             source="APC Lemma 6.1, eq. 1 (Thm 4 with drift, THEORY §5)",
             statement=f"{setting}: P(L >= 1/(2t) + psi(V)) <= {_DELTA:g}",
             claim=ProbabilityClaim(_DELTA),
-            simulate=partial(odometer_exceeds, corrected, _THM4_TIME),
+            simulate=partial(odometer_exceeds, corrected, THM4_TIME),
             n=n,
             twin=Twin(
                 "apc-thm4/corrected/printed-bound-without-drift",
                 ProbabilityClaim(_DELTA),
-                partial(odometer_exceeds, printed, _THM4_TIME),
+                partial(odometer_exceeds, printed, THM4_TIME),
             ),
         ),
         Audit(
@@ -419,154 +397,9 @@ def apc_thm4(suite: str) -> list[Audit]:
             source="APC Thm 4 (as printed)",
             statement=f"{setting}: P(L >= psi(V)) <= {_DELTA:g} (no drift term)",
             claim=ProbabilityClaim(_DELTA),
-            simulate=partial(odometer_exceeds, printed, _THM4_TIME),
+            simulate=partial(odometer_exceeds, printed, THM4_TIME),
             n=n,
             twin=Twin("apc-thm4/printed/claimed-at-delta-0.5", ProbabilityClaim(0.5)),
             expected="refuted",
         ),
     ]
-
-
-# --- backward martingale at reverse stopping times -------------------------------------------
-
-_REVERSE_TIMES = tuple(np.geomspace(8.0, 0.25, 40))
-_LAMBDA = 1.0
-
-
-def stopped_backward_martingale(drift: float, n: int, rng: np.random.Generator) -> FloatArray:
-    """``M(τ)`` for τ a stopping time of the reversed filtration, one rule per run.
-
-    The grid is walked from large t to small; each run draws its rule from ``rng``: stop once
-    M(t) >= c (c in [1.5, 6]), once M(t) <= c (c in [0.2, 0.8]), once |B(t)| >= z·sqrt(t)
-    (z in [1, 2.5]), or at a fixed index. Each looks only at the path at times >= t.
-    """
-    times = np.asarray(_REVERSE_TIMES)
-    b = sample_brownian_grid(times, n, 1, rng)[..., 0]
-    log_m = log_e_values(b, times, _LAMBDA, drift)
-    kind = rng.integers(0, 4, size=n)
-    up = math.log(1.5) + rng.random(n) * math.log(4.0)
-    down = math.log(0.2) + rng.random(n) * math.log(4.0)
-    z = 1.0 + 1.5 * rng.random(n)
-    fixed = rng.integers(0, times.size, size=n)
-    fired = np.select(
-        [kind[:, None] == 0, kind[:, None] == 1, kind[:, None] == 2],
-        [
-            log_m >= up[:, None],
-            log_m <= down[:, None],
-            np.abs(b) >= z[:, None] * np.sqrt(times),
-        ],
-        np.arange(times.size) == fixed[:, None],
-    )
-    stop = first_or_last(fired)
-    result: FloatArray = np.exp(log_m[np.arange(n), stop])
-    return result
-
-
-@register(QUICK, PAPER)
-def backward_martingale_stopped(suite: str) -> Audit:
-    """E[M(τ)] <= 1 at reverse stopping times (APC Lemma 6.1)."""
-    return Audit(
-        name="backward-martingale-stopped",
-        source="APC Lemma 6.1",
-        statement=(
-            f"E[exp(lam B(tau)/tau - lam^2/(2 tau))] <= 1, lam={_LAMBDA:g}, tau a stopping time "
-            f"of the reversed filtration on {len(_REVERSE_TIMES)} times in [0.25, 8] "
-            "(4 rule families drawn per run)"
-        ),
-        claim=EValueClaim(),
-        simulate=partial(stopped_backward_martingale, 0.5),
-        n=runs(suite, 20_000, 1_000_000),
-        twin=Twin(
-            "backward-martingale-stopped/drift-lam2-over-4t",
-            EValueClaim(),
-            partial(stopped_backward_martingale, 0.25),
-        ),
-    )
-
-
-# --- sequences of adaptively chosen BMs: Ville and the BM odometer ---------------------------
-
-
-def ville_product_crosses(
-    drift: float, delta: float, n: int, rng: np.random.Generator
-) -> BoolArray:
-    """Does ``∏_(i<=m) M_i(τ_i)`` reach 1/delta for some m (APC eq. 1, Ville)?
-
-    BM i has a grid and a λ_i chosen from the previous released value; it is walked from large
-    t to small and stopped as soon as the running product reaches 1/delta (else at its end).
-    """
-    log_product = np.zeros(n)
-    last = np.zeros(n)
-    crossed = np.zeros(n, dtype=np.bool_)
-    target = math.log(1.0 / delta)
-    for _ in range(ROUNDS):
-        lam = np.asarray(VILLE_LAMBDAS)[choice(last, len(VILLE_LAMBDAS))]
-        for path in round_paths(choice(-last, len(MENU)), rng):
-            ville_step((log_product, last), path, lam, drift, target)
-        crossed |= log_product >= target
-    return crossed
-
-
-def odometer_sequence_exceeds(
-    odometer: BrownianOdometer, n: int, rng: np.random.Generator
-) -> BoolArray:
-    """Does the running loss of a sequence of adaptive BMs reach the odometer at some prefix?
-
-    Sensitivity 1, loss of BM i stopped at t: L_i = 1/(2t) + W_i(t)/t (APC Thm 3). BM i's grid
-    is chosen from the previous released value; the adversary stops it as soon as the running
-    loss reaches the bound for the running V = Σ 1/t_i (else at its end).
-    """
-    loss = np.zeros(n)
-    volume = np.zeros(n)
-    last = np.zeros(n)
-    crossed = np.zeros(n, dtype=np.bool_)
-    for _ in range(ROUNDS):
-        for path in round_paths(choice(last, len(MENU)), rng):
-            odometer_step(odometer, (loss, volume, last), path)
-        crossed |= loss >= odometer.bound_at(volume)
-    return crossed
-
-
-@register(QUICK, PAPER)
-def apc_eq1_ville(suite: str) -> Audit:
-    """Ville's inequality for the product of stopped e-values of adaptive BMs (APC eq. 1)."""
-    return Audit(
-        name="apc-eq1-ville",
-        source="APC eq. 1, Lemma 6.1",
-        statement=(
-            f"{ROUNDS} BMs, grids and lam_i in {{0.5, 1, 2}} chosen from past outputs, each "
-            f"stopped at a reverse stopping time: P(exists m: prod M_i >= 1/delta) <= {_DELTA:g}"
-        ),
-        claim=ProbabilityClaim(_DELTA),
-        simulate=partial(ville_product_crosses, 0.5, _DELTA),
-        n=runs(suite, 20_000, 400_000),
-        twin=Twin(
-            "apc-eq1-ville/drift-lam2-over-4t",
-            ProbabilityClaim(_DELTA),
-            partial(ville_product_crosses, 0.25, _DELTA),
-        ),
-    )
-
-
-@register(PAPER)
-def apc_eq1_odometer(suite: str) -> Audit:
-    """The corrected BM odometer over a sequence of adaptive BMs (APC Lemma 6.1, eq. 1)."""
-    return Audit(
-        name="apc-eq1-odometer",
-        source="APC Lemma 6.1, eq. 1 (Thm 4 with drift)",
-        statement=(
-            f"{ROUNDS} BMs with adaptive grids, adversarial stops: P(exists m: sum L_i >= "
-            f"V_m/2 + psi(V_m; {_THM4_GAMMA:g}, {_DELTA:g})) <= {_DELTA:g}"
-        ),
-        claim=ProbabilityClaim(_DELTA),
-        simulate=partial(odometer_sequence_exceeds, BrownianOdometer(_THM4_GAMMA, _DELTA)),
-        n=runs(suite, 20_000, 400_000),
-        twin=Twin(
-            "apc-eq1-odometer/printed-without-drift",
-            ProbabilityClaim(_DELTA),
-            partial(
-                odometer_sequence_exceeds,
-                BrownianOdometer(_THM4_GAMMA, _DELTA, printed_apc_thm4=True),
-            ),
-        ),
-    )

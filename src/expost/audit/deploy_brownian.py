@@ -40,6 +40,8 @@ from attrs import frozen
 from expost.audit._paper import (
     MENU,
     ROUNDS,
+    THM4_GAMMA,
+    THM4_TIME,
     TUNED_AT,
     VILLE_LAMBDAS,
     Constant,
@@ -329,8 +331,6 @@ def bnr_cor37_time_map_deploy(suite: str, delta: float) -> list[Audit]:
 
 # --- APC Thm 4: one BM, corrected (with the drift 1/(2t)) vs printed ---------------------------
 
-_THM4_TIME, _THM4_GAMMA = 0.01, 1.0
-
 
 @frozen
 class _OdometerLevel:
@@ -343,15 +343,15 @@ class _OdometerLevel:
 
 
 def _thm4(odometer: BrownianOdometer, delta: float) -> tuple[ImportanceClaim, partial[FloatArray]]:
-    """One BM at `_THM4_TIME` (Δ = 1, d = 1), W shifted to the threshold h(t) of the level.
+    """One BM at `THM4_TIME` (Δ = 1, d = 1), W shifted to the threshold h(t) of the level.
 
     θ = max(h(t)/t, 0), so W(t) ~ N(h(t), t) under Q and B = exp(−θh(t) + θ²t/2) = exp(−θ²t/2).
     """
     fx, fxp = neighbours(1.0, 1)
-    times = np.array([_THM4_TIME])
+    times = np.array([THM4_TIME])
     level = _OdometerLevel(odometer)
-    threshold = float((level(times)[0] * _THM4_TIME - 0.5) / _THM4_TIME)
-    return _crossing(Drift(max(threshold, 0.0)), level, (_THM4_TIME,), fx, fxp, 1.0, delta)
+    threshold = float((level(times)[0] * THM4_TIME - 0.5) / THM4_TIME)
+    return _crossing(Drift(max(threshold, 0.0)), level, (THM4_TIME,), fx, fxp, 1.0, delta)
 
 
 @register_at_deltas("deploy", "deploy-quick")
@@ -361,15 +361,15 @@ def apc_thm4_deploy(suite: str, delta: float) -> Audit:
     Proposal for both: W(t) shifted to the threshold of the bound (`_thm4`); with the drift the
     threshold is ψ(V)·t, so B = exp(−ψ(V)²t/2); without it (ψ(V) − V/2)·t.
     """
-    claim, simulate = _thm4(BrownianOdometer(_THM4_GAMMA, delta), delta)
-    printed = BrownianOdometer(_THM4_GAMMA, delta, printed_apc_thm4=True)
+    claim, simulate = _thm4(BrownianOdometer(THM4_GAMMA, delta), delta)
+    printed = BrownianOdometer(THM4_GAMMA, delta, printed_apc_thm4=True)
     twin_claim, twin_simulate = _thm4(printed, delta)
     name = f"apc-thm4/corrected/{delta_tag(delta)}"
     return Audit(
         name=name,
         source="APC Lemma 6.1, eq. 1 (Thm 4 with drift, THEORY §5)",
         statement=(
-            f"one BM at t={_THM4_TIME:g} (V={1 / _THM4_TIME:g}), gamma={_THM4_GAMMA:g}: "
+            f"one BM at t={THM4_TIME:g} (V={1 / THM4_TIME:g}), gamma={THM4_GAMMA:g}: "
             f"P(L >= 1/(2t) + psi(V)) <= {delta:g}"
         ),
         claim=claim,
@@ -386,7 +386,7 @@ def apc_thm4_deploy(suite: str, delta: float) -> Audit:
 def ville_weights(log_target: float, n: int, rng: np.random.Generator) -> FloatArray:
     """``w·1{∃m: ∏_(i<=m) M_i(τ_i) >= e^log_target}`` for the adaptive BMs of ``apc-eq1-ville``.
 
-    The same interaction as `expost.audit.brownian.ville_product_crosses` (BM i's grid and λ_i
+    The same interaction as `expost.audit.martingale.ville_product_crosses` (BM i's grid and λ_i
     chosen from the previous released value, walked from large t to small and stopped once the
     running product reaches the target), drawn with BM i tilted by its own e-value given the
     past: ``B_i(t) = λ_i + B̃_i(t)`` (module docstring). Then dQ/dP on the run so far is the
@@ -441,7 +441,7 @@ def odometer_weights(
 ) -> FloatArray:
     """``w·1{∃ prefix: Σ L_i >= odometer bound}`` for the adaptive BMs of ``apc-eq1-odometer``.
 
-    The interaction of `expost.audit.brownian.odometer_sequence_exceeds`; with sensitivity 1
+    The interaction of `expost.audit.martingale.odometer_sequence_exceeds`; with sensitivity 1
     ``Σ L_i = V/2 + S``, ``S = Σ B_i(t_i)/t_i``, ``V = Σ 1/t_i``. Under Q a drift λ is drawn from
     the proposal and every BM is shifted by it, ``B_i = λ + B̃_i``: dQ/dP = exp(λS − λ²V/2)
     given λ, so the weight is ``exp(log_weight(V, S))`` of the proposal with (t, W) = (V, S).
@@ -476,16 +476,16 @@ def apc_eq1_odometer_deploy(suite: str, delta: float) -> Audit:
     crossed with probability ~1e-4 at delta = 1e-12, too rare for a plain-law twin and without a
     closed-form weight bound under a tilt; the paper suite and ``apc-thm4`` audit it.)
     """
-    odometer = BrownianOdometer(_THM4_GAMMA, delta)
-    wrong = BrownianOdometer(_THM4_GAMMA, delta**0.25)
-    mixture = HalfNormalMixture(_THM4_GAMMA)
+    odometer = BrownianOdometer(THM4_GAMMA, delta)
+    wrong = BrownianOdometer(THM4_GAMMA, delta**0.25)
+    mixture = HalfNormalMixture(THM4_GAMMA)
     name = f"apc-eq1-odometer/{delta_tag(delta)}"
     return Audit(
         name=name,
         source="APC Lemma 6.1, eq. 1 (Thm 4 with drift)",
         statement=(
             f"{ROUNDS} BMs with adaptive grids, adversarial stops: P(exists m: sum L_i >= "
-            f"V_m/2 + psi(V_m; {_THM4_GAMMA:g}, {delta:g})) <= {delta:g}"
+            f"V_m/2 + psi(V_m; {THM4_GAMMA:g}, {delta:g})) <= {delta:g}"
         ),
         claim=ImportanceClaim(delta, delta * _MARGIN, mixture.name),
         simulate=partial(odometer_weights, odometer, mixture),
