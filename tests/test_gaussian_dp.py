@@ -52,8 +52,8 @@ def _pure_mu_mp(eps: float) -> Any:
 @pytest.mark.parametrize("eps", [0.0, 0.1, 1.0, 5.0, 10.0, 40.0])
 def test_delta_matches_the_duality_formula_in_high_precision(mu: float, eps: float) -> None:
     exact = _delta_mp(mu, eps)
-    if exact < mp.mpf("1e-300"):  # below the float range: only underflow to 0 is possible
-        assert gdp_delta(mu, eps) < 1e-290
+    if exact < mp.mpf("1e-300"):  # below the float range: a tiny positive upper bound
+        assert exact <= gdp_delta(mu, eps) < 1e-290
         return
     assert exact <= gdp_delta(mu, eps) <= exact * (1 + mp.mpf("2e-6"))  # an upper bound
     if gdp_delta(mu, eps) < 1.0:
@@ -61,6 +61,30 @@ def test_delta_matches_the_duality_formula_in_high_precision(mu: float, eps: flo
     else:  # the bound reached 1: no DP statement
         with pytest.raises(InvalidParameter, match="vacuous"):
             GaussianDP(mu).to_dp(eps)
+
+
+def test_delta_never_underflows_to_pure_dp() -> None:
+    # the true delta_1(50) is about 1.4e-536: mu-GDP is never (eps, 0)-DP
+    assert GaussianDP(1.0).to_dp(50.0).delta > 0.0
+    with pytest.raises(InvalidParameter, match="target"):
+        GaussianDPFilter(1.0, ApproxDP(50.0, 0.0))
+
+
+def test_subnormal_deltas_are_rounded_up() -> None:
+    for eps in np.linspace(38.3, 38.7, 81):  # delta_1(eps) from about 1e-316 to 1e-320
+        assert gdp_delta(1.0, float(eps)) >= _delta_mp(1.0, float(eps))
+
+
+def test_small_mu_stays_an_upper_bound_despite_cancellation() -> None:
+    # the gap of two logs of size eps²/(2mu²) loses digits; the bound must still hold
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        mu = 10.0 ** rng.uniform(-12.0, -4.0)
+        eps = mu * rng.uniform(5.0, 25.0)
+        exact = _delta_mp(mu, eps)
+        assert exact <= gdp_delta(mu, eps)
+    mu = gdp_mu_for_dp(1e-4, 1e-250)
+    assert _delta_mp(mu, 1e-4) <= mp.mpf("1e-250")
 
 
 def test_the_theory_check_values() -> None:

@@ -8,6 +8,7 @@ function and never replaces them silently.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import Literal
 
@@ -131,18 +132,21 @@ class GaussianDP:
 
 
 def _gdp_log_delta(mu: float, eps: float) -> float:
-    """log delta_mu(eps), in log space (scipy's log_ndtr) so that large eps keeps its digits.
+    """An upper bound on log delta_mu(eps), in log space (scipy's log_ndtr) for large eps.
 
-    delta = Φ(a) − e^eps·Φ(b) = Φ(a)·(1 − exp(eps + log Φ(b) − log Φ(a))), a = −eps/mu + mu/2,
-    b = a − mu; the bracket is computed with expm1.
+    delta = Φ(a) − e^eps·Φ(b) = Φ(a)·(1 − exp(gap)), a = −eps/mu + mu/2, b = a − mu,
+    gap = eps + log Φ(b) − log Φ(a) < 0; the bracket is computed with expm1. For small mu, gap is
+    a difference of two nearly equal logs of size about eps²/(2mu²), so it is moved down by a
+    bound on its rounding error (16 ulps of the terms); where that leaves nothing, delta <= Φ(a).
     """
     from scipy.special import log_ndtr  # lazy: keeps `import expost` fast
 
     la = float(log_ndtr(-eps / mu + mu / 2.0))
-    lb = eps + float(log_ndtr(-eps / mu - mu / 2.0))
-    gap = lb - la
-    if gap >= 0.0:  # only by rounding, where delta_mu underflows relative to Φ(a)
-        return -math.inf
+    log_phi_b = float(log_ndtr(-eps / mu - mu / 2.0))
+    gap = eps + log_phi_b - la
+    gap -= 16.0 * sys.float_info.epsilon * (eps + abs(log_phi_b) + abs(la))
+    if gap >= 0.0:  # cannot happen for exact values; delta_mu(eps) <= Φ(a) always
+        return la
     return la + math.log(-math.expm1(gap))
 
 
@@ -163,10 +167,13 @@ def gdp_delta(mu: float, eps: float) -> float:
 
     Increasing in mu, decreasing in eps; computed in log space (stable for large eps) and
     returned as an upper bound: the float value enlarged by a relative 1e-6, far above its
-    measured error (< 1e-8 against 60-digit arithmetic down to delta = 1e-300), capped at 1.
+    measured error (< 1e-8 against 60-digit arithmetic down to delta = 1e-300), plus two ulps
+    so that a subnormal or underflowing value stays above the truth (never 0: mu-GDP is never
+    pure DP), capped at 1.
     """
     log_delta = _gdp_log_delta(positive("mu", mu), nonnegative("eps", eps))
-    return min(1.0, math.exp(log_delta) * _GDP_MARGIN)
+    bound = math.exp(log_delta) * _GDP_MARGIN
+    return min(1.0, bound + 2.0 * math.ulp(bound))
 
 
 def gdp_mu_for_dp(eps: float, delta: float) -> float:
