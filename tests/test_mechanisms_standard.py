@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -73,6 +74,20 @@ def test_gaussian_outputs_are_normal_around_the_value(value: float | list[float]
     for j, vj in enumerate(v):
         assert stats.follows(columns[:, j], sps.norm(vj, 2.0).cdf)
         assert not stats.follows(columns[:, j], sps.norm(vj, 1.2 * 2.0).cdf)  # twin: wrong σ
+
+
+def test_gaussian_sigma_never_adds_less_noise_than_rho_pays() -> None:
+    rng = _rng(5)
+    raised = 0
+    for _ in range(2_000):
+        sensitivity, rho = 10.0 ** rng.uniform(-3, 3, size=2)
+        m = GaussianMechanism(float(sensitivity), float(rho))
+        nearest = m.sensitivity / math.sqrt(2.0 * m.rho)
+        exact = Fraction(m.sensitivity) ** 2 / (2 * Fraction(m.rho))  # the σ² that rho pays
+        assert Fraction(m.sigma) ** 2 >= exact
+        assert m.sigma <= math.nextafter(math.nextafter(nearest, math.inf), math.inf)  # tight
+        raised += m.sigma > nearest
+    assert raised > 0  # the float quotient alone falls below the exact σ (planted-bug twin)
 
 
 @pytest.mark.parametrize("value", [-4.0, [-4.0, 10.0]])

@@ -8,6 +8,7 @@ Each is a frozen description of the noise; the private value is an argument of `
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -82,8 +83,17 @@ class GaussianMechanism(_Additive):
 
     @property
     def sigma(self) -> float:
-        """The noise standard deviation Δ2/sqrt(2·rho)."""
-        return self.sensitivity / math.sqrt(2.0 * self.rho)
+        """The noise standard deviation Δ2/sqrt(2·rho), rounded up: never less noise than rho pays.
+
+        The float quotient can fall an ulp below the exact value; it is raised until
+        Δ2²/(2σ²) <= rho holds in exact arithmetic.
+        """
+        sigma = self.sensitivity / math.sqrt(2.0 * self.rho)
+        if not 0.0 < sigma < math.inf:  # not representable: refused by the constructor's check
+            return sigma
+        while Fraction(self.sensitivity) ** 2 > 2 * Fraction(self.rho) * Fraction(sigma) ** 2:
+            sigma = math.nextafter(sigma, math.inf)
+        return sigma
 
     def guarantee(self) -> ZCDP:
         """rho-zCDP (Bun–Steinke; THEORY §2)."""
