@@ -286,6 +286,9 @@ def test_run_task_is_seeded_and_reports_every_checker(small_logistic: LogisticRe
         run_task(small_logistic, LEVELS, 20, np.random.SeedSequence(s), target=target)
         for s in (10, 10, 11)
     )
+    reused = np.random.SeedSequence(10)
+    run_task(small_logistic, LEVELS, 20, reused, target=target)
+    again = run_task(small_logistic, LEVELS, 20, reused, target=target)  # same object, same runs
     for method in METHODS:
         for checker in CHECKERS:
             np.testing.assert_array_equal(
@@ -295,6 +298,9 @@ def test_run_task_is_seeded_and_reports_every_checker(small_logistic: LogisticRe
             a.methods[method].curve["mean"], b.methods[method].curve["mean"]
         )
         assert not np.array_equal(a.methods[method].curve["mean"], c.methods[method].curve["mean"])
+        np.testing.assert_array_equal(
+            again.methods[method].curve["mean"], a.methods[method].curve["mean"]
+        )
         curve = a.methods[method].curve
         assert np.all(curve["low"] <= curve["mean"])
         assert np.all(curve["mean"] <= curve["high"])

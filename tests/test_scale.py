@@ -32,7 +32,7 @@ from expost.audit.report import AuditReport
 from expost.backends import ArrayBackend
 from expost.cli import main
 from expost.errors import InvalidParameter
-from expost.execution import Execution, chunk_sizes
+from expost.execution import Execution, children, chunk_sizes
 from expost.processes import sample_brownian_grid
 from expost.processes.brownian import sample_brownian_grid_on
 from tests import stats as st
@@ -122,6 +122,18 @@ def _worker_pids(cluster: Any) -> set[int]:
     with distributed.Client(cluster.scheduler_address) as client:
         client.wait_for_workers(2, timeout=60)
         return set(client.run(os.getpid).values())
+
+
+def test_children_are_a_fresh_spawn_and_do_not_depend_on_earlier_use() -> None:
+    def states(seeds: list[np.random.SeedSequence]) -> list[list[int]]:
+        return [s.generate_state(4).tolist() for s in seeds]
+
+    parent = np.random.SeedSequence(7).spawn(3)[2]  # a child: its spawn_key is not empty
+    fresh = states(np.random.SeedSequence(7).spawn(3)[2].spawn(5))
+    assert states(children(parent, 5)) == fresh
+    parent.spawn(2)  # spawn counts what it handed out; children do not
+    assert states(children(parent, 5)) == fresh
+    assert states(parent.spawn(5)) != fresh  # the stateful twin
 
 
 def test_execution_rejects_two_executors_and_names_the_missing_extra(

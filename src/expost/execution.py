@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
+import numpy as np
 from attrs import field, frozen
 
 from expost._validation import positive_int, validator
@@ -32,6 +33,7 @@ __all__ = [
     "DASK_EXTRA",
     "Execution",
     "InProcessExecutor",
+    "children",
     "chunk_sizes",
     "map_chunks",
 ]
@@ -48,6 +50,19 @@ def chunk_sizes(n: int, chunk_size: int) -> list[int]:
     """Sizes of the chunks of ``n`` runs: full chunks of ``chunk_size``, then the rest."""
     full, rest = divmod(positive_int("n", n), positive_int("chunk_size", chunk_size))
     return [chunk_size] * full + ([rest] if rest else [])
+
+
+def children(seed: np.random.SeedSequence, n: int) -> list[np.random.SeedSequence]:
+    """The ``n`` children a fresh ``seed.spawn(n)`` gives, without spawning.
+
+    ``spawn`` counts the children it has handed out, so a second call on the same object gives
+    others; these depend on the seed alone, however often it is used.
+    """
+    key = tuple(seed.spawn_key)
+    return [
+        np.random.SeedSequence(seed.entropy, spawn_key=(*key, i), pool_size=seed.pool_size)
+        for i in range(positive_int("n", n))
+    ]
 
 
 class InProcessExecutor(Executor):

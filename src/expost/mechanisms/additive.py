@@ -8,8 +8,8 @@ Each is a frozen description of the noise; the private value is an argument of `
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from abc import ABC, abstractmethod
+from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt

@@ -27,7 +27,7 @@ from expost.apps.erm.tasks import (
 )
 from expost.boundaries import LinearPrivacyBoundary
 from expost.errors import InvalidParameter
-from expost.execution import Execution, chunk_sizes, map_chunks
+from expost.execution import Execution, children, chunk_sizes, map_chunks
 from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction, LaplaceNoiseReduction
 from expost.mechanisms.threshold import AboveThreshold, ReducedAboveThreshold
@@ -264,7 +264,8 @@ def run_task(
     """BNR Sec. 6 on one task, vectorised over runs: Figure 2 curves and Figure 3 ex-post losses.
 
     Each method's runs are cut into chunks of `RUN_CHUNK` drawn from streams spawned from
-    ``seed`` (`expost.execution`), so the result does not depend on ``execution`` (in process,
+    ``seed`` (`expost.execution.children`: the same seed object gives the same result however
+    often it is used), so the result does not depend on ``execution`` (in process,
     local processes, Dask). ``tick()`` is called after every chunk.
     """
     start = time.perf_counter()
@@ -278,10 +279,10 @@ def run_task(
     methods: dict[Method, MethodResult] = {}
     sizes = chunk_sizes(n_runs, RUN_CHUNK)
     with (Execution() if execution is None else execution).executor() as executor:
-        for method, method_seed in zip(METHODS, seed.spawn(len(METHODS)), strict=True):
+        for method, method_seed in zip(METHODS, children(seed, len(METHODS)), strict=True):
             chunks = [
                 (task, mechanisms, method, goal, size, ss)
-                for size, ss in zip(sizes, method_seed.spawn(len(sizes)), strict=True)
+                for size, ss in zip(sizes, children(method_seed, len(sizes)), strict=True)
             ]
             parts = map_chunks(_chunk, chunks, executor, tick)
             losses = np.concatenate([p[0] for p in parts])
