@@ -13,13 +13,15 @@ on the case where plain Monte Carlo sees many events (the twins' process at delt
 from __future__ import annotations
 
 import math
+from functools import partial
 from types import ModuleType
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 import pytest
 
-from expost.audit import EValueClaim, deploy_filters, deploy_odometers, deploy_tails
+from expost.audit import EValueClaim, deploy_filters, deploy_odometers, deploy_tails, run_audits
 from expost.audit.deploy_filters import Kind, claim_tilt, tilted_filter_run
 from expost.audit.deploy_odometers import mixture_tilts, tilted_odometer_run
 from expost.audit.deploy_tails import lemma21_eps, pdp_eps, tilted_gaussian_tail
@@ -128,6 +130,37 @@ def test_filter_interaction_matches_plain_monte_carlo(
     assert agree(weighted, b, plain)
     if delta == DELTAS[0] and charge == 0.5:
         assert not agree(2.0 * weighted, 2.0 * b, plain)
+
+
+_AUDIT_OF = {
+    "gaussian": "fac-thm1-zcdp-filter",
+    "laplace": "fac-thm2-dp-filter",
+    "brownian": "apc-lemma6.2-brownian-filter",
+    "mixed": "apc-thm5-unified-filter",
+}
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "laplace", "brownian", "mixed"])
+def test_half_charging_filter_breaks_the_claims_weight_bound(kind: Kind) -> None:
+    """The registered audit at 1e-9 (its proposal, its B = delta) run on the filter told half of
+    each round's cost: runs that overspend carry weights above B, so the weight-bound check
+    refutes the claim, and the report records it (no exception). Twin: the honest filter under
+    the same audit holds (with B <= delta nothing else can refute it)."""
+    delta = 1e-9
+    (case,) = [c for c in deploy_filters.cases(delta) if c.name == _AUDIT_OF[kind]]
+    filt, eps = _filter(kind, delta)
+    assert isinstance(filt, ZCDPFilter | BrownianFilter | UnifiedFilter | ApproxDPFilter)
+    theta, b = claim_tilt(eps, filt, 1.0)
+    assert b == pytest.approx(case.weight_bound, rel=1e-12)
+    assert b <= delta * (1.0 + 1e-12)
+    honest = case.audit(2_000, 2_000)
+    half = partial(tilted_filter_run, filt, kind, eps, (theta, 0.5))
+    buggy = attrs.evolve(honest, name=f"{honest.name}/half-charged", simulate=half)
+    caught, kept = run_audits([buggy, honest], seed=0).results
+    assert caught.verdict.refuted
+    assert str(caught.verdict.extra["violation"]).startswith("weight bound violated: max w·h")
+    assert kept.passed
+    assert "violation" not in kept.verdict.extra
 
 
 @pytest.mark.parametrize("delta", DELTAS[:2])

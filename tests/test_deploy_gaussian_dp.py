@@ -107,6 +107,30 @@ def test_em_round_tilt_is_within_its_gdp_price() -> None:
             assert np.any(log_m > allowed / 2.0)
 
 
+@pytest.mark.parametrize(
+    ("kind", "budget_mu", "charge"),
+    [("gdp", True, 1.0), ("brownian", False, 0.5)],
+    ids=["budget-mu", "bm-charged-rho"],
+)
+def test_overspending_filter_breaks_the_claims_weight_bound(
+    kind: Kind, budget_mu: bool, charge: float
+) -> None:
+    """The twins' filters drawn under the claim's tilt and checked against the claim's B at 1e-9:
+    B > delta here (the interval decides the claim), yet paths that spend more than mu² carry
+    weights above B and the weight-bound check refutes the claim on its own. Twin: the honest
+    filter under the same claim holds, its samples within B."""
+    delta = 1e-9
+    honest = GaussianDPFilter.from_dp(EPS, delta)
+    theta, b = hockey_stick_tilting(EPS, honest, 1.0)
+    claim = ImportanceClaim(delta, b, "claim's tilt", "E[(1 - e^(eps - L))+]")
+    buggy = GaussianDPFilter(math.sqrt(honest.mu)) if budget_mu else honest
+    for filt, tilt, broken in ((buggy, (theta, charge), True), (honest, (theta, 1.0), False)):
+        x = hockey_stick_run(filt, kind, EPS, tilt, 2_000, np.random.default_rng(9))
+        verdict = claim.verdict(x, ALPHA)
+        assert verdict.refuted == broken
+        assert ("violation" in verdict.extra) == broken
+
+
 def test_claim_holds_and_mis_scaled_weight_is_caught() -> None:
     """At 1e-9 the Brownian claim's samples are not refuted; doubled weights against B = 2·B'
     are (that interaction spends the whole budget: its hockey-stick mean is about delta)."""

@@ -37,6 +37,7 @@ from expost.audit import (
 )
 from expost.cli import main
 from expost.errors import InvalidParameter
+from tests.test_paper_audits import _generator
 
 FloatArray = npt.NDArray[np.float64]
 _M, _N, _LEVEL = 300, 200, 0.05
@@ -104,16 +105,79 @@ def test_importance_claim_validates_its_fields() -> None:
         ImportanceClaim(1e-9, 1.0, " ")
 
 
-def test_weight_bound_is_checked_on_the_samples() -> None:
+def test_a_sample_above_the_weight_bound_refutes_the_claim() -> None:
+    """The weight bound is the derivation's inequality on every run: one sample above B refutes
+    the claim whatever alpha, and the verdict names the sample (no exception). Twin: the same
+    samples without it are not refuted. Malformed samples still raise."""
     claim = ImportanceClaim(1e-9, 2e-9, "tilt")
-    with pytest.raises(InvalidParameter, match=r"3e-09.*B = 2e-09"):
-        claim.verdict(np.array([0.0, 1e-9, 3e-9, 2.5e-9]), 0.01)
+    samples = np.array([0.0, 1e-9, 3e-9, 2.5e-9])
+    verdict = claim.verdict(samples, 0.01)
+    assert verdict.refuted
+    violation = "weight bound violated: max w·h = 3e-09, B = 2e-09, at run 2 (2 of 4 runs above B)"
+    assert verdict.extra["violation"] == violation
+    assert verdict.detail.startswith(violation)
+    assert "ratio_upper" not in verdict.extra  # X is not known to lie in [0, B]
+    assert verdict.bound <= float(np.minimum(samples, 2e-9).max())  # from min(X, B): valid
+    within = claim.verdict(samples[:2], 0.01)
+    assert not within.refuted
+    assert "violation" not in within.extra
+    assert within.detail.startswith("P/delta = ")
     with pytest.raises(InvalidParameter, match="samples"):
         claim.verdict(np.array([0.0, -1e-12]), 0.01)
     with pytest.raises(InvalidParameter, match="samples"):
         claim.verdict(np.array([0.0, math.nan]), 0.01)
     with pytest.raises(InvalidParameter, match="samples"):
         claim.verdict(np.zeros((3, 2)), 0.01)
+
+
+def test_weight_bound_violation_fails_its_audit_not_the_run() -> None:
+    """`run_audits` records a violated weight bound in the verdict, the JSON and the table, and
+    runs the next audit. Twin: the correct weight under the same tight bound holds."""
+    broken, right = _tight_tail_audit(2.0), _tight_tail_audit(1.0)
+    report = run_audits([broken, right], seed=0)
+    assert [r.name for r in report.results] == [
+        "tight-tail/weight-x2/delta-1e-09",
+        "tight-tail/weight-x1/delta-1e-09",
+    ]
+    bad, good = report.results
+    assert bad.verdict.refuted
+    assert not bad.passed
+    assert good.passed
+    assert "violation" not in good.verdict.extra
+    claims = report.to_json()["claims"]
+    assert isinstance(claims, list)
+    violation = claims[0]["importance"]["violation"]
+    assert violation.startswith("weight bound violated: max w·h = ")
+    assert isinstance(broken.claim, ImportanceClaim)
+    assert f"B = {broken.claim.weight_bound:.6g}, at run " in violation
+    assert "refuted (weight bound violated)" in report.table()
+    assert "FAIL tight-tail/weight-x2/delta-1e-09: expected holds, got refuted" in report.table()
+    json.loads(report.dumps())
+
+
+def test_findings_page_marks_a_weight_bound_violation() -> None:
+    """docs/gen_audit_findings.py renders a violated entry (no upper bound) as refuted by it."""
+    report = run_audits([_tight_tail_audit(2.0), _tight_tail_audit(1.0)], seed=0).to_json()
+    lines = _generator()._deploy_section(report, [], {}, "r")
+    bad, good = (line for line in lines if line.startswith("| `tight-tail/"))
+    assert bad.endswith(", -] refuted (weight bound violated) **FAIL** |")
+    assert "violated" not in good
+    assert "**FAIL**" not in good
+
+
+def _tight_tail_audit(scale: float) -> Audit:
+    """P(Z > z) <= 1e-9 with the tight bound exp(−z²/2) on the weight (`_tail_tilt`)."""
+    z = float(sps.norm.isf(1e-9))
+    bound = math.exp(-z * z / 2.0)
+    return Audit(
+        name=f"tight-tail/weight-x{scale:g}/delta-1e-09",
+        source="test",
+        statement="P(Z > z) <= 1e-09",
+        claim=ImportanceClaim(1e-9, bound, "mean shift to z"),
+        simulate=partial(_tail_tilt, z, scale),
+        n=2_000,
+        twin=Twin(f"tight-tail/weight-x{scale:g}/half", ImportanceClaim(5e-10, bound, "shift")),
+    )
 
 
 def _tail_tilt(z: float, scale: float, n: int, rng: np.random.Generator) -> FloatArray:
