@@ -18,10 +18,10 @@ import numpy.typing as npt
 import pytest
 
 from expost.audit import EValueClaim, deploy_gaussian_dp
-from expost.audit.deploy_filters import EM_SHARES, Kind, budget_of, em_range
+from expost.audit.deploy_filters import EM_SHARES, Kind, budget_of, em_range, tilted_losses
 from expost.audit.deploy_gaussian_dp import EPS, hockey_stick_run, hockey_stick_tilting
 from expost.audit.rare_event import ImportanceClaim, betting_bounds
-from expost.audit.tilting import hockey_stick_bound, hockey_stick_tilt
+from expost.audit.tilting import ROUNDING_MARGIN, hockey_stick_bound, hockey_stick_tilt
 from expost.filters import BoundedRangeCost, GaussianDPFilter
 from expost.filters.gaussian_dp import gdp_price
 
@@ -71,6 +71,26 @@ def test_hockey_stick_bound_is_the_largest_weighted_integrand() -> None:
     thetas = np.linspace(0.0, 40.0, 40_001)
     best = thetas[np.argmin([hockey_stick_bound(eps, rho, t) for t in thetas])]
     assert hockey_stick_tilt(eps, rho) == pytest.approx(best, abs=2e-3)
+
+
+def test_weight_bound_margin_covers_the_rounding_of_the_weights() -> None:
+    """At 1e-9 almost every Brownian run spends the whole budget, so its computed log-weight is
+    the exact −θL + θ(θ+1)·rho up to float rounding, on either side, and samples come within
+    1e-6 of the exact bound (the integrand's maximum). A sample at that maximum with the largest
+    rounding seen must stay within the claim's B. Twin: the exact bound, without the margin, is
+    exceeded by it."""
+    filt = GaussianDPFilter.from_dp(EPS, 1e-9)
+    theta, b = hockey_stick_tilting(EPS, filt, 1.0)
+    rho = budget_of(filt)
+    exact = hockey_stick_bound(EPS, rho, theta)
+    rng = np.random.default_rng(10)
+    loss, log_weight = tilted_losses(filt, "brownian", EPS + 1.0, (theta, 1.0), 20_000, rng)
+    rounding = float(np.max(log_weight + theta * loss - theta * (theta + 1.0) * rho))
+    x = np.where(loss > EPS, np.exp(log_weight) * -np.expm1(EPS - loss), 0.0)
+    assert 1.0 - 1e-6 < float(x.max()) / exact < 1.0
+    assert 0.0 < rounding < 1e-12
+    assert exact * math.exp(rounding) <= b == exact * ROUNDING_MARGIN
+    assert exact * math.exp(rounding) > exact
 
 
 @pytest.mark.parametrize("delta", [1e-6, 1e-9])
