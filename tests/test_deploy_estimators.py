@@ -194,7 +194,9 @@ def test_exact_pdp_claim_rejects_at_rate_at_most_alpha() -> None:
     """Issue 13 point 4b: the Gaussian's exact pDP holds with equality, so repeated seeded
     audits at alpha = 0.05 (large, to make the rate observable) must reject at rate <= 0.05
     (exact one-sided binomial test, level 1e-6). Planted bug: the same runs against delta/2
-    (a claim false by a factor 2) must reject at a rate above 0.05."""
+    (a claim false by a factor 2) must reject at a rate above 0.05. A normal-approximation
+    bound would pass this too; `test_betting_bounds_cover_bernoulli_means_at_their_level`
+    (test_rare_event.py) rejects it and the betting bound at 2·alpha."""
     from scipy import stats
 
     delta, level, repeats = 1e-9, 0.05, 200

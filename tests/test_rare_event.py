@@ -1,9 +1,10 @@
 """The importance-sampling engine: betting bounds, `ImportanceClaim`, delta suites, ``--delta``.
 
-Coverage checks run M independent bounds at alpha = 0.05 (so a miss rate is measurable) on a
-law with known mean; misses R ~ Binomial(M, r) with r <= 0.05 for a valid bound, checked with an
-exact one-sided binomial test at level 1e-6 (false alarm <= 1e-6). Planted twin: the same check
-against a wrong mean must find a miss rate above 0.05.
+Coverage checks run M independent bounds at alpha = 0.05 or 0.1 (so a miss rate is measurable)
+on a law with known mean; misses R ~ Binomial(M, r) with r <= alpha for a valid bound, checked
+with an exact one-sided binomial test at level 1e-6 (false alarm <= 1e-6). Planted twins the
+same check must reject: a wrong mean, a normal approximation (on a rare Bernoulli mean) and the
+betting bounds at 2·alpha.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -73,6 +75,51 @@ def test_coverage_check_catches_a_wrong_mean() -> None:
     """Twin: against a mean 40% too low the lower bound 'misses' far more often than alpha."""
     low, _ = _misses(0.6 * 0.1 * 2.0 / 7.0)
     assert _rate_exceeds(low, _M, _LEVEL)
+
+
+Bounds = Callable[[FloatArray, float], tuple[float, float]]
+_COVER_LEVEL, _COVER_RUNS = 0.1, 500
+
+
+def _normal_bounds(y: FloatArray, alpha: float) -> tuple[float, float]:
+    """Planted bound: the normal approximation mean ± z_(1−alpha)·s/sqrt(n)."""
+    half = float(sps.norm.isf(alpha)) * float(y.std(ddof=1)) / math.sqrt(y.size)
+    return float(y.mean()) - half, float(y.mean()) + half
+
+
+def _doubled_alpha(y: FloatArray, alpha: float) -> tuple[float, float]:
+    """Planted bound: the betting bounds at 2·alpha (a one-/two-sided mix-up)."""
+    return betting_bounds(y, 2.0 * alpha)
+
+
+def _bernoulli_misses(bounds: Bounds, p: float, repeats: int) -> tuple[int, int]:
+    """(lower, upper) misses of p by ``bounds`` at level 0.1 on seeded Bernoulli(p) samples."""
+    rng = np.random.default_rng([23, round(1.0 / p)])
+    draws = (rng.random((repeats, _COVER_RUNS)) < p).astype(np.float64)
+    pairs = [bounds(row, _COVER_LEVEL) for row in draws]
+    return sum(lo > p for lo, _ in pairs), sum(hi < p for _, hi in pairs)
+
+
+@pytest.mark.parametrize(
+    ("p", "repeats", "planted"),
+    [(0.002, 300, _normal_bounds), (0.05, 3_000, _doubled_alpha)],
+    ids=["rare-vs-normal-approximation", "common-vs-doubled-alpha"],
+)
+def test_betting_bounds_cover_bernoulli_means_at_their_level(
+    p: float, repeats: int, planted: Bounds
+) -> None:
+    """Each side of the betting bounds at alpha = 0.1 on n = 500 Bernoulli(p) misses p at a rate
+    the exact binomial test (level 1e-6) cannot place above 0.1. Planted bounds it must reject:
+
+    - p = 0.002: no hit in 0.998^500 = 37% of the samples, where the normal approximation's
+      interval has zero width, so its upper bound 0 misses p (the betting bound never did);
+    - p = 0.05, 3000 samples: the betting bounds at 2·alpha, whose upper side misses at about
+      0.16 (0.155–0.161 measured on three seeds) where the test rejects above about 0.127.
+    """
+    low, high = _bernoulli_misses(betting_bounds, p, repeats)
+    assert not _rate_exceeds(low, repeats, _COVER_LEVEL)
+    assert not _rate_exceeds(high, repeats, _COVER_LEVEL)
+    assert _rate_exceeds(_bernoulli_misses(planted, p, repeats)[1], repeats, _COVER_LEVEL)
 
 
 def test_betting_bounds_order_and_degenerate_samples() -> None:
