@@ -240,10 +240,12 @@ def _ratio(entry: Entry) -> str:
     if not imp:
         return f"{_number(entry['observed'])} ({entry['verdict']})"
     mark = "" if _passed(entry) else " **FAIL**"
-    return (
-        f"{imp['ratio']:.3g} [{imp['ratio_lower']:.3g}, {imp['ratio_upper']:.3g}]"
-        f"{' refuted' if entry['verdict'] == 'refuted' else ''}{mark}"
-    )
+    # after a weight-bound violation there is no upper bound, and it is why the claim is refuted
+    upper = f"{imp['ratio_upper']:.3g}" if "ratio_upper" in imp else "-"
+    refuted = " refuted" if entry["verdict"] == "refuted" else ""
+    if "violation" in imp:
+        refuted += " (weight bound violated)"
+    return f"{imp['ratio']:.3g} [{imp['ratio_lower']:.3g}, {upper}]{refuted}{mark}"
 
 
 def _deploy_section(

@@ -26,7 +26,7 @@ from expost.audit import (
     default_registry,
     run_audits,
 )
-from expost.audit._paper import neighbours, tuned_boundary
+from expost.audit._paper import grid_times, neighbours, tuned_boundary
 from expost.audit.brownian import LossAbove, ex_post_exceeds
 from expost.audit.deploy_brownian import (
     Drift,
@@ -37,6 +37,7 @@ from expost.audit.deploy_brownian import (
     weight_bound,
 )
 from expost.audit.martingale import odometer_sequence_exceeds, ville_product_crosses
+from expost.audit.rare_event import ImportanceClaim
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
 from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction
@@ -155,6 +156,29 @@ def test_linear_girsanov_weight_bound_is_delta() -> None:
     assert weight_bound(Drift(2.0 * psi.a), times, psi, 3.0) == pytest.approx(1e-9, rel=1e-5)
     mixture = MixturePrivacyBoundary.tuned_for(1.0, 1e-9, 3.0)
     assert weight_bound(HalfNormalMixture(mixture.r), times, mixture, 3.0) <= 1e-9
+
+
+@pytest.mark.parametrize("kind", ["linear", "mixture"])
+def test_boundary_for_10_delta_breaks_the_claims_weight_bound(kind: str) -> None:
+    """The crossing of the boundary built for 10·delta, drawn under the delta boundary's proposal
+    and checked against that claim's B (<= delta): weights above B refute it through the
+    weight-bound check. Twin: the delta boundary's own crossing under the same claim holds."""
+    delta = 1e-9
+    psi, wrong = tuned_boundary(kind, 1.0, delta), tuned_boundary(kind, 1.0, 10.0 * delta)
+    proposal: Drift | HalfNormalMixture = (
+        HalfNormalMixture(psi.r) if isinstance(psi, MixturePrivacyBoundary) else Drift(2.0 * psi.a)
+    )
+    times = grid_times(psi)
+    claim = ImportanceClaim(delta, weight_bound(proposal, times, psi, 1.0), proposal.name)
+    assert claim.weight_bound <= delta * (1.0 + 2e-6)  # B = delta (mixture: delta/2), margin 1e-6
+    fx, fxp = neighbours(1.0, 3)
+    grid = tuple(float(t) for t in times)
+    for boundary, broken in ((wrong, True), (psi, False)):
+        rng = np.random.default_rng(5)
+        x = crossing_weights(proposal, grid, tuple(fx), tuple(fxp), boundary, 2_000, rng)
+        verdict = claim.verdict(x, _ALPHA)
+        assert verdict.refuted == broken
+        assert ("violation" in verdict.extra) == broken
 
 
 def test_deploy_quick_holds_and_refutes_every_twin() -> None:

@@ -13,13 +13,15 @@ on the case where plain Monte Carlo sees many events (the twins' process at delt
 from __future__ import annotations
 
 import math
+from functools import partial
 from types import ModuleType
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 import pytest
 
-from expost.audit import EValueClaim, deploy_filters, deploy_odometers, deploy_tails
+from expost.audit import EValueClaim, deploy_filters, deploy_odometers, deploy_tails, run_audits
 from expost.audit.deploy_filters import Kind, claim_tilt, tilted_filter_run
 from expost.audit.deploy_odometers import mixture_tilts, tilted_odometer_run
 from expost.audit.deploy_tails import lemma21_eps, pdp_eps, tilted_gaussian_tail
@@ -130,9 +132,41 @@ def test_filter_interaction_matches_plain_monte_carlo(
         assert not agree(2.0 * weighted, 2.0 * b, plain)
 
 
-@pytest.mark.parametrize("delta", DELTAS[:2])
+_AUDIT_OF = {
+    "gaussian": "fac-thm1-zcdp-filter",
+    "laplace": "fac-thm2-dp-filter",
+    "brownian": "apc-lemma6.2-brownian-filter",
+    "mixed": "apc-thm5-unified-filter",
+}
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "laplace", "brownian", "mixed"])
+def test_half_charging_filter_breaks_the_claims_weight_bound(kind: Kind) -> None:
+    """The registered audit at 1e-9 (its proposal, its B = delta) run on the filter told half of
+    each round's cost: runs that overspend carry weights above B, so the weight-bound check
+    refutes the claim, and the report records it (no exception). Twin: the honest filter under
+    the same audit holds (with B <= delta nothing else can refute it)."""
+    delta = 1e-9
+    (case,) = [c for c in deploy_filters.cases(delta) if c.name == _AUDIT_OF[kind]]
+    filt, eps = _filter(kind, delta)
+    assert isinstance(filt, ZCDPFilter | BrownianFilter | UnifiedFilter | ApproxDPFilter)
+    theta, b = claim_tilt(eps, filt, 1.0)
+    assert b == pytest.approx(case.weight_bound, rel=1e-12)
+    assert b <= delta * (1.0 + 1e-12)
+    honest = case.audit(2_000, 2_000)
+    half = partial(tilted_filter_run, filt, kind, eps, (theta, 0.5))
+    buggy = attrs.evolve(honest, name=f"{honest.name}/half-charged", simulate=half)
+    caught, kept = run_audits([buggy, honest], seed=0).results
+    assert caught.verdict.refuted
+    assert str(caught.verdict.extra["violation"]).startswith("weight bound violated: max w·h")
+    assert kept.passed
+    assert "violation" not in kept.verdict.extra
+
+
+@pytest.mark.parametrize("delta", DELTAS)
 def test_laplace_filter_matches_plain_monte_carlo(delta: float) -> None:
-    """Plain Monte Carlo of the Laplace interaction plays up to 512 rounds: fewer runs, two deltas."""
+    """Plain Monte Carlo of the Laplace interaction plays up to 512 rounds: fewer runs (10,000;
+    the twin's process has P/delta of about 5, 15 and 45 at the three deltas: 45 hits at 1e-4)."""
     filt, eps = _filter("laplace", delta)
     assert isinstance(filt, ApproxDPFilter)
     theta, b = claim_tilt(eps, filt, 0.5)
@@ -161,7 +195,9 @@ def test_exact_pdp_claim_rejects_at_rate_at_most_alpha() -> None:
     """Issue 13 point 4b: the Gaussian's exact pDP holds with equality, so repeated seeded
     audits at alpha = 0.05 (large, to make the rate observable) must reject at rate <= 0.05
     (exact one-sided binomial test, level 1e-6). Planted bug: the same runs against delta/2
-    (a claim false by a factor 2) must reject at a rate above 0.05."""
+    (a claim false by a factor 2) must reject at a rate above 0.05. A normal-approximation
+    bound would pass this too; `test_betting_bounds_cover_bernoulli_means_at_their_level`
+    (test_rare_event.py) rejects it and the betting bound at 2·alpha."""
     from scipy import stats
 
     delta, level, repeats = 1e-9, 0.05, 200

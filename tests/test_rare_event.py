@@ -1,9 +1,10 @@
 """The importance-sampling engine: betting bounds, `ImportanceClaim`, delta suites, ``--delta``.
 
-Coverage checks run M independent bounds at alpha = 0.05 (so a miss rate is measurable) on a
-law with known mean; misses R ~ Binomial(M, r) with r <= 0.05 for a valid bound, checked with an
-exact one-sided binomial test at level 1e-6 (false alarm <= 1e-6). Planted twin: the same check
-against a wrong mean must find a miss rate above 0.05.
+Coverage checks run M independent bounds at alpha = 0.05 or 0.1 (so a miss rate is measurable)
+on a law with known mean; misses R ~ Binomial(M, r) with r <= alpha for a valid bound, checked
+with an exact one-sided binomial test at level 1e-6 (false alarm <= 1e-6). Planted twins the
+same check must reject: a wrong mean, a normal approximation (on a rare Bernoulli mean) and the
+betting bounds at 2·alpha.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -37,6 +39,7 @@ from expost.audit import (
 )
 from expost.cli import main
 from expost.errors import InvalidParameter
+from tests.test_paper_audits import _generator
 
 FloatArray = npt.NDArray[np.float64]
 _M, _N, _LEVEL = 300, 200, 0.05
@@ -74,6 +77,51 @@ def test_coverage_check_catches_a_wrong_mean() -> None:
     assert _rate_exceeds(low, _M, _LEVEL)
 
 
+Bounds = Callable[[FloatArray, float], tuple[float, float]]
+_COVER_LEVEL, _COVER_RUNS = 0.1, 500
+
+
+def _normal_bounds(y: FloatArray, alpha: float) -> tuple[float, float]:
+    """Planted bound: the normal approximation mean ± z_(1−alpha)·s/sqrt(n)."""
+    half = float(sps.norm.isf(alpha)) * float(y.std(ddof=1)) / math.sqrt(y.size)
+    return float(y.mean()) - half, float(y.mean()) + half
+
+
+def _doubled_alpha(y: FloatArray, alpha: float) -> tuple[float, float]:
+    """Planted bound: the betting bounds at 2·alpha (a one-/two-sided mix-up)."""
+    return betting_bounds(y, 2.0 * alpha)
+
+
+def _bernoulli_misses(bounds: Bounds, p: float, repeats: int) -> tuple[int, int]:
+    """(lower, upper) misses of p by ``bounds`` at level 0.1 on seeded Bernoulli(p) samples."""
+    rng = np.random.default_rng([23, round(1.0 / p)])
+    draws = (rng.random((repeats, _COVER_RUNS)) < p).astype(np.float64)
+    pairs = [bounds(row, _COVER_LEVEL) for row in draws]
+    return sum(lo > p for lo, _ in pairs), sum(hi < p for _, hi in pairs)
+
+
+@pytest.mark.parametrize(
+    ("p", "repeats", "planted"),
+    [(0.002, 300, _normal_bounds), (0.05, 3_000, _doubled_alpha)],
+    ids=["rare-vs-normal-approximation", "common-vs-doubled-alpha"],
+)
+def test_betting_bounds_cover_bernoulli_means_at_their_level(
+    p: float, repeats: int, planted: Bounds
+) -> None:
+    """Each side of the betting bounds at alpha = 0.1 on n = 500 Bernoulli(p) misses p at a rate
+    the exact binomial test (level 1e-6) cannot place above 0.1. Planted bounds it must reject:
+
+    - p = 0.002: no hit in 0.998^500 = 37% of the samples, where the normal approximation's
+      interval has zero width, so its upper bound 0 misses p (the betting bound never did);
+    - p = 0.05, 3000 samples: the betting bounds at 2·alpha, whose upper side misses at about
+      0.16 (0.155–0.161 measured on three seeds) where the test rejects above about 0.127.
+    """
+    low, high = _bernoulli_misses(betting_bounds, p, repeats)
+    assert not _rate_exceeds(low, repeats, _COVER_LEVEL)
+    assert not _rate_exceeds(high, repeats, _COVER_LEVEL)
+    assert _rate_exceeds(_bernoulli_misses(planted, p, repeats)[1], repeats, _COVER_LEVEL)
+
+
 def test_betting_bounds_order_and_degenerate_samples() -> None:
     rng = np.random.default_rng(1)
     y = rng.random(1000)
@@ -104,16 +152,79 @@ def test_importance_claim_validates_its_fields() -> None:
         ImportanceClaim(1e-9, 1.0, " ")
 
 
-def test_weight_bound_is_checked_on_the_samples() -> None:
+def test_a_sample_above_the_weight_bound_refutes_the_claim() -> None:
+    """The weight bound is the derivation's inequality on every run: one sample above B refutes
+    the claim whatever alpha, and the verdict names the sample (no exception). Twin: the same
+    samples without it are not refuted. Malformed samples still raise."""
     claim = ImportanceClaim(1e-9, 2e-9, "tilt")
-    with pytest.raises(InvalidParameter, match=r"3e-09.*B = 2e-09"):
-        claim.verdict(np.array([0.0, 1e-9, 3e-9, 2.5e-9]), 0.01)
+    samples = np.array([0.0, 1e-9, 3e-9, 2.5e-9])
+    verdict = claim.verdict(samples, 0.01)
+    assert verdict.refuted
+    violation = "weight bound violated: max w·h = 3e-09, B = 2e-09, at run 2 (2 of 4 runs above B)"
+    assert verdict.extra["violation"] == violation
+    assert verdict.detail.startswith(violation)
+    assert "ratio_upper" not in verdict.extra  # X is not known to lie in [0, B]
+    assert verdict.bound <= float(np.minimum(samples, 2e-9).max())  # from min(X, B): valid
+    within = claim.verdict(samples[:2], 0.01)
+    assert not within.refuted
+    assert "violation" not in within.extra
+    assert within.detail.startswith("P/delta = ")
     with pytest.raises(InvalidParameter, match="samples"):
         claim.verdict(np.array([0.0, -1e-12]), 0.01)
     with pytest.raises(InvalidParameter, match="samples"):
         claim.verdict(np.array([0.0, math.nan]), 0.01)
     with pytest.raises(InvalidParameter, match="samples"):
         claim.verdict(np.zeros((3, 2)), 0.01)
+
+
+def test_weight_bound_violation_fails_its_audit_not_the_run() -> None:
+    """`run_audits` records a violated weight bound in the verdict, the JSON and the table, and
+    runs the next audit. Twin: the correct weight under the same tight bound holds."""
+    broken, right = _tight_tail_audit(2.0), _tight_tail_audit(1.0)
+    report = run_audits([broken, right], seed=0)
+    assert [r.name for r in report.results] == [
+        "tight-tail/weight-x2/delta-1e-09",
+        "tight-tail/weight-x1/delta-1e-09",
+    ]
+    bad, good = report.results
+    assert bad.verdict.refuted
+    assert not bad.passed
+    assert good.passed
+    assert "violation" not in good.verdict.extra
+    claims = report.to_json()["claims"]
+    assert isinstance(claims, list)
+    violation = claims[0]["importance"]["violation"]
+    assert violation.startswith("weight bound violated: max w·h = ")
+    assert isinstance(broken.claim, ImportanceClaim)
+    assert f"B = {broken.claim.weight_bound:.6g}, at run " in violation
+    assert "refuted (weight bound violated)" in report.table()
+    assert "FAIL tight-tail/weight-x2/delta-1e-09: expected holds, got refuted" in report.table()
+    json.loads(report.dumps())
+
+
+def test_findings_page_marks_a_weight_bound_violation() -> None:
+    """docs/gen_audit_findings.py renders a violated entry (no upper bound) as refuted by it."""
+    report = run_audits([_tight_tail_audit(2.0), _tight_tail_audit(1.0)], seed=0).to_json()
+    lines = _generator()._deploy_section(report, [], {}, "r")
+    bad, good = (line for line in lines if line.startswith("| `tight-tail/"))
+    assert bad.endswith(", -] refuted (weight bound violated) **FAIL** |")
+    assert "violated" not in good
+    assert "**FAIL**" not in good
+
+
+def _tight_tail_audit(scale: float) -> Audit:
+    """P(Z > z) <= 1e-9 with the tight bound exp(−z²/2) on the weight (`_tail_tilt`)."""
+    z = float(sps.norm.isf(1e-9))
+    bound = math.exp(-z * z / 2.0)
+    return Audit(
+        name=f"tight-tail/weight-x{scale:g}/delta-1e-09",
+        source="test",
+        statement="P(Z > z) <= 1e-09",
+        claim=ImportanceClaim(1e-9, bound, "mean shift to z"),
+        simulate=partial(_tail_tilt, z, scale),
+        n=2_000,
+        twin=Twin(f"tight-tail/weight-x{scale:g}/half", ImportanceClaim(5e-10, bound, "shift")),
+    )
 
 
 def _tail_tilt(z: float, scale: float, n: int, rng: np.random.Generator) -> FloatArray:

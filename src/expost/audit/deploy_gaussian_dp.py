@@ -16,7 +16,8 @@ round's loss is N(mu_n²/2, mu_n²), and a Brownian round priced Δ²/T is the G
 experiment with mu_n² = Δ²/T observed up to a stopping time (its likelihood ratio is the last
 iterate's). So rho_n = mu_n²/2, and the filter's Σ mu_n² <= mu² on every path gives
 Σ rho_n <= rho = mu²/2; the sample ``w·(1 − e^(eps − L))⁺`` is then at most
-`hockey_stick_bound` (eps, rho, θ), with θ from `hockey_stick_tilt`. An exponential-mechanism
+`hockey_stick_bound` (eps, rho, θ), with θ from `hockey_stick_tilt` (B: times `ROUNDING_MARGIN`,
+as runs that spend the whole budget reach it). An exponential-mechanism
 round of range e, priced mu_n = mu(e/2), is mu_n-GDP; a mu_n-GDP pair is a garbling of
 (N(0, 1), N(mu_n, 1)) (Blackwell; THEORY §9), so by data processing its Rényi
 divergence D_(1+θ) is at most (1 + θ)·mu_n²/2, i.e. again log M_n(θ) <= θ(θ+1)·mu_n²/2; its tilt
@@ -41,7 +42,13 @@ import numpy.typing as npt
 from expost.audit.core import Audit
 from expost.audit.deploy_filters import AnyFilter, Kind, budget_of, tilted_losses
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
-from expost.audit.tilting import ImportanceCase, hockey_stick_bound, hockey_stick_tilt, in_suite
+from expost.audit.tilting import (
+    ROUNDING_MARGIN,
+    ImportanceCase,
+    hockey_stick_bound,
+    hockey_stick_tilt,
+    in_suite,
+)
 from expost.filters import GaussianDPFilter
 
 __all__ = ["cases", "deploy_gdp_filter_audits", "hockey_stick_run", "hockey_stick_tilting"]
@@ -73,10 +80,11 @@ def hockey_stick_run(
 
 
 def hockey_stick_tilting(eps: float, filt: AnyFilter, charge: float) -> tuple[float, float]:
-    """θ for the true budget rho = budget_of(filt)/charge and the weight bound it gives."""
+    """θ for the true budget rho = budget_of(filt)/charge and the weight bound it gives
+    (`hockey_stick_bound` times `ROUNDING_MARGIN`)."""
     rho = budget_of(filt) / charge
     theta = hockey_stick_tilt(eps, rho)
-    return theta, hockey_stick_bound(eps, rho, theta)
+    return theta, hockey_stick_bound(eps, rho, theta) * ROUNDING_MARGIN
 
 
 def _proposal(theta: float, rho: str) -> str:

@@ -18,7 +18,7 @@ every round is tilted by θ_j until the first crossing τ. ``dQ/dP = mean_j Z_j`
 Every V_τ is a multiple of 0.0025 (each eps_m² is 4, 16, 49 or 100 of them) in
 [0, 0.25·ROUNDS], and a crossing needs u(V_τ) <= L_(1:τ) <= Σ eps_m <= min(V_τ/0.1,
 sqrt(ROUNDS·V_τ)); so the maximum of the right side over the lattice points where that holds
-(times 1 + 1e-9 for float sums) is a valid weight bound B (`lattice_bound`). θ_j are the
+(times `ROUNDING_MARGIN` for float sums) is a valid weight bound B (`lattice_bound`). θ_j are the
 Chernoff tilts u(V)/V − 1/2 at K = 12 spread-out reachable V (`mixture_tilts`).
 
 Twin: the odometer at a third of its value, one tilt θ = 0.1. (Half the odometer, the paper
@@ -37,7 +37,13 @@ import numpy.typing as npt
 from expost.audit._paper import laplace_loss, neighbours, preferred
 from expost.audit.core import Audit
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
-from expost.audit.tilting import ImportanceCase, in_suite, laplace_log_mgf, tilted_laplace
+from expost.audit.tilting import (
+    ROUNDING_MARGIN,
+    ImportanceCase,
+    in_suite,
+    laplace_log_mgf,
+    tilted_laplace,
+)
 from expost.mechanisms.additive import LaplaceMechanism
 from expost.mechanisms.exponential import ExponentialMechanism
 from expost.odometers import FilterOdometer, MixtureOdometer, StitchedOdometer
@@ -75,7 +81,7 @@ def lattice_bound(odometer: Odometer, scale: float, thetas: tuple[float, ...]) -
     v, u = _lattice(odometer, scale)
     t = np.asarray(thetas, dtype=np.float64)[:, None]
     log_mean = np.logaddexp.reduce(t * u - t * (t + 1.0) * v / 2.0, axis=0) - math.log(t.size)
-    return math.exp(-float(log_mean.min())) * (1.0 + 1e-9)
+    return math.exp(-float(log_mean.min())) * ROUNDING_MARGIN
 
 
 def mixture_tilts(odometer: Odometer, scale: float) -> tuple[tuple[float, ...], float]:

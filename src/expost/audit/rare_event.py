@@ -5,9 +5,9 @@ under a proposal law Q that makes the event common and weighted by the likelihoo
 ``w = dP/dQ`` of what was drawn: ``X = w·1{event}`` has ``E_Q[X] = P(event)``. More generally
 ``X = w·h`` for any h ∈ [0, 1] computed from the run (e.g. the hockey-stick integrand
 ``(1 − e^(eps − L))⁺`` of a total loss L) has ``E_Q[X] = E_P[h]``. When the proposal
-keeps ``0 <= X <= B`` (the *weight bound*, derived for each proposal and checked on every sample),
-``X/B`` is a [0, 1]-valued i.i.d. sequence and its mean has exact, finite-sample confidence
-bounds by betting:
+keeps ``0 <= X <= B`` (the *weight bound*, derived for each proposal and checked on every sample:
+a sample above B refutes the claim, `ImportanceClaim`), ``X/B`` is a [0, 1]-valued i.i.d.
+sequence and its mean has exact, finite-sample confidence bounds by betting:
 
 Betting confidence bounds (Waudby-Smith & Ramdas 2023, "Estimating means of bounded random
 variables by betting", JRSS-B; Thm 3 with predictable plug-in bets, §5). For Y_i ∈ [0, 1]
@@ -95,7 +95,8 @@ def _lower(y: FloatArray, bets: FloatArray, threshold: float) -> float:
 def _upper(y: FloatArray, bets: FloatArray, threshold: float) -> float:
     """``inf{m : max_t K⁻_t(m) >= 1/α}`` (1 if none); K⁻ is nondecreasing in m.
 
-    Bisection on log(1 − m) near 1 and on log m near 0 via the midpoint in m's own log scale.
+    Bisection on log m (geometric midpoints, as `_lower`) in [mean/2^k, 1 − 1e-12], to a
+    relative width of 1e-6 in m.
     """
     hi = 1.0 - 1e-12
     if not _rejected(y, bets, hi, -1.0, threshold):
@@ -165,11 +166,19 @@ class ImportanceClaim:
     ``simulate(n, rng)`` returns the n values ``X = w·1{event}`` (w = dP/dQ of the run drawn
     under the proposal Q named ``proposal``; 0 where the event did not happen), or more generally
     ``X = w·h`` with h ∈ [0, 1] a function of the run, whose mean is E_P[h]; ``quantity`` names
-    what is bounded (default ``"P(event)"``). The betting bound needs only X ∈ [0, B]. The proposal's
-    derivation must give ``0 <= X <= weight_bound``; `verdict` checks it on every sample. The
-    claim is refuted iff the betting lower bound (level 1 − alpha, module docstring) on
-    ``E[X/B]`` times B exceeds delta; the upper bound, the ratio to delta with its interval, the
-    proposal, the bound and the effective sample size go in ``Verdict.extra``.
+    what is bounded (default ``"P(event)"``). The proposal's derivation must give
+    ``0 <= X <= B = weight_bound``. The claim is refuted iff
+
+    - a sample exceeds B (the derivation fails on that run: a sure refutation, whatever alpha;
+      ``extra["violation"]`` names the largest sample, B and its run), or
+    - the betting lower bound (level 1 − alpha, module docstring) on ``E[min(X, B)/B]`` times B
+      exceeds delta (min(X, B) <= X, so it is a lower bound on E[X] even after a violation).
+
+    The lower bound never exceeds the largest sample, so when B <= delta only the first can
+    refute: the weight bound on the event is the claim's own inequality, and the interval
+    measures the fraction of delta used. ``Verdict.extra``: the proposal, B, the ratio to delta
+    with its interval (no upper bound after a violation: X is then not known to lie in [0, B]),
+    the upper bound and the effective sample size.
     """
 
     delta: float = field(converter=as_float, validator=validator(_open_unit))
@@ -188,37 +197,46 @@ class ImportanceClaim:
             raise InvalidParameter(
                 "samples", float(x.min()), "must be >= 0 (weight·h, h in [0, 1])"
             )
-        largest = float(x.max())
-        if largest > self.weight_bound:
-            raise InvalidParameter(
-                "samples",
-                largest,
-                f"exceeds the stated weight bound B = {self.weight_bound:.6g} of proposal "
-                f"{self.proposal!r} (the largest sample must be <= B)",
-            )
         return x
+
+    def _violation(self, x: FloatArray) -> str:
+        """What breaks the weight bound: the largest sample and its run ("" if none exceeds B)."""
+        worst = int(np.argmax(x))
+        if x[worst] <= self.weight_bound:
+            return ""
+        above = int(np.count_nonzero(x > self.weight_bound))
+        return (
+            f"weight bound violated: max w·h = {x[worst]:.6g}, B = {self.weight_bound:.6g}, "
+            f"at run {worst} ({above} of {x.size} runs above B)"
+        )
 
     def verdict(self, samples: npt.ArrayLike, alpha: float) -> Verdict:
         a = open_probability("alpha", alpha)
         x = self._checked(samples)
-        b = self.weight_bound
-        lower, upper = betting_bounds(x / b, a)
+        b, d = self.weight_bound, self.delta
+        violation = self._violation(x)
+        # min(X, B) <= X: its lower bound is still one for E[X] when a sample exceeds B.
+        lower, upper = betting_bounds(np.minimum(x, b) / b, a)
         estimate = float(x.mean())
         p_lower, p_upper = lower * b, upper * b
         ess = effective_sample_size(x)
-        extra: dict[str, float | str] = {
-            "proposal": self.proposal,
-            "weight_bound": b,
-            "upper": p_upper,
-            "ratio": estimate / self.delta,
-            "ratio_lower": p_lower / self.delta,
-            "ratio_upper": p_upper / self.delta,
-            "ess": ess,
-            "nonzero": float(np.count_nonzero(x)),
-        }
+        extra: dict[str, float | str] = {"proposal": self.proposal, "weight_bound": b}
+        if violation:
+            extra |= {"violation": violation, "ratio": estimate / d, "ratio_lower": p_lower / d}
+            bounds = f"{violation}; P/delta = {estimate / d:.4g}, {1 - a:.6g} lower bound "
+            bounds += f"{p_lower / d:.4g} (of min(w·h, B); no upper bound)"
+        else:
+            extra |= {
+                "upper": p_upper,
+                "ratio": estimate / d,
+                "ratio_lower": p_lower / d,
+                "ratio_upper": p_upper / d,
+            }
+            bounds = f"P/delta = {estimate / d:.4g}, {1 - a:.6g} bounds "
+            bounds += f"[{p_lower / d:.4g}, {p_upper / d:.4g}]"
+        extra |= {"ess": ess, "nonzero": float(np.count_nonzero(x))}
         detail = (
-            f"P/delta = {estimate / self.delta:.4g}, {1 - a:.6g} bounds "
-            f"[{p_lower / self.delta:.4g}, {p_upper / self.delta:.4g}]; "
-            f"{np.count_nonzero(x)} events, ESS {ess:.4g}, B = {b:.4g} ({self.proposal})"
+            f"{bounds}; {np.count_nonzero(x)} events, ESS {ess:.4g}, B = {b:.4g} ({self.proposal})"
         )
-        return Verdict(x.size, estimate, p_lower, self.delta, p_lower > self.delta, detail, extra)
+        refuted = bool(violation) or p_lower > d
+        return Verdict(x.size, estimate, p_lower, d, refuted, detail, extra)

@@ -62,7 +62,8 @@ class AuditResult:
         """The report entry: keys as in ARCHITECTURE ("expected" only when "refuted").
 
         A verdict with ``extra`` figures (importance-sampled claims) adds them under
-        ``"importance"``, for the claim and for its twin.
+        ``"importance"``, for the claim and for its twin; ``"violation"`` there says which sample
+        broke the weight bound (the verdict is then "refuted" and there is no upper bound).
         """
         twin: dict[str, object] | None = None
         if self.twin is not None:
@@ -95,14 +96,22 @@ class AuditResult:
 _HEADER = ("audit", "source", "claim", "N", "observed", "lower bound", "verdict", "twin", "s")
 
 
+def _word(v: Verdict) -> str:
+    """The verdict, marked when a sample broke an importance claim's weight bound."""
+    return v.word + (" (weight bound violated)" if "violation" in v.extra else "")
+
+
 def _row(r: AuditResult) -> tuple[str, ...]:
     v = r.verdict
-    verdict = v.word + ("" if r.expected == "holds" else " (expected)")
-    twin = "-" if r.twin is None else "refuted" if r.twin.verdict.refuted else "NOT CAUGHT"
+    verdict = _word(v) + ("" if r.expected == "holds" else " (expected)")
+    twin = (
+        "-" if r.twin is None else _word(r.twin.verdict) if r.twin.verdict.refuted else "NOT CAUGHT"
+    )
     observed = f"{v.observed:.4g}"
     if "ratio" in v.extra:  # an importance-sampled claim: P/delta with its interval
         x = v.extra
-        observed += f" (P/d {x['ratio']:.3g} [{x['ratio_lower']:.3g}, {x['ratio_upper']:.3g}])"
+        upper = f"{x['ratio_upper']:.3g}" if "ratio_upper" in x else "-"
+        observed += f" (P/d {x['ratio']:.3g} [{x['ratio_lower']:.3g}, {upper}])"
     cells = (r.name, r.source, r.statement, str(v.n), observed, f"{v.bound:.4g}")
     return (*cells, verdict, twin, f"{r.seconds:.1f}")
 

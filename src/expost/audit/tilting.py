@@ -51,6 +51,7 @@ from expost.audit.registry import DEPLOY, delta_tag
 from expost.errors import InvalidParameter
 
 __all__ = [
+    "ROUNDING_MARGIN",
     "ImportanceCase",
     "bound",
     "chernoff_tilt",
@@ -64,6 +65,9 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
+ROUNDING_MARGIN = 1.0 + 1e-9
+"""Relative margin of a weight bound B stated from a maximum that the samples can reach: their
+computed log-weights exceed the exact values by float rounding (up to about 2e-14)."""
 
 
 def chernoff_tilt(eps: float, rho: float) -> float:
@@ -79,7 +83,8 @@ def bound(eps: float, rho: float, theta: float) -> float:
 
 def hockey_stick_bound(eps: float, rho: float, theta: float) -> float:
     """``bound(eps, rho, θ)·θ^θ/(1 + θ)^(1+θ)``: the largest ``w·(1 − e^(eps − L))⁺`` when
-    Σ rho_n <= rho (module doc; ``θ^θ = 1`` at θ = 0)."""
+    Σ rho_n <= rho (module doc; ``θ^θ = 1`` at θ = 0). Exact: runs that spend the whole budget
+    reach it, so a claim states it times `ROUNDING_MARGIN`."""
     t = nonnegative("theta", theta)
     shape = (t * math.log(t) if t > 0.0 else 0.0) - (t + 1.0) * math.log1p(t)
     return bound(eps, rho, t) * math.exp(shape)

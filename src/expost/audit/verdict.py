@@ -2,7 +2,8 @@
 
 A claim's test has false-alarm level at most ``alpha`` when the claim is true and reports a lower
 confidence bound (level 1 − alpha) on the audited quantity; its `Verdict` is ``refuted`` iff that
-bound exceeds the claimed value.
+bound exceeds the claimed value, or (`ImportanceClaim`) a sample exceeds the weight bound that the
+claim's derivation guarantees on every run.
 """
 
 from __future__ import annotations
@@ -45,11 +46,13 @@ def _frozen_mapping(value: Mapping[str, float | str]) -> Mapping[str, float | st
 
 @frozen
 class Verdict:
-    """The outcome of one test: ``refuted`` iff ``bound`` (a lower confidence bound) > ``claimed``.
+    """The outcome of one test: ``refuted`` iff ``bound`` (a lower confidence bound) > ``claimed``
+    or, for an `ImportanceClaim`, a sample exceeds its weight bound (``extra["violation"]``).
 
     ``extra``: a read-only mapping of further figures a claim reports (an `ImportanceClaim`'s
-    proposal, weight bound, upper bound, ratio to delta with its interval, effective sample size);
-    the JSON report writes it under ``"importance"``. Empty for the other claims.
+    proposal, weight bound, upper bound, ratio to delta with its interval, effective sample size,
+    and the weight-bound violation if any); the JSON report writes it under ``"importance"``.
+    Empty for the other claims.
     """
 
     n: int
