@@ -19,7 +19,14 @@ import numpy.typing as npt
 import pytest
 
 from expost.audit import EValueClaim, deploy_gaussian_dp
-from expost.audit.deploy_filters import EM_SHARES, Kind, budget_of, em_range, tilted_losses
+from expost.audit.deploy_filters import (
+    EM_SHARES,
+    SIZING,
+    Kind,
+    budget_of,
+    em_range,
+    tilted_losses,
+)
 from expost.audit.deploy_gaussian_dp import EPS, hockey_stick_run, hockey_stick_tilting
 from expost.audit.rare_event import ImportanceClaim, betting_bounds
 from expost.audit.tilting import ROUNDING_MARGIN, hockey_stick_bound, hockey_stick_tilt
@@ -92,7 +99,8 @@ def test_weight_bound_margin_covers_the_rounding_of_the_weights() -> None:
     exact = hockey_stick_bound(EPS, rho, theta)
     rng = np.random.default_rng(10)
     loss, log_weight = tilted_losses(filt, "brownian", EPS + 1.0, (theta, 1.0), 20_000, rng)
-    rounding = float(np.max(log_weight + theta * loss - theta * (theta + 1.0) * rho))
+    spent = rho * SIZING  # what the analyst's rounds add up to
+    rounding = float(np.max(log_weight + theta * loss - theta * (theta + 1.0) * spent))
     x = np.where(loss > EPS, np.exp(log_weight) * -np.expm1(EPS - loss), 0.0)
     assert 1.0 - 1e-6 < float(x.max()) / exact < 1.0
     assert 0.0 < rounding < 1e-12

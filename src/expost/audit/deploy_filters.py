@@ -66,6 +66,7 @@ from expost.processes import sample_brownian_grid
 
 __all__ = [
     "Kind",
+    "SIZING",
     "budget_of",
     "cases",
     "claim_tilt",
@@ -87,6 +88,9 @@ LAPLACE_ROUNDS = 1100  # need many small rounds to reach eps at small delta)
 EM_SHARES = (0.25, 0.0625)  # exponential-mechanism rounds (kind "gdp"): GDP price ≈ share·mu²
 _HIGH, _LOW = np.array([1.0, 0.0]), np.array([0.0, 0.0])  # monotone EM scores under x and x'
 _GRID_POINTS, _GRID_SPAN = 24, 16.0
+SIZING = 1.0 - 1e-9
+"""Rounds are sized as shares of SIZING × the budget: shares that add up to the whole budget then
+fit although each price is rounded up, and runs spend all of it but 1e-9 at every delta."""
 
 
 def budget_of(filt: AnyFilter) -> float:
@@ -298,7 +302,7 @@ def tilted_losses(
     more rounds, and a BM stops, once its total loss exceeds ``stop``.
     """
     theta, charge = tilt
-    budget = budget_of(filt)
+    budget = budget_of(filt) * SIZING
     states = _States(filt, _costs(kind, budget, charge))
     runs = _Runs(n)
     rounds = LAPLACE_ROUNDS if kind == "laplace" else ROUNDS
