@@ -46,7 +46,8 @@ Every registered audit must have one.
 Rules for simulators: randomness only from the ``rng`` argument; vectorised over the n runs; a
 module-level function or a ``functools.partial`` of one (so ``--workers N`` can pickle it).
 Runs are drawn in chunks of ``Audit.chunk_size`` with generators from
-``SeedSequence([seed, hash(name)]).spawn(chunks)``: results are bit-identical for a seed whatever
+``audit_seed(seed, name).spawn(chunks)`` (a SeedSequence of the seed and a SHA-256 digest of the
+name, the same in every process): results are bit-identical for a seed whatever
 ``--workers`` is, and an audit draws the same runs alone (``--only``) or in its suite.
 
 Where audits live: every public module of this package other than the framework's (``core``:
