@@ -26,6 +26,7 @@ from expost.testing import (
     statdp_pairs,
 )
 from expost.testing import reference as ref
+from expost.testing.pairs import candidate_pairs
 from tests.stats import rate_is_at_most
 
 SMALL = 20_000
@@ -252,6 +253,36 @@ def test_statdp_pairs_are_linf_neighbours() -> None:
         assert np.max(np.abs(x - x_prime)) <= 1.0
     with pytest.raises(InvalidParameter, match="length"):
         statdp_pairs(1)
+
+
+@pytest.mark.parametrize(
+    ("neighbours", "data"),
+    [
+        (lambda x: x[:-1], [[1, 1, 1]]),  # one dataset, not an iterable of them
+        (lambda x: None, [[1, 1, 1]]),
+        (lambda x: x[:-1], [[(0, 1), (1, 1)]]),  # records are pairs: still one dataset
+        (lambda x: x[:-1], [np.zeros((3, 2))]),
+    ],
+    ids=["one-list", "none", "one-list-of-pairs", "one-array"],
+)
+def test_neighbours_callable_must_return_datasets(neighbours: Any, data: list[Any]) -> None:
+    def mechanism(x: Sequence[Any], rng: np.random.Generator) -> float:
+        return len(x) + rng.laplace(0.0, 1.0)  # 1-DP under add-remove, whatever the records
+
+    with pytest.raises(InvalidParameter, match=r"neighbours=.*must return an iterable of datasets"):
+        audit_mechanism(mechanism, datasets=data, neighbours=neighbours, samples=1_000)
+    fine = audit_mechanism(
+        mechanism, datasets=data, neighbours=lambda x: (x[:-1],), samples=5_000, seed=1
+    )
+    assert not fine.refuted
+    assert len(fine.witness.x) - len(fine.witness.x_prime) in (1, -1)
+
+
+def test_numpy_numbers_give_the_structured_pairs() -> None:
+    plain = candidate_pairs([[0, 1, 1]], "add-remove")
+    numpy = candidate_pairs([[np.int64(0), np.int64(1), np.int64(1)]], "add-remove")
+    floats = candidate_pairs([[np.float32(0), np.float32(1), np.float32(1)]], "add-remove")
+    assert len(numpy) == len(floats) == len(plain) > 5  # more than the given dataset's own
 
 
 def test_docs_page_shows_the_example_test_file_verbatim() -> None:
