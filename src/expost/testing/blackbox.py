@@ -121,7 +121,7 @@ def draw(mechanism: Mechanism, dataset: Dataset, n: int, rng: np.random.Generato
     one, else n calls ``mechanism(dataset, rng)``."""
     batch = getattr(mechanism, "batch", None)
     raw = batch(dataset, n, rng) if callable(batch) else [mechanism(dataset, rng) for _ in range(n)]
-    return as_outputs(raw, n)
+    return as_outputs(raw, n, dataset)
 
 
 @frozen
