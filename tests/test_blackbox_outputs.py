@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from expost.errors import InvalidParameter
 from expost.testing import audit_mechanism
+from expost.testing import reference as ref
 from expost.testing.events import (
     Complement,
     Interval,
@@ -32,28 +33,10 @@ SAMPLES = 20_000
 EPS = 1.0
 
 
-class RareHalf:
-    """Exactly 1-DP: y in {0, 1, 2, 3}, x = [0] favours {0, 2} and x' = [1] favours {1, 3} by
-    e^1; with probability ``p`` (both sides) the output is 0.5 instead."""
-
-    def __init__(self, p: float) -> None:
-        self.p = p
-
-    def batch(self, x: Sequence[int], n: int, rng: np.random.Generator) -> Any:
-        favoured = rng.random(n) < math.exp(EPS) / (1.0 + math.exp(EPS))
-        even = favoured if x[0] == 0 else ~favoured
-        out = (2 * rng.integers(0, 2, n) + np.where(even, 0, 1)).astype(float)
-        out[rng.random(n) < self.p] = 0.5
-        return out
-
-    def __call__(self, x: Sequence[int], rng: np.random.Generator) -> float:
-        return float(self.batch(x, 1, rng)[0])
-
-
 def test_a_rare_non_integer_output_does_not_refute_a_true_claim() -> None:
     # The old reading dropped every value key of a batch holding one 0.5, so the value set
     # {0, 2} was empty exactly in the test batches with a 0.5: these seeds were refuted.
-    mechanism = RareHalf(0.5 / SAMPLES)
+    mechanism = ref.ParityWithRareHalf(EPS, 0.5 / SAMPLES)
     for seed in (13, 16, 21):
         result = audit_mechanism(mechanism, eps=EPS, pairs=[([0], [1])], samples=SAMPLES, seed=seed)
         assert not result.refuted, result.report()
