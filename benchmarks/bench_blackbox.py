@@ -1,10 +1,10 @@
 """Validity and power of black-box audits (`expost.testing.audit_mechanism`, issue 15).
 
 (a) Validity: correct mechanisms (Laplace, Gaussian at its exact (eps, delta), randomized
-    response, exponential mechanism, `AboveThreshold`), each audited ``--trials`` times with
-    seeds 0, 1, … at alpha = 0.05 with ``--samples`` per side. The refutation count must stay
-    within the binomial margin of 0.05: at most the largest k with P(Bin(trials, 0.05) >= k) >=
-    1e-3.
+    response, exponential mechanism, `AboveThreshold`, integer outputs with a rare 0.5), each
+    audited ``--trials`` times with seeds 0, 1, … at alpha = 0.05 with ``--samples`` per side.
+    The refutation count must stay within the binomial margin of 0.05: at most the largest k
+    with P(Bin(trials, 0.05) >= k) >= 1e-3.
 (b) Power at the defaults (200,000 samples per side, alpha = 1e-3, pairs searched where said):
     Laplace with real eps twice the claim (timed), Lyu et al.'s SVT Alg. 5 (noise on the
     threshold only, no noise on the queries) and Alg. 6 (no halting), a mean with its
@@ -42,6 +42,7 @@ def _validity_cases() -> list[tuple[str, Any, dict[str, Any]]]:
         ("randomized response", ref.RandomizedResponse(1.0), {"pairs": [([0], [1])]}),
         ("exponential mechanism", ref.ReportNoisyChoice(1.0), {"pairs": [([0, 1, 2], [0, 1])]}),
         ("AboveThreshold", ref.SparseVector(1.0), {"pairs": statdp_pairs(5)[:3]}),
+        ("parity, rare 0.5", ref.ParityWithRareHalf(1.0, 2.5e-5), {"pairs": [([0], [1])]}),
     ]
 
 

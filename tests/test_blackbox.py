@@ -26,6 +26,7 @@ from expost.testing import (
     statdp_pairs,
 )
 from expost.testing import reference as ref
+from expost.testing.pairs import candidate_pairs, difference
 from tests.stats import rate_is_at_most
 
 SMALL = 20_000
@@ -232,18 +233,6 @@ def test_bad_arguments(kwargs: dict[str, Any], name: str) -> None:
         audit_mechanism(**args)
 
 
-def test_bad_outputs() -> None:
-    def nan(x: Any, rng: np.random.Generator) -> float:
-        return math.nan
-
-    def unhashable(x: Any, rng: np.random.Generator) -> object:
-        return {"a": 1}
-
-    for mechanism in (nan, unhashable):
-        with pytest.raises(InvalidParameter, match="mechanism"):
-            audit_mechanism(mechanism, pairs=ONE_PAIR, samples=1_000)
-
-
 def test_statdp_pairs_are_linf_neighbours() -> None:
     pairs = statdp_pairs(6)
     assert len(pairs) == 7
@@ -252,6 +241,64 @@ def test_statdp_pairs_are_linf_neighbours() -> None:
         assert np.max(np.abs(x - x_prime)) <= 1.0
     with pytest.raises(InvalidParameter, match="length"):
         statdp_pairs(1)
+
+
+@pytest.mark.parametrize(
+    ("neighbours", "data"),
+    [
+        (lambda x: x[:-1], [[1, 1, 1]]),  # one dataset, not an iterable of them
+        (lambda x: None, [[1, 1, 1]]),
+        (lambda x: x[:-1], [[(0, 1), (1, 1)]]),  # records are pairs: still one dataset
+        (lambda x: x[:-1], [np.zeros((3, 2))]),
+    ],
+    ids=["one-list", "none", "one-list-of-pairs", "one-array"],
+)
+def test_neighbours_callable_must_return_datasets(neighbours: Any, data: list[Any]) -> None:
+    def mechanism(x: Sequence[Any], rng: np.random.Generator) -> float:
+        return len(x) + rng.laplace(0.0, 1.0)  # 1-DP under add-remove, whatever the records
+
+    with pytest.raises(InvalidParameter, match=r"neighbours=.*must return an iterable of datasets"):
+        audit_mechanism(mechanism, datasets=data, neighbours=neighbours, samples=1_000)
+    fine = audit_mechanism(
+        mechanism, datasets=data, neighbours=lambda x: (x[:-1],), samples=5_000, seed=1
+    )
+    assert not fine.refuted
+    assert len(fine.witness.x) - len(fine.witness.x_prime) in (1, -1)
+
+
+def test_numpy_numbers_give_the_structured_pairs() -> None:
+    plain = candidate_pairs([[0, 1, 1]], "add-remove")
+    numpy = candidate_pairs([[np.int64(0), np.int64(1), np.int64(1)]], "add-remove")
+    floats = candidate_pairs([[np.float32(0), np.float32(1), np.float32(1)]], "add-remove")
+    assert len(numpy) == len(floats) == len(plain) > 5  # more than the given dataset's own
+
+
+def test_report_shows_lengths_the_difference_and_the_seed() -> None:
+    x = [0.125] * 30
+    result = audit_mechanism(
+        ref.LaplaceCount(1.0, 2.0), eps=1.0, pairs=[(x, x[:-1])], samples=SMALL, seed=3
+    )
+    report = result.report()
+    assert result.seed == 3
+    assert "seed: 3" in report
+    assert "(30 records)" in report
+    assert "(29 records)" in report
+    assert "x' is x without record 29 (0.125)" in report or "x' is x with 0.125 added" in report
+
+
+@pytest.mark.parametrize(
+    ("x", "x_prime", "said"),
+    [
+        ([1, 2, 3], [1, 3], "x' is x without record 1 (2)"),
+        ([1, 2], [1, 5, 2], "x' is x with 5 added at position 1"),
+        ([1, 2, 3], [1, 7, 3], "x' is x with record 1 changed from 2 to 7"),
+        (np.zeros((2, 2)), np.ones((2, 2)), "x and x' first differ at record 0"),
+        ([1, 2], [1, 2], "x' equals x"),
+        ({"a": 1}, {"a": 2}, "x' differs from x"),
+    ],
+)
+def test_difference(x: Any, x_prime: Any, said: str) -> None:
+    assert difference(x, x_prime) == said
 
 
 def test_docs_page_shows_the_example_test_file_verbatim() -> None:

@@ -45,6 +45,8 @@ from expost.testing.pairs import (
     Pair,
     candidate_pairs,
     collect_datasets,
+    difference,
+    show,
 )
 
 __all__ = ["BlackBoxResult", "Mechanism", "Witness", "assert_private", "audit_mechanism"]
@@ -68,7 +70,8 @@ class Witness:
     def describe(self) -> str:
         """The witness in words."""
         return (
-            f"x = {_short(self.x)}, x' = {_short(self.x_prime)}; E: {self.event.describe()}; "
+            f"x = {show(self.x)}, x' = {show(self.x_prime)} "
+            f"({difference(self.x, self.x_prime)}); E: {self.event.describe()}; "
             f"P(E|x) ≈ {self.hits_x}/{self.n}, P(E|x') ≈ {self.hits_x_prime}/{self.n}"
         )
 
@@ -81,6 +84,8 @@ class BlackBoxResult:
     true). ``eps_lower``: a (1 − alpha) lower confidence bound on the mechanism's eps at the
     claimed delta. ``witness``: the pair and event tested. ``search_samples``: outputs drawn by
     the search (all pairs, both sides); ``test_samples``: outputs per side in the final test.
+    ``seed``: the audit's seed (the same seed reproduces the verdict of a mechanism drawing from
+    the ``rng`` it is given).
     """
 
     refuted: bool
@@ -93,6 +98,7 @@ class BlackBoxResult:
     test_samples: int
     pairs_searched: int
     seconds: float
+    seed: int
 
     def report(self) -> str:
         """A readable report of the claim, the verdict and its witness."""
@@ -105,13 +111,9 @@ class BlackBoxResult:
                 f"witness: {self.witness.describe()}",
                 f"search: {self.search_samples} outputs, {self.pairs_searched} pairs",
                 f"test: {self.test_samples} fresh outputs per side; {self.seconds:.1f} s",
+                f"seed: {self.seed} (reproduces this audit if the mechanism draws from its rng)",
             ]
         )
-
-
-def _short(x: object, width: int = 60) -> str:
-    text = repr(np.asarray(x).tolist()) if isinstance(x, np.ndarray) else repr(x)
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def draw(mechanism: Mechanism, dataset: Dataset, n: int, rng: np.random.Generator) -> Outputs:
@@ -119,7 +121,7 @@ def draw(mechanism: Mechanism, dataset: Dataset, n: int, rng: np.random.Generato
     one, else n calls ``mechanism(dataset, rng)``."""
     batch = getattr(mechanism, "batch", None)
     raw = batch(dataset, n, rng) if callable(batch) else [mechanism(dataset, rng) for _ in range(n)]
-    return as_outputs(raw, n)
+    return as_outputs(raw, n, dataset)
 
 
 @frozen
@@ -281,6 +283,7 @@ def audit_mechanism(
         test_samples=samples,
         pairs_searched=searched,
         seconds=time.perf_counter() - start,
+        seed=int(seed),
     )
 
 

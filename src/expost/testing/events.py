@@ -1,106 +1,239 @@
 """Output events of a black-box audit and the families they are searched in (issue 15, point 3).
 
-An event E is a set of outputs; the audit compares P(E | x) with P(E | x'). Families by output
-type: intervals [lo, hi) of a real output (thresholds are intervals with an infinite end); for
-vectors, intervals of a learned score, a logistic regression of "x or x'?" on the features
-(z, z²) of the standardised output, in the spirit of DP-Sniper (Bichsel et al. 2021); for
-discrete or hashable outputs, single values and the sets of the values with the largest
-estimated ratio P(v | x)/P(v | x') (StatDP, Ding et al. 2018). Every family also offers the
-complements of its events. Hit counts of a whole family are computed at once.
+An event E is a set of outputs; the audit compares P(E | x) with P(E | x'). Whether an output is
+in E depends on that output alone, never on the others drawn with it: that is what makes the
+final test valid. Every output y is read the same way: when it is a real number or an array of
+real numbers, all finite, it is a *real output* of size d (arrays flattened); anything else
+(None, a string, NaN, ±inf, an array holding one, …) is a *discrete output*. Every output also
+has a value key (`output_key`): its float, its tuple of floats, or itself, NaN being one value.
+
+Families: intervals [lo, hi) of real outputs of size 1 (thresholds are intervals with an
+infinite end); for size d > 1, intervals of a learned score, a logistic regression of "x or x'?"
+on the features (z, z²) of the standardised output, in the spirit of DP-Sniper (Bichsel et al.
+2021); outputs of another size and discrete outputs lie outside every interval. Value sets: single
+values and the sets of the values with the largest estimated ratio P(v | x)/P(v | x') (StatDP,
+Ding et al. 2018), over discrete outputs and the real values seen more than once. Every family
+also offers the complements of its events. Hit counts of a whole family are computed at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-from attrs import field, frozen
+from attrs import frozen
 
 from expost.audit.claims import CUT_LEVELS
 from expost.errors import InvalidParameter
+from expost.testing.pairs import show
 
 __all__ = [
+    "NAN",
     "Complement",
     "Family",
     "Interval",
     "LinearScore",
     "OutputEvent",
     "Outputs",
+    "RealBlock",
     "ValueSet",
     "as_outputs",
     "families",
+    "output_key",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
+ObjectArray = npt.NDArray[np.object_]
 
-MAX_CATEGORIES = 64  # discrete families use at most this many of the most frequent values
-_FIT_ROWS = 50_000  # rows per side used to fit the learned score
+MAX_CATEGORIES = 64  # value sets use at most this many of the most frequent values
+MAX_SIZES = 3  # interval families for at most this many output sizes, the most frequent
+_FIT_ROWS = 50_000  # rows per side used to fit the learned score, at most
+_FIT_FLOATS = 2**22  # and at most this many feature entries per side (bounded memory)
+_CHUNK = 2**20  # output entries scored at once (bounded memory)
+NAN = math.nan  # the key of every NaN output (one object, so sets and dicts find it)
 
 
-def _key(value: object) -> Hashable:
-    """A hashable key for one output: lists and arrays become tuples."""
+def _plain(value: object) -> Hashable:
+    """The key of a discrete output: arrays, lists and tuples become tuples, NaN becomes `NAN`."""
     if isinstance(value, np.ndarray | list | tuple):
-        return tuple(_key(v) for v in np.asarray(value, dtype=object).ravel().tolist())
+        return tuple(_plain(v) for v in np.asarray(value, dtype=object).ravel().tolist())
     if isinstance(value, np.generic):
-        key: Hashable = value.item()
-        return key
-    if not isinstance(value, Hashable):
-        raise InvalidParameter("mechanism", value, "must return numbers, arrays or hashables")
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return NAN
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(type(value).__name__) from None
     return value
 
 
-@frozen
-class Outputs:
-    """n outputs of a mechanism: ``real`` (n, d) floats when numeric, else ``keys`` (hashables).
+def _row_key(row: list[float]) -> Hashable:
+    """The key of a numeric output from its flattened values: a float, or a tuple of floats."""
+    values = tuple(NAN if math.isnan(v) else v for v in row)
+    return values[0] if len(values) == 1 else values
 
-    ``keys`` is also set for numeric outputs with few distinct values (integers, booleans): rows
-    become tuples (scalars stay scalars), so the discrete family applies to them too.
-    """
+
+def _real(value: object) -> FloatArray | None:
+    """The output's flattened values when it is numeric (finite or not), else None."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if arr.dtype.kind not in "biuf" or arr.size == 0:
+        return None
+    return arr.astype(np.float64).ravel()
+
+
+def output_key(value: object) -> Hashable:
+    """The value key of one output (module docstring); raises TypeError when it has none."""
+    flat = _real(value)
+    return _plain(value) if flat is None else _row_key(flat.tolist())
+
+
+@frozen(eq=False)  # arrays: equal only to itself
+class RealBlock:
+    """The real outputs of one size d: their positions ``rows`` and ``values`` (one row each)."""
+
+    rows: IntArray
+    values: FloatArray
+
+    @property
+    def size(self) -> int:
+        """d: the number of reals in each output."""
+        return int(self.values.shape[1])
+
+    def isin(self, values: frozenset[Hashable]) -> BoolArray:
+        """For each row: is its key one of ``values``?"""
+        if self.size == 1:
+            floats = [v for v in values if isinstance(v, float)]
+            return np.isin(self.values[:, 0], floats)
+        keys = [v for v in values if isinstance(v, tuple) and len(v) == self.size]
+        found = np.zeros(self.rows.size, dtype=bool)
+        firsts = [v[0] for v in keys if isinstance(v[0], float)]
+        maybe = np.flatnonzero(np.isin(self.values[:, 0], firsts))
+        found[maybe] = [tuple(r) in values for r in self.values[maybe].tolist()]
+        return found
+
+    def counts(self) -> dict[Hashable, int]:
+        """How often each value occurs (for sizes > 1, among the rows of integers only)."""
+        if self.size == 1:
+            seen, counts = np.unique(self.values[:, 0], return_counts=True)
+            return dict(zip(seen.tolist(), counts.tolist(), strict=True))
+        whole = self.values[np.all(self.values == np.round(self.values), axis=1)]
+        seen, counts = np.unique(whole, axis=0, return_counts=True)
+        found: Counter[Hashable] = Counter()
+        for row, count in zip(seen.tolist(), counts.tolist(), strict=True):
+            found[tuple(row)] += count
+        return dict(found)
+
+
+@frozen(eq=False)
+class Outputs:
+    """n outputs of a mechanism: the real ones by size (``blocks``) and the discrete ones
+    (positions ``other_rows``, keys ``other_keys``)."""
 
     n: int
-    real: FloatArray | None = field(eq=False)
-    keys: npt.NDArray[np.object_] | None = field(eq=False)
+    blocks: tuple[RealBlock, ...]
+    other_rows: IntArray
+    other_keys: ObjectArray
+
+    def real(self, size: int) -> RealBlock:
+        """The real outputs of this size (possibly none)."""
+        for block in self.blocks:
+            if block.size == size:
+                return block
+        return RealBlock(np.zeros(0, dtype=np.int64), np.zeros((0, size)))
+
+    def isin(self, values: frozenset[Hashable]) -> BoolArray:
+        """For each output: is its key one of ``values``?"""
+        found = np.zeros(self.n, dtype=bool)
+        for block in self.blocks:
+            found[block.rows] = block.isin(values)
+        found[self.other_rows] = [k in values for k in self.other_keys]
+        return found
+
+    def counts(self) -> tuple[dict[Hashable, int], dict[Hashable, int]]:
+        """How often each key occurs: among real outputs, among discrete ones."""
+        real: dict[Hashable, int] = {}
+        for block in self.blocks:
+            real.update(block.counts())
+        return real, dict(Counter(self.other_keys.tolist()))
 
 
-def _numeric(raw: object, n: int) -> FloatArray | None:
-    try:
-        arr = np.asarray(raw)
-    except (TypeError, ValueError):
-        return None
-    if arr.dtype.kind not in "biuf" or arr.ndim == 0 or arr.shape[0] != n:
-        return None
-    real = arr.reshape(n, -1).astype(np.float64)
-    if not np.all(np.isfinite(real)):
-        raise InvalidParameter("mechanism", "non-finite output", "outputs must be finite")
-    return real
-
-
-def _object_keys(items: Sequence[Hashable]) -> npt.NDArray[np.object_]:
+def _object_array(items: list[Hashable]) -> ObjectArray:
     keys = np.empty(len(items), dtype=object)
     keys[:] = items
     return keys
 
 
-def as_outputs(raw: object, n: int) -> Outputs:
-    """Normalise n outputs (an array with a leading axis n, or a sequence of n outputs)."""
-    real = _numeric(raw, n)
-    if real is None:
-        items = list(raw) if isinstance(raw, Sequence | np.ndarray) else None
-        if items is None or len(items) != n:
-            raise InvalidParameter("mechanism", type(raw).__name__, f"must give {n} outputs")
-        return Outputs(n, None, _object_keys([_key(v) for v in items]))
-    if np.all(real == np.round(real)):
-        rows = [tuple(r) for r in real.tolist()] if real.shape[1] > 1 else real[:, 0].tolist()
-        return Outputs(n, real, _object_keys(rows))
-    return Outputs(n, real, None)
+def _numeric(raw: object, n: int) -> FloatArray | None:
+    """All n outputs as an (n, d) float array, when they are numeric arrays of one shape."""
+    if not isinstance(raw, np.ndarray | list | tuple):
+        return None
+    try:
+        arr = np.asarray(raw)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if arr.dtype.kind not in "biuf" or arr.ndim == 0 or arr.shape[0] != n or arr.size == 0:
+        return None
+    return arr.reshape(n, -1).astype(np.float64)
+
+
+def as_outputs(raw: object, n: int, dataset: object = None) -> Outputs:
+    """Read n outputs (an array with a leading axis n, or a sequence of n outputs) drawn on
+    ``dataset`` (named in errors)."""
+    table = _numeric(raw, n)
+    if table is not None:
+        finite = np.all(np.isfinite(table), axis=1)
+        rows = np.flatnonzero(finite)
+        blocks = (RealBlock(rows, table if rows.size == n else table[finite]),) if rows.size else ()
+        others = np.flatnonzero(~finite)
+        keys = [_row_key(r) for r in table[others].tolist()]
+        return Outputs(n, blocks, others, _object_array(keys))
+    if not isinstance(raw, np.ndarray | list | tuple) or getattr(raw, "ndim", 1) == 0:
+        got = type(raw).__name__
+        raise InvalidParameter("mechanism", got, f"must give {n} outputs on x = {show(dataset)}")
+    if len(raw) != n:
+        raise InvalidParameter(
+            "mechanism", f"{len(raw)} outputs", f"must give {n} outputs on x = {show(dataset)}"
+        )
+    return _read(raw, n, dataset)
+
+
+def _read(items: Iterable[object], n: int, dataset: object) -> Outputs:
+    """Outputs one by one (some are not numeric, or their shapes differ)."""
+    sized: dict[int, tuple[list[int], list[FloatArray]]] = {}
+    other_rows: list[int] = []
+    other_keys: list[Hashable] = []
+    for i, y in enumerate(items):
+        flat = _real(y)
+        if flat is not None and np.all(np.isfinite(flat)):
+            rows, values = sized.setdefault(flat.size, ([], []))
+            rows.append(i)
+            values.append(flat)
+            continue
+        try:
+            other_keys.append(output_key(y))
+        except TypeError:
+            rule = f"must return numbers, arrays or hashables; this came on x = {show(dataset)}"
+            raise InvalidParameter("mechanism", y, rule) from None
+        other_rows.append(i)
+    blocks = tuple(
+        RealBlock(np.array(rows, dtype=np.int64), np.vstack(values))
+        for rows, values in sized.values()
+    )
+    return Outputs(n, blocks, np.array(other_rows, dtype=np.int64), _object_array(other_keys))
 
 
 class OutputEvent(Protocol):
-    """A set of outputs: ``contains`` marks the outputs in it."""
+    """A set of outputs: ``contains`` marks the outputs in it, each by itself."""
 
     def contains(self, outputs: Outputs) -> BoolArray:
         """True for each output in the event."""
@@ -124,14 +257,25 @@ class LinearScore:
     scale: FloatArray
     weights: FloatArray
 
+    @property
+    def size(self) -> int:
+        """d: the size of the outputs it scores."""
+        return int(self.center.size)
+
     def __call__(self, real: FloatArray) -> FloatArray:
-        result: FloatArray = _features(real, self.center, self.scale) @ self.weights
+        step = max(1, _CHUNK // self.size)
+        parts = [
+            _features(real[i : i + step], self.center, self.scale) @ self.weights
+            for i in range(0, real.shape[0], step)
+        ]
+        result: FloatArray = np.concatenate(parts) if parts else np.zeros(0)
         return result
 
     @classmethod
     def fit(cls, a: FloatArray, b: FloatArray) -> LinearScore:
         """Ridge logistic regression (IRLS) of label 1 for rows of ``a``, 0 for ``b``."""
-        a, b = a[:_FIT_ROWS], b[:_FIT_ROWS]
+        rows = max(1, min(_FIT_ROWS, _FIT_FLOATS // (2 * a.shape[1] + 1)))
+        a, b = a[:rows], b[:rows]
         pooled = np.vstack([a, b])
         center = pooled.mean(axis=0)
         scale = np.where(pooled.std(axis=0) > 0, pooled.std(axis=0), 1.0)
@@ -149,30 +293,30 @@ class LinearScore:
         return cls(center, scale, w)
 
 
-def _scalar(outputs: Outputs, score: LinearScore | None) -> FloatArray:
-    if outputs.real is None:
-        raise InvalidParameter("outputs", "hashable outputs", "an interval needs real outputs")
-    if score is not None:
-        return score(outputs.real)
-    if outputs.real.shape[1] != 1:
-        raise InvalidParameter("outputs", outputs.real.shape, "must be scalar without a score")
-    return outputs.real[:, 0]
-
-
 @frozen
 class Interval:
-    """{y : lo <= s(y) < hi}: s the output itself (scalar outputs) or a learned `LinearScore`."""
+    """{y : y is real of the score's size and lo <= s(y) < hi}: s the output itself (size 1)
+    or a learned `LinearScore`. Other outputs are outside."""
 
     lo: float
     hi: float
     score: LinearScore | None = None
 
     def contains(self, outputs: Outputs) -> BoolArray:
-        s = _scalar(outputs, self.score)
-        return np.asarray((s >= self.lo) & (s < self.hi))
+        block = outputs.real(1 if self.score is None else self.score.size)
+        s = block.values[:, 0] if self.score is None else self.score(block.values)
+        found = np.zeros(outputs.n, dtype=bool)
+        found[block.rows] = (s >= self.lo) & (s < self.hi)
+        return found
 
     def describe(self) -> str:
-        what = "learned score s(y)" if self.score is not None else "y"
+        if self.score is None:
+            what, real = "y", "y is a finite real"
+        else:
+            what = f"learned score s(y) of y in R^{self.score.size}"
+            real = f"y is {self.score.size} finite reals"
+        if self.lo == -np.inf and self.hi == np.inf:
+            return real
         if self.lo == -np.inf:
             return f"{what} < {self.hi:.6g}"
         if self.hi == np.inf:
@@ -182,14 +326,12 @@ class Interval:
 
 @frozen
 class ValueSet:
-    """{y : y is one of ``values``} (vector outputs as tuples)."""
+    """{y : the key of y (`output_key`) is one of ``values``}."""
 
     values: frozenset[Hashable]
 
     def contains(self, outputs: Outputs) -> BoolArray:
-        if outputs.keys is None:
-            return np.zeros(outputs.n, dtype=bool)
-        return np.fromiter((k in self.values for k in outputs.keys), dtype=bool, count=outputs.n)
+        return outputs.isin(self.values)
 
     def describe(self) -> str:
         shown = sorted(map(repr, self.values))
@@ -236,8 +378,6 @@ def _intervals(sx: FloatArray, sxp: FloatArray, score: LinearScore | None) -> Fa
     below_x = np.searchsorted(np.sort(sx), cuts, side="left")
     below_xp = np.searchsorted(np.sort(sxp), cuts, side="left")
     i, j = np.triu_indices(cuts.size, k=1)
-    keep = ~((i == 0) & (j == cuts.size - 1))  # drop the event "everything"
-    i, j = i[keep], j[keep]
 
     def make(k: int) -> OutputEvent:
         return Interval(float(cuts[i[k]]), float(cuts[j[k]]), score)
@@ -246,13 +386,18 @@ def _intervals(sx: FloatArray, sxp: FloatArray, score: LinearScore | None) -> Fa
     return Family(hx, (below_xp[j] - below_xp[i]).astype(np.int64), make)
 
 
-def _value_sets(kx: npt.NDArray[np.object_], kxp: npt.NDArray[np.object_]) -> Family:
-    """Single values and top-ratio sets over the most frequent values."""
+def _value_sets(x: Outputs, x_prime: Outputs) -> Family | None:
+    """Single values and top-ratio sets over the most frequent values: discrete ones, and real
+    ones seen at least twice (a continuous output has none)."""
+    (real_x, other_x), (real_xp, other_xp) = x.counts(), x_prime.counts()
     counts: dict[Hashable, list[int]] = {}
-    for side, keys in enumerate((kx, kxp)):
-        for k in keys:
-            counts.setdefault(k, [0, 0])[side] += 1
-    top = sorted(counts, key=lambda v: -sum(counts[v]))[:MAX_CATEGORIES]
+    for side, found in ((0, real_x), (1, real_xp), (0, other_x), (1, other_xp)):
+        for v, c in found.items():
+            counts.setdefault(v, [0, 0])[side] += c
+    kept = [v for v, (a, b) in counts.items() if a + b >= 2 or v in other_x or v in other_xp]
+    if not kept:
+        return None
+    top = sorted(kept, key=lambda v: -sum(counts[v]))[:MAX_CATEGORIES]
     cx = np.array([counts[v][0] for v in top], dtype=np.int64)
     cxp = np.array([counts[v][1] for v in top], dtype=np.int64)
     order = np.argsort(-(cx + 0.5) / (cxp + 0.5), kind="stable")
@@ -268,16 +413,19 @@ def _value_sets(kx: npt.NDArray[np.object_], kxp: npt.NDArray[np.object_]) -> Fa
 
 
 def families(x: Outputs, x_prime: Outputs) -> list[Family]:
-    """The event families fitting the outputs' type, with complements (module docstring)."""
+    """The event families fitting the outputs seen, with complements (module docstring)."""
+    sizes: Counter[int] = Counter()
+    for block in (*x.blocks, *x_prime.blocks):
+        sizes[block.size] += block.rows.size
     found: list[Family] = []
-    if x.real is not None and x_prime.real is not None:
-        if x.real.shape[1] == 1:
-            found.append(_intervals(x.real[:, 0], x_prime.real[:, 0], None))
+    for size, _ in sizes.most_common(MAX_SIZES):
+        a, b = x.real(size).values, x_prime.real(size).values
+        if size == 1:
+            found.append(_intervals(a[:, 0], b[:, 0], None))
         else:
-            score = LinearScore.fit(x.real, x_prime.real)
-            found.append(_intervals(score(x.real), score(x_prime.real), score))
-    if x.keys is not None and x_prime.keys is not None:
-        found.append(_value_sets(x.keys, x_prime.keys))
-    if not found:
-        raise InvalidParameter("mechanism", "mixed outputs", "must give one output type on x, x'")
+            score = LinearScore.fit(a, b)
+            found.append(_intervals(score(a), score(b), score))
+    values = _value_sets(x, x_prime)
+    if values is not None:
+        found.append(values)
     return [f.with_complements(x.n) for f in found]

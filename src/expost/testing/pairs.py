@@ -12,6 +12,7 @@ patterns for mechanisms whose input is a vector of sensitivity-1 query answers.
 from __future__ import annotations
 
 import contextlib
+import numbers
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,9 @@ __all__ = [
     "Neighbours",
     "candidate_pairs",
     "collect_datasets",
+    "difference",
     "neighbours_of",
+    "show",
     "statdp_pairs",
 ]
 
@@ -74,10 +77,15 @@ def _like(x: Dataset, records: list[Any]) -> Dataset:
     return tuple(records) if isinstance(x, tuple) else records
 
 
+def _number(r: object) -> bool:
+    """A real number (Python's or numpy's), not a boolean."""
+    return isinstance(r, numbers.Real) and not isinstance(r, bool)
+
+
 def _extremes(datasets: Sequence[Dataset]) -> list[Any]:
     """The smallest and largest record seen (numbers), else the first two distinct records."""
     records = [r for x in datasets for r in _records("datasets", x)]
-    if records and all(isinstance(r, int | float) and not isinstance(r, bool) for r in records):
+    if records and all(_number(r) for r in records):
         return sorted({min(records), max(records)})
     distinct: list[Any] = []
     for r in records:
@@ -97,7 +105,7 @@ def _positions(records: list[Any]) -> list[int]:
 def neighbours_of(x: Dataset, neighbours: Neighbours, values: Sequence[Any]) -> list[Dataset]:
     """Neighbours of x at the extreme positions, adding or writing the record ``values``."""
     if callable(neighbours):
-        return list(neighbours(x))
+        return _called(x, neighbours)
     records = _records("datasets", x)
     out: list[list[Any]] = []
     if neighbours == "add-remove":
@@ -109,9 +117,79 @@ def neighbours_of(x: Dataset, neighbours: Neighbours, values: Sequence[Any]) -> 
     return [_like(x, r) for r in out]
 
 
+def _ndim(record: Any) -> int | None:
+    with contextlib.suppress(TypeError, ValueError):  # ragged records: no shape to compare
+        return int(np.ndim(record))
+    return None
+
+
+def _like_x(x: Dataset, x_prime: object) -> bool:
+    """Is x_prime a dataset like x: a sequence whose records have x's dimension (when x is a
+    sequence of records), else an object of x's type?"""
+    if isinstance(x, str | bytes) or not isinstance(x, Sequence | np.ndarray):
+        return isinstance(x_prime, type(x))
+    if isinstance(x_prime, str | bytes) or not isinstance(x_prime, Sequence | np.ndarray):
+        return False
+    mine, theirs = _records("datasets", x), _records("neighbours", x_prime)
+    return not (mine and theirs) or _ndim(mine[0]) == _ndim(theirs[0])
+
+
+def _called(x: Dataset, neighbours: Callable[[Dataset], Iterable[Dataset]]) -> list[Dataset]:
+    """The callable's neighbours of x, checked to be an iterable of datasets like x."""
+    found = neighbours(x)
+    rule = "must return an iterable of datasets like x"
+    if isinstance(found, str | bytes) or not isinstance(found, Iterable):
+        raise InvalidParameter("neighbours", neighbours, f"{rule}; got {found!r} for x = {show(x)}")
+    found = list(found)
+    for x_prime in found:
+        if not _like_x(x, x_prime):
+            got = f"got {show(x_prime)} among the neighbours of x = {show(x)}"
+            raise InvalidParameter("neighbours", neighbours, f"{rule}; {got}")
+    return found
+
+
+def show(x: Dataset, width: int = 60) -> str:
+    """A dataset in at most about ``width`` characters, with its length."""
+    text = repr(np.asarray(x).tolist()) if isinstance(x, np.ndarray) else repr(x)
+    text = text if len(text) <= width else text[: width - 1] + "…"
+    if isinstance(x, str | bytes) or not isinstance(x, Sequence | np.ndarray) or np.ndim(x) == 0:
+        return text
+    return f"{text} ({len(x)} records)"
+
+
+def _same(a: object, b: object) -> bool:
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # arrays: elementwise ==
+        return bool(np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object)))
+
+
+def _same_records(a: list[Any], b: list[Any]) -> bool:
+    return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b, strict=True))
+
+
+def difference(x: Dataset, x_prime: Dataset) -> str:
+    """Where x' differs from x: a record removed, added or changed, or the first difference."""
+    try:
+        a, b = _records("x", x), _records("x_prime", x_prime)
+    except InvalidParameter:
+        return "x' differs from x"
+    i = next((k for k, (u, v) in enumerate(zip(a, b, strict=False)) if not _same(u, v)), None)
+    i = min(len(a), len(b)) if i is None else i
+    if len(b) == len(a) - 1 and _same_records(a[:i] + a[i + 1 :], b):
+        return f"x' is x without record {i} ({a[i]!r})"
+    if len(a) == len(b) - 1 and _same_records(b[:i] + b[i + 1 :], a):
+        return f"x' is x with {b[i]!r} added at position {i}"
+    if len(a) == len(b) and i == len(a):
+        return "x' equals x"
+    if len(a) == len(b) and _same_records(a[i + 1 :], b[i + 1 :]):
+        return f"x' is x with record {i} changed from {a[i]!r} to {b[i]!r}"
+    return f"x and x' first differ at record {i}"
+
+
 def _structured(datasets: Sequence[Dataset], values: Sequence[Any]) -> list[Dataset]:
     """All-low, all-high, increasing, decreasing and half-half datasets of the seen lengths."""
-    if len(values) < 2 or not all(isinstance(v, int | float) for v in values):
+    if len(values) < 2 or not all(_number(v) for v in values):
         return []
     lo, hi = values[0], values[-1]
     out: list[Dataset] = []

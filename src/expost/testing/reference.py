@@ -3,7 +3,8 @@ classic broken ones that an audit must refute (issue 15, point 5).
 
 Each is a callable ``(dataset, rng)`` with ``batch(dataset, n, rng)``; ``claim()`` is the
 (eps, delta) it is documented to satisfy. Datasets are sequences of records in [0, 1] (counts and
-means, neighbours "add-remove" or "replace-one"), a single bit (randomized response,
+means, neighbours "add-remove" or "replace-one"), a single bit (randomized response and
+`ParityWithRareHalf`, whose rare non-integer output checks that events judge each output alone;
 "replace-one") or a vector of sensitivity-1 query answers (sparse vector variants, neighbours
 `expost.testing.statdp_pairs`).
 
@@ -22,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import as_float, positive, positive_int, validator
+from expost._validation import as_float, positive, positive_int, probability, validator
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
 from expost.mechanisms.exponential import ExponentialMechanism
 from expost.mechanisms.threshold import AboveThreshold
@@ -31,6 +32,7 @@ __all__ = [
     "GaussianCount",
     "LaplaceCount",
     "LaplaceMean",
+    "ParityWithRareHalf",
     "RandomizedResponse",
     "ReportNoisyChoice",
     "SVTNoHalting",
@@ -123,6 +125,29 @@ class RandomizedResponse:
     def batch(self, x: Sequence[int], n: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
         truth = rng.random(n) < np.exp(self.eps) / (1.0 + np.exp(self.eps))
         return np.where(truth, int(x[0]), 1 - int(x[0])).astype(np.int64)
+
+    def __call__(self, x: Sequence[int], rng: np.random.Generator) -> object:
+        return _one(self.batch(x, 1, rng))
+
+
+@frozen
+class ParityWithRareHalf:
+    """The dataset is one bit b; y in {0, 1, 2, 3} has parity b with probability
+    e^eps/(1 + e^eps), and with probability ``p`` (whatever b) y = 0.5 instead: eps-DP, with a
+    rare non-integer among integer outputs."""
+
+    eps: float = field(converter=as_float, validator=validator(positive))
+    p: float = field(converter=as_float, validator=validator(probability))
+
+    def claim(self) -> Claim:
+        return (self.eps, 0.0)
+
+    def batch(self, x: Sequence[int], n: int, rng: np.random.Generator) -> FloatArray:
+        truth = rng.random(n) < np.exp(self.eps) / (1.0 + np.exp(self.eps))
+        even = truth if int(x[0]) == 0 else ~truth
+        out = (2 * rng.integers(0, 2, n) + np.where(even, 0, 1)).astype(np.float64)
+        out[rng.random(n) < self.p] = 0.5
+        return out
 
     def __call__(self, x: Sequence[int], rng: np.random.Generator) -> object:
         return _one(self.batch(x, 1, rng))
