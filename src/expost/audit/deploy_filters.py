@@ -65,8 +65,8 @@ from expost.mechanisms.exponential import ExponentialMechanism
 from expost.processes import sample_brownian_grid
 
 __all__ = [
-    "Kind",
     "SIZING",
+    "Kind",
     "budget_of",
     "cases",
     "claim_tilt",
