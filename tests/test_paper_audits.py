@@ -28,8 +28,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPER_AUDITS = default_registry().suite("paper")
 QUICK_AUDITS = default_registry().suite("quick")
 DEPLOY_AUDITS = default_registry().suite("deploy")
-PRINTED = ("apc-thm4/printed", "bnr-cor3.7-time-map/printed")
-CORRECTED = ("apc-thm4/corrected", "bnr-cor3.7-time-map/corrected")
+PRINTED = ("apc-thm4/printed", "bnr-cor3.7-time-map/printed", "bnr-lemma-a.3/printed-equality")
+CORRECTED = (
+    "apc-thm4/corrected",
+    "bnr-cor3.7-time-map/corrected",
+    "bnr-lemma-a.3/one-sided-crossing",
+)
 SMALL_N = 4000
 
 
