@@ -223,12 +223,14 @@ def _mixture_erratum(entries: list[Entry]) -> list[str]:
         return []
     return [
         "",
-        'BNR Lemma A.3\'s "=", measured: the one-sided crossing probability p of its boundary '
-        f"lies between the grid estimate {_number(grid['observed'])} (a lower estimate: the grid "
-        "misses crossings between its times) and the bridge-corrected estimate "
-        f"{_number(1.0 - float(never['observed']))} (an upper estimate, with upper confidence "
-        f"bound {_number(1.0 - float(never['bound']))}), far below delta = 0.1 and close to "
-        "delta/2: the boundary is two-sided, so p = (delta + q)/2 with q = P(both sides crossed).",
+        (
+            'BNR Lemma A.3\'s "=", measured: the one-sided crossing probability p of its boundary '
+            f"lies between the grid estimate {_number(grid['observed'])} (a lower estimate: the grid "
+            "misses crossings between its times) and the bridge-corrected estimate "
+            f"{_number(1.0 - float(never['observed']))} (an upper estimate, with upper confidence "
+            f"bound {_number(1.0 - float(never['bound']))}), far below delta = 0.1 and close to "
+            "delta/2: the boundary is two-sided, so p = (delta + q)/2 with q = P(both sides crossed)."
+        ),
     ]
 
 
@@ -346,8 +348,10 @@ def render(
         "",
         "## The four errata of the papers",
         "",
-        f"{_count(len(printed))} printed statements are false: audited as printed, they are "
-        "refuted.",
+        (
+            f"{_count(len(printed))} printed statements are false: audited as printed, they are "
+            "refuted."
+        ),
         "",
     ]
     for e in printed:
