@@ -9,7 +9,10 @@ exactly at the claimed mu (the tangency at the kink), and G_mu decreases in mu, 
 mu fails (0.99·mu(eps) is rejected).
 Bounded range: the loss lies in [t − eps, t], t in [0, eps] (Durfee–Rogers), so the pair is
 dominated by the two-point pair with likelihood ratios e^t and e^(t−eps): P(1) = p,
-Q(1) = q; its kink gives mu_t = Φ⁻¹(p) + Φ⁻¹(1 − q), symmetric in t ↔ eps − t and largest
+Q(1) = q. Domination is a post-processing (Blackwell): an outcome with P = r·Q, r in
+[e^(t−eps), e^t], is drawn from K(·|1) = (P(1 − q) − Q(1 − p))/(p − q) and
+K(·|0) = (p·Q − q·P)/(p − q), which are nonnegative exactly on that range of r, sum to 1
+over the outcomes, and map (p, q) to (P, Q). The two-point pair's kink gives mu_t = Φ⁻¹(p) + Φ⁻¹(1 − q), symmetric in t ↔ eps − t and largest
 at t = eps/2 (checked on a grid), where the pair is randomized response at eps/2.
 Assumptions: eps > 0. Source: THEORY §9 (Dong–Roth–Su; Durfee–Rogers 2019).
 """
@@ -29,6 +32,7 @@ from expost.symbolic.steps import identity, library_matches, numeric_identity
 __all__ = ["PROOF"]
 
 eps, t = sp.symbols("epsilon t", positive=True)
+r, mass = sp.symbols("r Q", positive=True)  # an outcome's likelihood ratio P/Q and its Q
 _EPS = (0.05, 0.3, 1.0, 2.5, 6.0)
 _DOMAIN = {eps: (0.01, 8.0)}
 
@@ -82,6 +86,8 @@ def check(form: Any) -> tuple[Step, ...]:
     mu_dp, mu_br = form
     a_star = 1 / (1 + sp.exp(eps))
     p, q = _binary(t, eps)
+    k1 = (r * mass * (1 - q) - mass * (1 - p)) / (p - q)
+    k0 = (p * mass - q * r * mass) / (p - q)
     p_mid, q_mid = _binary(eps / 2, eps)
     mid_ok = all(
         _mu_t(e, mp.mpf(k) / 50) <= _mu_t(e, mp.mpf("0.5")) + mp.mpf("1e-40")
@@ -112,6 +118,23 @@ def check(form: Any) -> tuple[Step, ...]:
             "the two-point pair has likelihood ratios e^t and e^(t − eps)",
             sp.Tuple(p / q, (1 - p) / (1 - q)),
             sp.Tuple(sp.exp(t), sp.exp(t - eps)),
+        ),
+        identity(
+            "the kernel maps the two-point pair to any bounded-range pair: an outcome with "
+            "P = r·Q gets p·K(·|1) + (1 − p)·K(·|0) = P and q·K(·|1) + (1 − q)·K(·|0) = Q",
+            sp.Tuple(p * k1 + (1 - p) * k0, q * k1 + (1 - q) * k0),
+            sp.Tuple(r * mass, mass),
+        ),
+        identity(
+            "K(·|1) ∝ r − e^(t − eps) and K(·|0) ∝ e^t − r with positive factors Q(1 − q)/(p − q), "
+            "Q·q/(p − q): nonnegative exactly for r in [e^(t − eps), e^t]",
+            sp.Tuple(k1 * (p - q) / (mass * (1 - q)), k0 * (p - q) / (mass * q)),
+            sp.Tuple(r - sp.exp(t - eps), sp.exp(t) - r),
+        ),
+        identity(
+            "each kernel sums to 1 over the outcomes (ΣP = ΣQ = 1)",
+            sp.Tuple(((1 - q) - (1 - p)) / (p - q), (p - q) / (p - q)),
+            sp.Tuple(1, 1),
         ),
         identity(
             "at t = eps/2 it is randomized response at eps/2: p = 1 − q = e^(eps/2)/(1 + e^(eps/2))",
