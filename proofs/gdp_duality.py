@@ -18,15 +18,12 @@ import sympy as sp
 from expost.guarantees import gdp_delta, gdp_mu_for_dp
 from expost.symbolic import Proof, Step
 from expost.symbolic.steps import exact_point, identity, library_matches, positive
+from expost.symbolic.tradeoff import Phi
 
 __all__ = ["PROOF"]
 
 mu, eps = sp.symbols("mu epsilon", positive=True)
 c, y = sp.symbols("c y", real=True)
-
-
-def Phi(x: Any) -> Any:
-    return (1 + sp.erf(x / sp.sqrt(2))) / 2
 
 
 def phi(x: Any) -> Any:

@@ -47,7 +47,8 @@ REQUIRED = {
     "laplace-loss",
     "gdp-duality",
     "gdp-gaussian-brownian-prices",
-    "gdp-pure-dp-and-bounded-range",
+    "gdp-pure-dp",
+    "gdp-bounded-range",
 }
 TUPLE_PARTS = [
     (p.name, i) for p in PROOFS if isinstance(p.claim, sp.Tuple) for i in range(len(p.claim))
