@@ -72,6 +72,51 @@ def test_summing_is_exact_below_two_to_the_minus_k(k: int) -> None:
     assert math.isclose(exact.upper[-1], 0.5**k, rel_tol=0.2)  # the atom plus a sliver rounded up
 
 
+@pytest.mark.parametrize(
+    ("k", "delta", "limit"), [(10, 1e-3, 0.8), (20, 1e-6, 0.9), (20, 1e-3, 0.7), (10, 1e-6, 1.0)]
+)
+def test_small_eps_limit_by_hand(k: int, delta: float, limit: float) -> None:
+    # j = 1, 1, 3, 0: P(J <= 0) = 2^−k and P(J <= 3) = 1351/2^20 straddle the deltas.
+    assert lc.small_eps_limit(k, delta) == pytest.approx(limit, abs=1e-12)
+
+
+def _wrong_limit(k: int, delta: float) -> float:
+    """Planted bug: a round at −1 costs 1/k of the bound, not 2/k (1 − j/k)."""
+    return 1.0 - (1.0 - lc.small_eps_limit(k, delta)) / 2.0
+
+
+@pytest.mark.parametrize("k", [5, 10, 20])
+@pytest.mark.parametrize("delta", [1e-2, 1e-3, 1e-6])
+def test_small_eps_limit_is_reached_and_is_a_floor(k: int, delta: float) -> None:
+    # Deterministic brackets: at eps = 1e-4 the bracket sits on the limit; at every eps above.
+    limit = lc.small_eps_limit(k, delta)
+    low, high = lc.composed_fixed_scale(1e-4, k, steps=200).factor(delta)
+    assert low - 1e-9 <= limit <= high + 1e-9
+    if limit < 1.0:  # twin: the wrong limit is outside the bracket
+        assert not low - 1e-9 <= _wrong_limit(k, delta) <= high + 1e-9
+    for eps in (1.0, 0.1, 0.01):
+        assert lc.composed_fixed_scale(eps, k, steps=200).factor(delta)[0] >= limit - 1e-9
+
+
+def test_all_hit_bound_certifies_c_one_where_the_interval_cannot() -> None:
+    # k = 20 rounds hitting with probability 0.6: P(R = 1) = 0.6^20 = 3.7e-5 > delta = 2e-5, so
+    # c(delta) = 1, but only ~7 all-hit trials in 200,000: the order-statistic interval's lower
+    # end stays below 1, while the all-hit bound (level 1e-6) exceeds delta. Twin: rate 1/2,
+    # P(R = 1) = 9.5e-7 < delta, is not certified.
+    rng = np.random.default_rng(12)
+    n, k, delta = 200_000, 20, 2e-5
+    certified = []
+    for rate in (0.6, 0.5):
+        hits = rng.random((n, k)) < rate
+        all_hit = np.logical_and.accumulate(hits, axis=1)
+        ratio = np.where(all_hit, 1.0, rng.uniform(-1.0, 0.99, size=(n, k)))
+        sim = lc.SimulatedComposition("iid hits", ratio, hits)
+        certified.append(sim.all_hit(k, alpha=1e-6)[0] > delta)
+        if rate == 0.6:
+            assert sim.factor(k, delta, alpha=1e-6).lower < 1.0
+    assert certified == [True, False]
+
+
 def _sum_of_losses(eps: float, k: int, n: int, rng: np.random.Generator) -> FloatArray:
     """k independent Laplace releases at scale 1/eps, neighbour at +1: the loss drawn directly."""
     x = rng.laplace(0.0, 1.0 / eps, size=(n, k))
@@ -164,6 +209,10 @@ def test_bad_input_is_refused() -> None:
         lc.composed_fixed_scale(1.0, 0)
     with pytest.raises(InvalidParameter, match="delta"):
         lc.composed_fixed_scale(1.0, 2).factor(0.0)
+    with pytest.raises(InvalidParameter, match="rounds"):
+        lc.small_eps_limit(0, 1e-3)
+    with pytest.raises(InvalidParameter, match="delta"):
+        lc.small_eps_limit(5, 1.0)
     lnr = LaplaceNoiseReduction(lc.SCALES, 1.0, AtIndex(0))
     sim = lc.simulate_rounds(lnr, 0.0, 2, 10, np.random.default_rng(0))
     with pytest.raises(InvalidParameter, match="rounds"):
@@ -181,10 +230,13 @@ def test_cli_prints_the_table_and_writes_json(
     text = capsys.readouterr().out
     assert "| adversarial (y <= f(x)) | 2 | " in text
     assert "c(0.001) | c(1e-06)" in text
+    assert "| fixed (eps → 0), limit | 2 | 0.25 | [1, 1] † | [1, 1] † |" in text
+    assert text.rstrip().endswith(lc.CERTIFIED)
     rows = json.loads(out.read_text())
     assert {r["rule"] for r in rows} >= {
-        "fixed (eps = 1), exact",
+        "fixed (eps = 0.001), exact",
         "relative error 0.1, neighbour below",
     }
+    assert all(r["certified"] == (r["all_hit_lower"] > r["delta"]) for r in rows)
     assert main(["reproduce", "lnr-composition", "--trials", "0"]) == 2
     assert "trials" in capsys.readouterr().err

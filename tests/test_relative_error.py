@@ -313,7 +313,7 @@ def test_bm_returns_more_counts_with_similar_precision() -> None:
         ),
         1,
         0.0,
-        report.rho,
+        report.settings,
     )
     assert not _bm_wins(swapped)
 
@@ -366,8 +366,15 @@ def test_cli_table_json_and_figure(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "16000" in printed
     assert (out / "relative_error.png").stat().st_size > 10_000
     data = json.loads(path.read_text())
-    assert set(data) == {"rows", "seed", "seconds"}
+    assert set(data) == {"rows", "seed", "seconds", "settings", "rho", "em_rho"}
     assert data["seed"] == 4
+    assert data["settings"] == {
+        "alpha": 0.1, "eps_em": 0.1, "eps": 10.0, "delta": 1e-6, "start_eps2": 1e-4,
+        "grid_size": 1000, "grid": "linear", "stop_alpha": None, "filter": "zcdp",
+        "conversion": "bun-steinke",
+    }  # fmt: skip
+    assert math.isclose(data["rho"], 1.35301, rel_tol=1e-5)
+    assert math.isclose(data["em_rho"], 0.1**2 / 8, rel_tol=1e-12)
     assert [(r["n"], r["method"]) for r in data["rows"]] == [
         (8000, "bm"), (8000, "doubling"), (16000, "bm"), (16000, "doubling"),
     ]  # fmt: skip
@@ -375,8 +382,14 @@ def test_cli_table_json_and_figure(tmp_path: Path, capsys: pytest.CaptureFixture
         "n", "method", "trials", "results_mean", "results_sd", "precision_mean",
         "precision_sd", "spend_mean",
     }  # fmt: skip
-    assert main([*args[:4], "--sizes", "8000", "--filter", "gdp", "--no-plot"]) == 0
+    gdp = tmp_path / "gdp.json"
+    gdp_args = [*args[:4], "--sizes", "8000", "--filter", "gdp", "--json", str(gdp)]
+    assert main([*gdp_args, "--no-plot"]) == 0
     assert "GDP mu²/2 = " in capsys.readouterr().out
+    other = json.loads(gdp.read_text())  # the accounting tells the two files apart
+    assert (other["settings"]["filter"], other["settings"]["conversion"]) == ("gdp", None)
+    assert math.isclose(other["rho"], 1.70780, rel_tol=1e-5)  # mu²/2, mu = 1.848
+    assert math.isclose(other["em_rho"], 0.0019633, rel_tol=1e-4)  # mu(eps_EM/2)²/2
     again = tmp_path / "again.json"
     assert main([*args, "--seed", "4", "--no-plot", "--json", str(again)]) == 0
     assert json.loads(again.read_text())["rows"] == data["rows"]  # same seed, same rows

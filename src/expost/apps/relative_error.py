@@ -1,7 +1,8 @@
 """APC Sec. 7: release as many counts as possible, each within relative error alpha (accuracy first).
 
 Protocol (THEORY §6). Each round the exponential mechanism (Gumbel-max, eps_EM, monotone counts:
-eps_EM²/8 zCDP) picks the top count among the elements not picked yet; the count is then released
+eps_EM²/8 zCDP; under gdp its bounded-range price mu(eps_EM/2)²) picks the top count among the
+elements not picked yet; the count is then released
 until the APC stopping condition holds (`RelativeError`), by
 
 - **bm**: a Brownian mechanism on ``grid_size`` eps² levels from ``start_eps2`` up to the largest
@@ -287,7 +288,8 @@ def run_batch(
 
     Same law as `run_interactive`. The exponential mechanism's choices in successive rounds are
     drawn at once (`ExponentialMechanism.rank_batch`, the same law as one draw per round over
-    the elements left) and revealed one round at a time; each round is charged eps_EM²/8.
+    the elements left) and revealed one round at a time; each round is charged ``em_rho``
+    (eps_EM²/8 under zcdp, mu(eps_EM/2)²/2 under gdp: 0.0019633 rho units at eps_EM = 0.1).
     """
     data, m, g = _histograms(counts), _method(method), generator(rng)
     n = data.shape[0]
@@ -373,15 +375,34 @@ class Row:
 
 @frozen
 class Report:
-    """The rows, the seed and the wall time of a reproduction."""
+    """The rows, the seed, the wall time and the settings of a reproduction."""
 
     rows: tuple[Row, ...]
     seed: int
     seconds: float
-    rho: float
+    settings: Settings
+
+    @property
+    def rho(self) -> float:
+        """The budget in rho units (`Settings.rho`)."""
+        return self.settings.rho
 
     def to_json(self) -> dict[str, Any]:
-        """``{"rows": [...], "seed", "seconds"}`` (the schema of issue 6)."""
+        """``{"rows": [...], "seed", "seconds", "settings": {...}, "rho", "em_rho"}``
+        (docs/apps/relative-error.md); ``conversion`` is None under gdp, where it does not apply."""
+        s = self.settings
+        settings = {
+            "alpha": s.alpha,
+            "eps_em": s.eps_em,
+            "eps": s.eps,
+            "delta": s.delta,
+            "start_eps2": s.start_eps2,
+            "grid_size": s.grid_size,
+            "grid": s.grid,
+            "stop_alpha": s.stop_alpha,
+            "filter": s.accounting,
+            "conversion": s.conversion if s.accounting == "zcdp" else None,
+        }
         rows = [
             {
                 "n": r.n,
@@ -395,7 +416,14 @@ class Report:
             }
             for r in self.rows
         ]
-        return {"rows": rows, "seed": self.seed, "seconds": self.seconds}
+        return {
+            "rows": rows,
+            "seed": self.seed,
+            "seconds": self.seconds,
+            "settings": settings,
+            "rho": s.rho,
+            "em_rho": s.em_rho,
+        }
 
 
 def _sd(x: npt.NDArray[Any]) -> float:
@@ -493,7 +521,7 @@ def reproduce(
     for c, (n, _) in enumerate(cells):
         mine = parts[c * len(per_cell) : (c + 1) * len(per_cell)]
         rows += [summarise(n, m, _joined([p[i] for p in mine])) for i, m in enumerate(METHODS)]
-    return Report(tuple(rows), seed, time.perf_counter() - began, s.rho)
+    return Report(tuple(rows), seed, time.perf_counter() - began, s)
 
 
 def _counter(progress: Callable[[int, int], None] | None, total: int) -> Callable[[], None]:
