@@ -62,6 +62,14 @@ def test_one_round_hockey_stick_is_the_laplace_privacy_profile() -> None:
         assert high - low <= 2.5e-3
 
 
+def test_dp_eps_is_zero_when_total_variation_is_within_delta() -> None:
+    # two Laplace rounds at eps = 0.001: total variation <= 2·(1 − e^(−0.0005)) ≈ 1e-3 < 1e-2
+    exact = lc.composed_fixed_scale(0.001, 2, steps=400)
+    assert exact.dp_eps(1e-2) == (0.0, 0.0)
+    low, high = exact.dp_eps(1e-6)
+    assert 0.0 < low <= high
+
+
 @pytest.mark.parametrize("k", [2, 5, 10])
 def test_summing_is_exact_below_two_to_the_minus_k(k: int) -> None:
     # P(L = k·eps) = 2^−k exactly (every round on its atom): no c < 1 works for delta < 2^−k,

@@ -115,12 +115,14 @@ class ComposedLaplace:
         )
 
     def dp_eps(self, delta: float) -> tuple[float, float]:
-        """A bracket on the smallest eps with the composition (eps, delta)-DP (hockey stick)."""
+        """A bracket on the smallest eps >= 0 with the composition (eps, delta)-DP (hockey stick);
+        (0, 0) when it is (0, delta)-DP already (total variation <= delta)."""
         d = open_probability("delta", delta)
         low = _hockey_stick(self.losses, self.lower)
         above = self.losses[low > d]
         lower = float(above[-1]) if above.size else -math.inf
-        return lower, _first_below(self.losses, _hockey_stick(self.losses, self.upper), d)
+        upper = _first_below(self.losses, _hockey_stick(self.losses, self.upper), d)
+        return max(0.0, lower), max(0.0, upper)
 
 
 def _tail(pmf: FloatArray) -> FloatArray:
