@@ -241,9 +241,18 @@ def _section_of(name: str) -> int:
     return len(SECTIONS)
 
 
+def _refuted_by_data(entry: Entry) -> bool:
+    """Refuted, and not only by a sample above its own proposal's bound (`AuditResult.passed`)."""
+    imp = entry.get("importance", {})
+    only_by_bound = "violation" in imp and imp["ratio_lower"] <= 1.0
+    return entry["verdict"] == "refuted" and not only_by_bound
+
+
 def _passed(entry: Entry) -> bool:
-    twin_ok = not entry.get("twin") or entry["twin"]["verdict"] == "refuted"
-    return bool(entry["verdict"] == entry.get("expected", "holds") and twin_ok)
+    twin_ok = not entry.get("twin") or _refuted_by_data(entry["twin"])
+    expected = entry.get("expected", "holds")
+    claim_ok = _refuted_by_data(entry) if expected == "refuted" else entry["verdict"] == expected
+    return bool(claim_ok and twin_ok)
 
 
 _DEPLOY_COMMAND = "expost audit --suite deploy --json docs/deploy-report.json --seed 0"

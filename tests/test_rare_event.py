@@ -16,6 +16,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -200,6 +201,83 @@ def test_weight_bound_violation_fails_its_audit_not_the_run() -> None:
     assert "refuted (weight bound violated)" in report.table()
     assert "FAIL tight-tail/weight-x2/delta-1e-09: expected holds, got refuted" in report.table()
     json.loads(report.dumps())
+
+
+def _overflowing_weight(n: int, rng: np.random.Generator) -> FloatArray:
+    """A badly broken derivation: one run's weight overflowed to +inf, the rest are tiny."""
+    out: FloatArray = np.full(n, 1e-12)
+    out[int(rng.integers(n))] = np.inf
+    return out
+
+
+def test_an_overflowed_weight_is_a_violation_and_the_report_stays_strict_json() -> None:
+    """A weight that overflowed to +inf is a sample above B: that audit is refuted (it does
+    not raise and stop the suite), and its report has null where a figure is not finite, so
+    strict JSON parsers read it. Twin: the next audit runs and passes. NaN still raises."""
+    claim = ImportanceClaim(1e-9, 1e-9, "tilt")
+    with np.errstate(over="ignore"):
+        verdict = claim.verdict(np.array([0.0, np.inf, 1e-10]), 0.01)
+    assert verdict.refuted
+    assert str(verdict.extra["violation"]).startswith("weight bound violated: max w·h = inf")
+    assert math.isnan(float(verdict.extra["ess"]))
+    overflow = Audit(
+        name="overflow",
+        source="test",
+        statement="P <= 1e-9",
+        claim=claim,
+        simulate=_overflowing_weight,
+        n=100,
+    )
+    with np.errstate(over="ignore"):
+        report = run_audits([overflow, _tight_tail_audit(1.0)], seed=0)
+    bad, good = report.results
+    assert not bad.passed
+    assert good.passed
+    parsed = json.loads(report.dumps(), parse_constant=_reject_constant)
+    importance = parsed["claims"][0]["importance"]
+    assert importance["ratio"] is None
+    assert importance["ess"] is None
+    assert parsed["claims"][0]["observed"] is None
+    with pytest.raises(InvalidParameter, match="NaN"):
+        claim.verdict(np.array([0.0, math.nan]), 0.01)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"not strict JSON: {name}")
+
+
+def test_effective_sample_size_does_not_overflow() -> None:
+    """(Σw)²/Σw² computed on w/max(w): huge finite weights give the same ESS as small ones."""
+    w = np.array([0.0, 1.0, 3.0])
+    assert effective_sample_size(w * 1e200) == pytest.approx(effective_sample_size(w))
+
+
+def test_a_twin_refuted_only_by_its_own_weight_bound_is_not_caught() -> None:
+    """A twin refuted only because a sample broke its own proposal bound is a mis-derived twin,
+    not a caught bug: the audit fails and says so. Twin: a false claim with a bound that holds,
+    refuted by its interval, passes."""
+    z = float(sps.norm.isf(1e-9))
+    tight = math.exp(-z * z / 2.0)
+    audit = _tight_tail_audit(1.0)
+    # P(Z > z) = 1e-9: the twin's claim "<= 2e-9" is true, and its B below the largest
+    # weight refutes it by the violation alone, which must not count as a caught bug.
+    twin = Twin("double/wrong-B", ImportanceClaim(2e-9, tight / 4, "s"))
+    wrong = attrs.evolve(audit, name="wrong-B", twin=twin)
+    right = attrs.evolve(audit, twin=Twin("half/right-B", ImportanceClaim(5e-10, tight, "s")))
+    report = run_audits([wrong, right], seed=0)
+    failed, passed = report.results
+    claims = report.to_json()["claims"]
+    assert isinstance(claims, list)
+    assert [_generator()._passed(c) for c in claims] == [False, True]  # the findings page agrees
+    assert failed.twin is not None
+    assert failed.twin.verdict.refuted
+    assert failed.twin.verdict.bound <= 2e-9  # the interval alone does not refute
+    assert not failed.passed
+    (problem,) = failed.problems()
+    assert "refuted only by its own proposal's bound" in problem
+    assert passed.passed
+    assert passed.twin is not None
+    assert "violation" not in passed.twin.verdict.extra
 
 
 def test_findings_page_marks_a_weight_bound_violation() -> None:

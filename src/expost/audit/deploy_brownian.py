@@ -22,7 +22,7 @@ and states the bound B on it that `ImportanceClaim` checks on the samples. Propo
   ``B_i(t) = λ + B̃_i(t)``, has ``dQ/dP = M_i(t) = exp(λB_i(t)/t − λ²/(2t))`` on the reversed
   filtration (time inversion of Girsanov), so the weight of a whole run is 1/∏M_i.
 
-B carries a relative margin of 1e-6 for float rounding. Every audit has a planted twin refuted at
+B carries the relative margin `ROUNDING_MARGIN` (1 + 1e-9) for float rounding. Every audit has a planted twin refuted at
 the same delta. Twins that are far above delta (printed statements) use the plain law (θ = 0,
 weight 1, B = 1).
 """
@@ -57,6 +57,7 @@ from expost.audit._paper import (
 from expost.audit.core import Audit, Twin
 from expost.audit.rare_event import ImportanceClaim
 from expost.audit.registry import DEPLOY_QUICK, delta_tag, register_at_deltas
+from expost.audit.tilting import ROUNDING_MARGIN
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
 from expost.odometers import BrownianOdometer
 from expost.processes import sample_brownian_grid
@@ -73,7 +74,6 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 Level = Callable[[FloatArray], FloatArray]
-_MARGIN = 1.0 + 1e-6  # float rounding between the loss, the level and the weight
 
 
 @frozen
@@ -131,7 +131,7 @@ def weight_bound(proposal: Proposal, times: FloatArray, level: Level, sensitivit
     """
     t = np.asarray(times, dtype=np.float64)
     h = (level(t) * t - 0.5 * sensitivity**2) / sensitivity
-    return float(np.exp(np.max(proposal.log_weight(t, h)))) * _MARGIN
+    return float(np.exp(np.max(proposal.log_weight(t, h)))) * ROUNDING_MARGIN
 
 
 def tilted_paths(
@@ -424,12 +424,12 @@ def apc_eq1_ville_deploy(suite: str, delta: float) -> Audit:
             f"{ROUNDS} BMs, grids and lam_i in {{0.5, 1, 2}} chosen from past outputs, each "
             f"stopped at a reverse stopping time: P(exists m: prod M_i >= 1/delta) <= {delta:g}"
         ),
-        claim=ImportanceClaim(delta, delta * _MARGIN, proposal),
+        claim=ImportanceClaim(delta, delta * ROUNDING_MARGIN, proposal),
         simulate=partial(ville_weights, math.log(1.0 / delta)),
         n=_n(suite, 20_000, 40_000),
         twin=Twin(
             f"{name}/crossing-1-over-10-delta",
-            ImportanceClaim(delta, 10.0 * delta * _MARGIN, proposal),
+            ImportanceClaim(delta, 10.0 * delta * ROUNDING_MARGIN, proposal),
             partial(ville_weights, math.log(1.0 / (10.0 * delta))),
         ),
         chunk_size=20_000,
@@ -487,12 +487,12 @@ def apc_eq1_odometer_deploy(suite: str, delta: float) -> Audit:
             f"{ROUNDS} BMs with adaptive grids, adversarial stops: P(exists m: sum L_i >= "
             f"V_m/2 + psi(V_m; {THM4_GAMMA:g}, {delta:g})) <= {delta:g}"
         ),
-        claim=ImportanceClaim(delta, delta * _MARGIN, mixture.name),
+        claim=ImportanceClaim(delta, delta * ROUNDING_MARGIN, mixture.name),
         simulate=partial(odometer_weights, odometer, mixture),
         n=_n(suite, 20_000, 40_000),
         twin=Twin(
             f"{name}/log-1-over-delta-quartered",
-            ImportanceClaim(delta, delta**0.25 * _MARGIN, mixture.name),
+            ImportanceClaim(delta, delta**0.25 * ROUNDING_MARGIN, mixture.name),
             partial(odometer_weights, wrong, mixture),
         ),
         chunk_size=20_000,

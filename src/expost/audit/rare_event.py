@@ -140,10 +140,19 @@ def _vector(name: str, values: npt.ArrayLike, rule: str) -> FloatArray:
 
 
 def effective_sample_size(x: npt.ArrayLike) -> float:
-    """``(Σw)²/Σw²`` over the nonzero samples (0 when there are none)."""
+    """``(Σw)²/Σw²`` over the nonzero samples (0 when there are none; NaN when one is +inf).
+
+    Computed on ``w / max(w)``, so it does not overflow for huge finite weights.
+    """
     w = np.asarray(x, dtype=np.float64)
     w = w[w > 0.0]
-    return 0.0 if w.size == 0 else float(w.sum() ** 2 / np.sum(w**2))
+    if w.size == 0:
+        return 0.0
+    top = w.max()
+    if not np.isfinite(top):
+        return math.nan
+    v = w / top
+    return float(v.sum() ** 2 / np.sum(v**2))
 
 
 def _text(name: str, value: object) -> None:
@@ -170,7 +179,8 @@ class ImportanceClaim:
     ``0 <= X <= B = weight_bound``. The claim is refuted iff
 
     - a sample exceeds B (the derivation fails on that run: a sure refutation, whatever alpha;
-      ``extra["violation"]`` names the largest sample, B and its run), or
+      ``extra["violation"]`` names the largest sample, B and its run; a weight that overflowed
+      to +inf counts as one), or
     - the betting lower bound (level 1 − alpha, module docstring) on ``E[min(X, B)/B]`` times B
       exceeds delta (min(X, B) <= X, so it is a lower bound on E[X] even after a violation).
 
@@ -191,8 +201,8 @@ class ImportanceClaim:
 
     def _checked(self, samples: npt.ArrayLike) -> FloatArray:
         x = _vector("samples", samples, "must be a non-empty 1-d real array of w·h, h in [0, 1]")
-        if not np.all(np.isfinite(x)):
-            raise InvalidParameter("samples", x[~np.isfinite(x)][:3], "must be finite")
+        if np.any(np.isnan(x)):
+            raise InvalidParameter("samples", x[np.isnan(x)][:3], "must not be NaN")
         if np.any(x < 0.0):
             raise InvalidParameter(
                 "samples", float(x.min()), "must be >= 0 (weight·h, h in [0, 1])"

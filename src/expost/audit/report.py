@@ -7,6 +7,8 @@ expected verdict and every planted bug was refuted.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 
 from attrs import frozen
 
@@ -37,9 +39,13 @@ class AuditResult:
 
     @property
     def passed(self) -> bool:
-        """The verdict is the expected one and the planted bug (if any) was refuted."""
-        twin_ok = self.twin is None or self.twin.verdict.refuted
-        return self.verdict.word == self.expected and twin_ok
+        """The verdict is the expected one and the planted bug (if any) was refuted.
+
+        An expected refutation (of the twin, or of a claim expected to be refuted) does not count
+        when it comes only from a sample above the verdict's *own* weight bound: that says the
+        proposal's bound B is mis-derived, not that the claim is false.
+        """
+        return not self.problems()
 
     def problems(self) -> list[str]:
         """Why the audit did not pass, one line per reason (empty when it passed)."""
@@ -50,11 +56,18 @@ class AuditResult:
                 f"{self.name}: expected {self.expected}, got {v.word} "
                 f"(lower bound {v.bound:.6g} vs claimed {v.claimed:.6g}; {v.detail})"
             )
+        elif self.expected == "refuted" and _broken(v):
+            out.append(f"{self.name}: refuted only by its own proposal's bound ({v.detail})")
         if self.twin is not None and not self.twin.verdict.refuted:
             t = self.twin.verdict
             out.append(
                 f"{self.name}: planted bug {self.twin.name} NOT caught "
                 f"(lower bound {t.bound:.6g} <= claimed {t.claimed:.6g}; {t.detail})"
+            )
+        elif self.twin is not None and _broken(self.twin.verdict):
+            out.append(
+                f"{self.name}: planted bug {self.twin.name} refuted only by its own proposal's "
+                f"bound, so its weight bound is mis-derived ({self.twin.verdict.detail})"
             )
         return out
 
@@ -64,6 +77,7 @@ class AuditResult:
         A verdict with ``extra`` figures (importance-sampled claims) adds them under
         ``"importance"``, for the claim and for its twin; ``"violation"`` there says which sample
         broke the weight bound (the verdict is then "refuted" and there is no upper bound).
+        A figure that is not finite (a weight that overflowed) is written as null.
         """
         twin: dict[str, object] | None = None
         if self.twin is not None:
@@ -74,7 +88,8 @@ class AuditResult:
                 "bound": self.twin.verdict.bound,
             }
             if self.twin.verdict.extra:
-                twin["importance"] = dict(self.twin.verdict.extra)
+                twin["importance"] = _strict(self.twin.verdict.extra)
+            twin = _strict(twin)
         entry: dict[str, object] = {
             "name": self.name,
             "source": self.source,
@@ -87,13 +102,26 @@ class AuditResult:
             "twin": twin,
         }
         if self.verdict.extra:
-            entry["importance"] = dict(self.verdict.extra)
+            entry["importance"] = _strict(self.verdict.extra)
         if self.expected == "refuted":
             entry["expected"] = "refuted"
-        return entry
+        return _strict(entry)
+
+
+def _strict(entry: Mapping[str, object]) -> dict[str, object]:
+    """The entry with non-finite floats as None (strict JSON has no Infinity or NaN)."""
+    return {
+        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in entry.items()
+    }
 
 
 _HEADER = ("audit", "source", "claim", "N", "observed", "lower bound", "verdict", "twin", "s")
+
+
+def _broken(v: Verdict) -> bool:
+    """Refuted only because a sample broke the importance weight bound (the interval alone
+    would not refute)."""
+    return "violation" in v.extra and v.bound <= v.claimed
 
 
 def _word(v: Verdict) -> str:
@@ -144,7 +172,7 @@ class AuditReport:
 
     def dumps(self) -> str:
         """The JSON report as text."""
-        return json.dumps(self.to_json(), indent=2) + "\n"
+        return json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n"
 
     def table(self) -> str:
         """A fixed-width table, a summary line, and one line per problem."""
