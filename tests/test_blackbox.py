@@ -116,7 +116,7 @@ def test_eps_lower_is_the_exact_clopper_pearson_bound() -> None:
     )
     w = result.witness
     lower = sps.beta.ppf(0.005, w.hits_x, w.n - w.hits_x + 1)
-    upper = sps.beta.ppf(0.995, w.hits_x_prime + 1, w.n - w.hits_x_prime)
+    upper = sps.beta.isf(0.005, w.hits_x_prime + 1, w.n - w.hits_x_prime)
     assert result.eps_lower == pytest.approx(math.log((lower - 1e-3) / upper), rel=1e-9)
 
 
