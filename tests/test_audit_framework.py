@@ -32,6 +32,8 @@ from expost.audit import (
     Registry,
     Twin,
     audit_seed,
+    clopper_pearson_upper,
+    eps_lower_bound,
     examples,
     register,
     run_audit,
@@ -84,6 +86,19 @@ def test_binomial_verdict_is_the_exact_binomial_test(
     p_value = float(sps.binom.sf(hits - 1, n, delta))
     if not math.isclose(p_value, alpha, rel_tol=1e-6):
         assert ProbabilityClaim(delta).verdict(events, alpha).refuted == (p_value < alpha)
+
+
+@pytest.mark.parametrize("alpha", [1e-15, 1.2e-16, 1e-3])
+def test_upper_clopper_pearson_limits_have_their_tail_mass_at_tiny_alpha(alpha: float) -> None:
+    # They were beta.ppf(1 − alpha/2, …): 1 − alpha/2 rounded to a double, so the tail below
+    # the limit was 1.11x alpha/2 at alpha = 1e-15 and 1.85x at 1.2e-16.
+    n, b = 200_000, 171_858
+    upper = clopper_pearson_upper(b, n, alpha)
+    assert sps.binom.cdf(b, n, upper) == pytest.approx(alpha, rel=1e-6, abs=0.0)
+    a = n // 2  # eps_lower_bound: log(lower) − log(upper), each limit at alpha/2
+    lower = float(sps.beta.ppf(alpha / 2, a, n - a + 1))
+    upper = math.exp(math.log(lower) - float(eps_lower_bound(a, n, b, n, alpha)))
+    assert sps.binom.cdf(b, n, upper) == pytest.approx(alpha / 2, rel=1e-6, abs=0.0)
 
 
 def _pareto_mean(mean: float, size: tuple[int, int], rng: np.random.Generator) -> FloatArray:

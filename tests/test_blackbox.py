@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
@@ -26,7 +27,7 @@ from expost.testing import (
     statdp_pairs,
 )
 from expost.testing import reference as ref
-from expost.testing.pairs import candidate_pairs, difference
+from expost.testing.pairs import NEIGHBOURS, candidate_pairs, difference
 from tests.stats import rate_is_at_most
 
 SMALL = 20_000
@@ -115,7 +116,7 @@ def test_eps_lower_is_the_exact_clopper_pearson_bound() -> None:
     )
     w = result.witness
     lower = sps.beta.ppf(0.005, w.hits_x, w.n - w.hits_x + 1)
-    upper = sps.beta.ppf(0.995, w.hits_x_prime + 1, w.n - w.hits_x_prime)
+    upper = sps.beta.isf(0.005, w.hits_x_prime + 1, w.n - w.hits_x_prime)
     assert result.eps_lower == pytest.approx(math.log((lower - 1e-3) / upper), rel=1e-9)
 
 
@@ -271,6 +272,56 @@ def test_numpy_numbers_give_the_structured_pairs() -> None:
     numpy = candidate_pairs([[np.int64(0), np.int64(1), np.int64(1)]], "add-remove")
     floats = candidate_pairs([[np.float32(0), np.float32(1), np.float32(1)]], "add-remove")
     assert len(numpy) == len(floats) == len(plain) > 5  # more than the given dataset's own
+
+
+def _geometric_count(records: Sequence[int], rng: np.random.Generator) -> int:
+    """round(sum) + two-sided geometric noise: exactly 1-DP under add-remove on integer records
+    (round is then the identity), not on 0.5 (round(0.5 + 1) − round(0.5) = 2)."""
+    q = math.exp(-1.0)
+    return round(sum(records)) + int(rng.geometric(1 - q)) - int(rng.geometric(1 - q))
+
+
+def test_a_mechanism_dp_on_its_domain_is_not_refuted() -> None:
+    # The increasing dataset was np.linspace(0, 1, 3) = [0.0, 0.5, 1.0]: record 0.5 was never
+    # given, and this seed was refuted with eps_lower 1.884.
+    data = [np.array([0, 1, 1])]
+    result = audit_mechanism(_geometric_count, eps=1.0, datasets=data, samples=SMALL, seed=0)
+    assert not result.refuted, result.report()
+    # planted false claim: the same mechanism is not 0.5-DP
+    assert audit_mechanism(_geometric_count, eps=0.5, datasets=data, samples=SMALL, seed=0).refuted
+
+
+def _records_seen(datasets: Sequence[Any], pairs: Sequence[tuple[Any, Any]]) -> None:
+    seen = {r for x in datasets for r in np.asarray(x).tolist()}
+    for x, x_prime in pairs:
+        for d in (x, x_prime):
+            assert set(np.asarray(d).tolist()) <= seen, (x, x_prime)
+
+
+INT_DATASET = st.lists(st.integers(-3, 5), min_size=1, max_size=6).flatmap(
+    lambda r: st.sampled_from([r, tuple(r), *(np.array(r, dtype=t) for t in ("i1", "i4", "i8"))])
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(INT_DATASET, min_size=1, max_size=3), st.sampled_from(NEIGHBOURS))
+def test_candidate_datasets_reuse_the_seen_records(datasets: list[Any], neighbours: str) -> None:
+    assume(len({r for x in datasets for r in np.asarray(x).tolist()}) >= 2)  # else no pair
+    pairs = candidate_pairs(datasets, neighbours)
+    _records_seen(datasets, pairs)
+    for x, x_prime in pairs:  # structured ones like the first given dataset of their length
+        like = next(d for d in datasets if len(d) == len(x))
+        like = next((d for d in datasets if d is x), like)
+        for d in (x, x_prime):
+            assert type(d) is type(like)
+            assert getattr(d, "dtype", None) == getattr(like, "dtype", None)
+
+
+def test_records_of_another_dtype_are_not_cast() -> None:
+    # 0.5 added to an int array was cast to 0, a record never given.
+    datasets = [np.array([5, 6]), [0.5, 9.75]]
+    for neighbours in NEIGHBOURS:
+        _records_seen(datasets, candidate_pairs(datasets, neighbours))
 
 
 def test_report_shows_lengths_the_difference_and_the_seed() -> None:

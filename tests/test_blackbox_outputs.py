@@ -27,6 +27,7 @@ from expost.testing.events import (
     OutputEvent,
     ValueSet,
     as_outputs,
+    families,
 )
 
 SAMPLES = 20_000
@@ -176,3 +177,72 @@ def test_learned_score_fits_on_a_bounded_number_of_rows() -> None:
     w, z = fitted.weights, (a - fitted.center) / fitted.scale
     direct = w[0] + z @ w[1 : d + 1] + (z * z - 1) @ w[d + 1 :]
     np.testing.assert_allclose(fitted(a), direct, rtol=1e-9, atol=1e-9)
+
+
+def _bits_rr(x: Sequence[int], n: int, rng: np.random.Generator) -> Any:
+    """n outputs of per-bit randomized response, each bit kept w.p. e^0.2/(1 + e^0.2)."""
+    keep = rng.random((n, len(x))) < math.exp(0.2) / (1.0 + math.exp(0.2))
+    bits = np.asarray(x)
+    return np.where(keep, bits, 1 - bits)
+
+
+def test_a_learned_score_of_a_row_does_not_depend_on_the_batch() -> None:
+    # It was features @ weights: BLAS kernels rounded a row's last bit by its position.
+    rng = np.random.default_rng(0)
+    for d in range(2, 34):
+        a = rng.integers(0, 2, (2_000, d)).astype(np.float64)
+        b = rng.integers(0, 2, (2_000, d)) + (rng.random((2_000, d)) < 0.1)
+        score = LinearScore.fit(a, b)
+        whole = score(a)
+        for start in range(1, 9):
+            assert np.array_equal(score(a[start:]), whole[start:]), (d, start)
+        alone = [score(a[i : i + 1])[0] for i in range(300)]
+        assert np.array_equal(alone, whole[:300]), d
+        assert np.array_equal(score(np.asfortranarray(a)), whole), d
+
+
+def test_vector_outputs_are_decided_in_a_batch_as_one_at_a_time() -> None:
+    # With the BLAS score and cuts at quantiles (often a frequent output's exact score), copies
+    # of one output were in and out of one event.
+    rng = np.random.default_rng(0)
+    search = [as_outputs(_bits_rr(x, 20_000, rng), 20_000) for x in ([0] * 5, [1, 0, 0, 0, 0])]
+    test = _bits_rr([0] * 5, 4_099, rng)  # 4096 + 3: a ragged tail for blocked kernels
+    every, which = np.unique(test, axis=0, return_inverse=True)
+    alone = [as_outputs(y[None, :], 1) for y in every]  # single-row batches
+    batches = [(test, which), (test[3:], which[3:]), (np.asfortranarray(test), which)]
+    read = [(as_outputs(rows, rows.shape[0]), codes) for rows, codes in batches]
+    for family in families(*search):
+        for k in range(family.hits_x.size):
+            event = family.make(k)
+            one_at_a_time = np.array([event.contains(y)[0] for y in alone])
+            for outputs, codes in read:
+                together = event.contains(outputs)
+                assert np.array_equal(together, one_at_a_time[codes]), event.describe()
+
+
+def _seen_values(event: Interval, outputs: Sequence[Any]) -> set[float]:
+    size = 1 if event.score is None else event.score.size
+    values = np.vstack([o.real(size).values for o in outputs])
+    return set((values[:, 0] if event.score is None else event.score(values)).tolist())
+
+
+@pytest.mark.parametrize("vectors", [False, True], ids=["integers", "bit-vectors"])
+def test_interval_cuts_lie_between_the_values_seen(vectors: bool) -> None:
+    # Cuts were quantiles of the search values: for discrete outputs mostly values seen.
+    rng = np.random.default_rng(0)
+    raw = (
+        [_bits_rr(x, 5_000, rng) for x in ([0] * 5, [1, 0, 0, 0, 0])]
+        if vectors
+        else [rng.geometric(0.3, 5_000) - rng.geometric(p, 5_000) for p in (0.3, 0.4)]
+    )
+    search = [as_outputs(r, r.shape[0]) for r in raw]
+    for family in families(*search):
+        seen: set[float] | None = None
+        for k in range(family.hits_x.size):
+            event = family.make(k)
+            assert int(event.contains(search[0]).sum()) == family.hits_x[k]  # counts unchanged
+            assert int(event.contains(search[1]).sum()) == family.hits_x_prime[k]
+            base = event.event if isinstance(event, Complement) else event
+            if isinstance(base, Interval):
+                seen = _seen_values(base, search) if seen is None else seen
+                assert {base.lo, base.hi}.isdisjoint(seen), base.describe()

@@ -56,10 +56,14 @@ def clopper_pearson_lower(hits: int, n: int, alpha: float) -> float:
 
 
 def clopper_pearson_upper(hits: int, n: int, alpha: float) -> float:
-    """One-sided upper confidence bound (level 1 − alpha) for a binomial proportion."""
+    """One-sided upper confidence bound (level 1 − alpha) for a binomial proportion.
+
+    The upper alpha-quantile by ``beta.isf(alpha, …)``: ``ppf(1 − alpha, …)`` would round
+    1 − alpha to a double, off by up to 2x in the tail mass for alpha near 1e-16.
+    """
     from scipy import stats  # lazy: keeps the `expost` command fast
 
-    return 1.0 if hits >= n else float(stats.beta.ppf(1.0 - alpha, hits + 1, n - hits))
+    return 1.0 if hits >= n else float(stats.beta.isf(alpha, hits + 1, n - hits))
 
 
 def _alpha(alpha: object) -> float:
@@ -231,7 +235,8 @@ def eps_lower_bound(
     For an (eps, delta)-DP mechanism P(E|x) <= e^eps P(E|x') + delta (the hockey-stick form), so
     with probability >= 1 − alpha (Bonferroni over the two exact one-sided limits) the value is
     <= eps for a fixed event E. −inf where the lower limit does not exceed delta. Hit counts may
-    be non-integer (scaled counts predict a later test's bound).
+    be non-integer (scaled counts predict a later test's bound). The upper limit is taken by
+    ``beta.isf(alpha/2, …)``, exact for tiny alpha (see `clopper_pearson_upper`).
     """
     from scipy import stats  # lazy: keeps the `expost` command fast
 
@@ -240,7 +245,7 @@ def eps_lower_bound(
     lower = np.where(a > 0, stats.beta.ppf(alpha / 2, np.maximum(a, 1e-12), n_x - a + 1), 0.0)
     upper = np.where(
         b < n_x_prime,
-        stats.beta.ppf(1 - alpha / 2, b + 1, np.maximum(n_x_prime - b, 1e-12)),
+        stats.beta.isf(alpha / 2, b + 1, np.maximum(n_x_prime - b, 1e-12)),
         1.0,
     )
     with np.errstate(divide="ignore", invalid="ignore"):

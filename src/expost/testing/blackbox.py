@@ -243,7 +243,8 @@ def audit_mechanism(
     with a method ``batch(dataset, n, rng)`` it is asked for n outputs at once. ``pairs``:
     neighbouring (x, x'); when None they are built from ``datasets`` (a list, or a Hypothesis
     strategy drawn from deterministically) under ``neighbours`` ("add-remove", "replace-one" or
-    a callable x -> neighbours), with the structured datasets of `expost.testing.pairs`.
+    a callable x -> neighbours), with the structured datasets of `expost.testing.pairs` (made of
+    the record values seen: a claim covers only the mechanism's domain).
     ``samples``: outputs per side in the final test (the search draws its own). ``budget_s``
     bounds the search's time, never the test's validity. Refuted with probability <= alpha when
     the claim holds.

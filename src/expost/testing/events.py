@@ -10,7 +10,8 @@ has a value key (`output_key`): its float, its tuple of floats, or itself, NaN b
 Families: intervals [lo, hi) of real outputs of size 1 (thresholds are intervals with an
 infinite end); for size d > 1, intervals of a learned score, a logistic regression of "x or x'?"
 on the features (z, z²) of the standardised output, in the spirit of DP-Sniper (Bichsel et al.
-2021); outputs of another size and discrete outputs lie outside every interval. Value sets: single
+2021), computed for each output by itself; outputs of another size and discrete outputs lie
+outside every interval. Cuts lie between the distinct values seen, never on one. Value sets: single
 values and the sets of the values with the largest estimated ratio P(v | x)/P(v | x') (StatDP,
 Ding et al. 2018), over discrete outputs and the real values seen more than once. Every family
 also offers the complements of its events. Hit counts of a whole family are computed at once.
@@ -263,9 +264,15 @@ class LinearScore:
         return int(self.center.size)
 
     def __call__(self, real: FloatArray) -> FloatArray:
+        """s of each row by itself: the elementwise products, made C-contiguous, summed along
+        each row, which numpy does row by row, pairwise (`numpy.sum` notes: pairwise along the
+        fast axis; a column-major array is summed across rows, in another order). Not
+        ``features @ weights``: its BLAS kernel can round a row differently by its position."""
         step = max(1, _CHUNK // self.size)
         parts = [
-            _features(real[i : i + step], self.center, self.scale) @ self.weights
+            np.ascontiguousarray(
+                _features(real[i : i + step], self.center, self.scale) * self.weights
+            ).sum(axis=1)
             for i in range(0, real.shape[0], step)
         ]
         result: FloatArray = np.concatenate(parts) if parts else np.zeros(0)
@@ -371,10 +378,22 @@ class Family:
         return Family(hx, np.concatenate([self.hits_x_prime, n - self.hits_x_prime]), make)
 
 
+def _between(pooled: FloatArray) -> FloatArray:
+    """Cuts at the quantiles (CUT_LEVELS) of the pooled values, each moved into the middle of the
+    gap between the distinct values around it: the same values on each side, and no value seen,
+    however often, sits on a cut."""
+    distinct = np.unique(pooled)
+    k = np.unique(np.searchsorted(distinct, np.quantile(pooled, CUT_LEVELS), side="left"))
+    k = k[(k > 0) & (k < distinct.size)]  # distinct[k - 1] < quantile <= distinct[k]
+    below, above = distinct[k - 1], distinct[k]
+    mid = below / 2 + above / 2  # halves: no overflow
+    cuts: FloatArray = np.where(mid > below, mid, above)  # adjacent floats: the upper one
+    return cuts
+
+
 def _intervals(sx: FloatArray, sxp: FloatArray, score: LinearScore | None) -> Family:
-    """All [c_i, c_j), i < j, over quantile cuts of the pooled values and ±inf."""
-    inner = np.unique(np.quantile(np.concatenate([sx, sxp]), CUT_LEVELS))
-    cuts = np.concatenate([[-np.inf], inner, [np.inf]])
+    """All [c_i, c_j), i < j, over the cuts between pooled values (`_between`) and ±inf."""
+    cuts = np.concatenate([[-np.inf], _between(np.concatenate([sx, sxp])), [np.inf]])
     below_x = np.searchsorted(np.sort(sx), cuts, side="left")
     below_xp = np.searchsorted(np.sort(sxp), cuts, side="left")
     i, j = np.triu_indices(cuts.size, k=1)

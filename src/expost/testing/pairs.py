@@ -5,8 +5,11 @@ record removed or added) or "replace-one" (one record changed), or any callable
 ``x -> iterable of neighbours``. Candidates come from the given datasets and from structured
 ones in the spirit of StatDP (Ding et al. 2018): all records at the smallest seen value, all at
 the largest, increasing, decreasing and half-and-half, each with its neighbours at the extreme
-positions and values (where a sensitivity is attained). `statdp_pairs` gives StatDP's own
-patterns for mechanisms whose input is a vector of sensitivity-1 query answers.
+positions and values (where a sensitivity is attained). Structured datasets and neighbours reuse
+the record values seen, never new ones (a DP claim covers only the mechanism's domain: a
+mechanism DP on bits may do anything on 0.5), in the container and dtype of a given dataset.
+`statdp_pairs` gives StatDP's own patterns for mechanisms whose input is a vector of
+sensitivity-1 query answers.
 """
 
 from __future__ import annotations
@@ -72,9 +75,19 @@ def _records(name: str, x: object) -> list[Any]:
 
 
 def _like(x: Dataset, records: list[Any]) -> Dataset:
-    if isinstance(x, np.ndarray):
-        return np.asarray(records, dtype=x.dtype)
-    return tuple(records) if isinstance(x, tuple) else records
+    """The records in x's container; for an array, in x's dtype unless that would change a record
+    (one seen in a dataset of another dtype, say 0.5 added to an integer array)."""
+    if not isinstance(x, np.ndarray):
+        return tuple(records) if isinstance(x, tuple) else records
+    try:
+        out = np.asarray(records, dtype=x.dtype)
+    except OverflowError:  # a record out of the range of x's dtype
+        return np.asarray(records)
+    if out.dtype.kind in "biufc":
+        own = np.asarray(records)
+        if not np.array_equal(out, own, equal_nan=own.dtype.kind in "fc"):
+            return own
+    return out
 
 
 def _number(r: object) -> bool:
@@ -187,16 +200,31 @@ def difference(x: Dataset, x_prime: Dataset) -> str:
     return f"x and x' first differ at record {i}"
 
 
-def _structured(datasets: Sequence[Dataset], values: Sequence[Any]) -> list[Dataset]:
-    """All-low, all-high, increasing, decreasing and half-half datasets of the seen lengths."""
-    if len(values) < 2 or not all(_number(v) for v in values):
+def _ramp(seen: list[Any], n: int) -> list[Any]:
+    """n of the sorted ``seen`` values, from the first to the last at evenly spaced ranks."""
+    if n == 1:
+        return [seen[0]]
+    k = len(seen) - 1
+    return [seen[(2 * i * k + n - 1) // (2 * (n - 1))] for i in range(n)]  # rank round(i·k/(n−1))
+
+
+def _structured(datasets: Sequence[Dataset]) -> list[Dataset]:
+    """All-low, all-high, increasing, decreasing and half-half datasets of the seen lengths, made
+    of the record values seen, each like the first given dataset of its length (`_like`)."""
+    records = [r for x in datasets for r in _records("datasets", x)]
+    if not all(_number(r) for r in records) or len(seen := sorted(set(records))) < 2:
         return []
-    lo, hi = values[0], values[-1]
+    lo, hi = seen[0], seen[-1]
+    like: dict[int, Dataset] = {}
+    for x in datasets:
+        like.setdefault(len(_records("datasets", x)), x)
     out: list[Dataset] = []
-    for n in sorted({len(_records("datasets", x)) for x in datasets} - {0}):
-        ramp = np.linspace(lo, hi, n).tolist()
-        half = n // 2
-        out += [[lo] * n, [hi] * n, ramp, ramp[::-1], [lo] * half + [hi] * (n - half)]
+    for n, x in sorted(like.items()):
+        if n == 0:
+            continue
+        ramp, half = _ramp(seen, n), n // 2
+        shapes = [[lo] * n, [hi] * n, ramp, ramp[::-1], [lo] * half + [hi] * (n - half)]
+        out += [_like(x, r) for r in shapes]
     return out
 
 
@@ -207,7 +235,7 @@ def _key(x: Dataset) -> str:
 def candidate_pairs(datasets: Sequence[Dataset], neighbours: Neighbours) -> list[Pair]:
     """Pairs (x, x') for x among the datasets and the structured ones, x' a neighbour of x."""
     values = [] if callable(neighbours) else _extremes(datasets)
-    bases = list(datasets) + ([] if callable(neighbours) else _structured(datasets, values))
+    bases = list(datasets) + ([] if callable(neighbours) else _structured(datasets))
     seen: set[tuple[str, str]] = set()
     pairs: list[Pair] = []
     for x in bases:
