@@ -191,7 +191,7 @@ def test_a_learned_score_of_a_row_does_not_depend_on_the_batch() -> None:
     rng = np.random.default_rng(0)
     for d in range(2, 34):
         a = rng.integers(0, 2, (2_000, d)).astype(np.float64)
-        b = rng.integers(0, 2, (2_000, d)) + (rng.random((2_000, d)) < 0.1)
+        b = (rng.integers(0, 2, (2_000, d)) + (rng.random((2_000, d)) < 0.1)).astype(np.float64)
         score = LinearScore.fit(a, b)
         whole = score(a)
         for start in range(1, 9):
