@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import expost as ep
@@ -92,12 +92,20 @@ def test_cks_never_looser_than_bun_steinke(rho: float, d2: float) -> None:
 
 
 @given(epss, small_deltas)
+@example(0.001, 1.6877929777518914e-05)  # rho ~ 1.4e-7: brentq's absolute xtol was too coarse
 def test_inverses_round_trip(eps: float, d2: float) -> None:
     rho = ep.rho_for_dp(eps, d2)
     assert ep.zcdp_to_dp(ep.ZCDP(rho), d2).eps == pytest.approx(eps, rel=1e-12)
     rho_cks = ep.cks_rho_for_dp(eps, d2)
     assert rho_cks >= rho * (1 - 1e-12)
     assert ep.cks_zcdp_to_dp(ep.ZCDP(rho_cks), d2).eps == pytest.approx(eps, rel=1e-10)
+
+
+@given(epss, small_deltas)
+@example(0.001, 1.6877929777518914e-05)
+def test_cks_rho_for_dp_never_overshoots(eps: float, d2: float) -> None:
+    """The rho it returns converts back to at most eps (brentq may end on either side)."""
+    assert ep.cks_zcdp_to_dp(ep.ZCDP(ep.cks_rho_for_dp(eps, d2)), d2).eps <= eps
 
 
 @given(rhos, rhos, small_deltas, small_deltas)

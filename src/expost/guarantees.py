@@ -315,7 +315,11 @@ def cks_rho_for_dp(eps: float, delta_second: float) -> float:
     hi = 2.0 * lo
     while _cks_eps(hi, d2) <= e:
         lo, hi = hi, 2.0 * hi
-    return float(brentq(lambda r: _cks_eps(r, d2) - e, lo, hi, xtol=1e-15, rtol=1e-13))
+    # xtol relative to the scale: rho is ~eps²/(4 log(1/delta'')), 1e-8 and less at small eps
+    r = float(brentq(lambda r: _cks_eps(r, d2) - e, lo, hi, xtol=1e-15 * lo, rtol=1e-13))
+    while r > lo and _cks_eps(r, d2) > e:  # brentq may end on either side of the root
+        r = math.nextafter(r, 0.0)
+    return r
 
 
 def pdp_to_dp(guarantee: ProbabilisticDP) -> ApproxDP:
