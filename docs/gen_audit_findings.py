@@ -264,17 +264,23 @@ def _base(name: str) -> tuple[str, str]:
     return (head, tag.removeprefix("delta-")) if tag.startswith("delta-") else (name, "-")
 
 
+def _figure(x: float | None) -> str:
+    """A ratio to three digits; "-" where there is none (no upper bound after a violation) or the
+    report wrote null (not finite)."""
+    return "-" if x is None else f"{x:.3g}"
+
+
 def _ratio(entry: Entry) -> str:
     imp = entry.get("importance")
     if not imp:
         return f"{_number(entry['observed'])} ({entry['verdict']})"
     mark = "" if _passed(entry) else " **FAIL**"
     # after a weight-bound violation there is no upper bound, and it is why the claim is refuted
-    upper = f"{imp['ratio_upper']:.3g}" if "ratio_upper" in imp else "-"
+    upper = _figure(imp.get("ratio_upper"))
     refuted = " refuted" if entry["verdict"] == "refuted" else ""
     if "violation" in imp:
         refuted += " (weight bound violated)"
-    return f"{imp['ratio']:.3g} [{imp['ratio_lower']:.3g}, {upper}]{refuted}{mark}"
+    return f"{_figure(imp['ratio'])} [{imp['ratio_lower']:.3g}, {upper}]{refuted}{mark}"
 
 
 def _deploy_section(

@@ -32,8 +32,8 @@ Claims and what ``simulate(n, rng)`` returns (n rows):
 - `ImportanceClaim(delta, weight_bound, proposal, quantity="P(event)")`: n floats ``w·1{event}``
   (or ``w·h``, h ∈ [0, 1] a function of the run, e.g. a hockey-stick integrand) from runs drawn
   under a proposal law (w = dP/dQ), each checked to lie in [0, weight_bound] (a sample above it
-  refutes the claim); betting confidence bounds (Waudby-Smith & Ramdas 2023) on their mean. For claims at deployment deltas (1e-6 …
-  1e-12): register them with ``@register_at_deltas("deploy", "deploy-quick")`` on
+  refutes the claim); betting confidence bounds (Waudby-Smith & Ramdas 2023) on their mean.
+  For claims at deployment deltas (1e-6 … 1e-12): register them with ``@register_at_deltas("deploy", "deploy-quick")`` on
   ``def f(suite, delta)``, names ending in `delta_tag` (``expost audit --suite deploy
   [--delta D]``).
 

@@ -22,9 +22,9 @@ and states the bound B on it that `ImportanceClaim` checks on the samples. Propo
   ``B_i(t) = λ + B̃_i(t)``, has ``dQ/dP = M_i(t) = exp(λB_i(t)/t − λ²/(2t))`` on the reversed
   filtration (time inversion of Girsanov), so the weight of a whole run is 1/∏M_i.
 
-B carries the relative margin `ROUNDING_MARGIN` (1 + 1e-9) for float rounding. Every audit has a planted twin refuted at
-the same delta. Twins that are far above delta (printed statements) use the plain law (θ = 0,
-weight 1, B = 1).
+B carries the relative margin `ROUNDING_MARGIN` (1 + 1e-9) for float rounding. Every audit has a
+planted twin refuted at the same delta. Twins that are far above delta (printed statements) use
+the plain law (θ = 0, weight 1, B = 1).
 """
 
 from __future__ import annotations

@@ -58,6 +58,17 @@ class _Additive(ABC):
         return v + self._noise(generator(rng), (positive_int("trials", trials), *v.shape))
 
 
+def _rounded_up_sigma(sensitivity: float, rho: float) -> float:
+    """The least float σ >= Δ/sqrt(2·rho) with Δ²/(2σ²) <= rho exactly (`GaussianMechanism.sigma`);
+    0 or inf as computed when not representable (the constructor's check refuses them)."""
+    sigma = sensitivity / math.sqrt(2.0 * rho)
+    if not 0.0 < sigma < math.inf:
+        return sigma
+    while Fraction(sensitivity) ** 2 > 2 * Fraction(rho) * Fraction(sigma) ** 2:
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
+
+
 @frozen
 class GaussianMechanism(_Additive):
     """f(x) + N(0, σ²I) with σ = Δ2/sqrt(2·rho): rho-zCDP for ℓ2 sensitivity Δ2 (THEORY §2).
@@ -67,9 +78,11 @@ class GaussianMechanism(_Additive):
 
     sensitivity: float = field(converter=as_float, validator=validator(positive))
     rho: float = field(converter=as_float, validator=validator(positive))
+    _sigma: float = field(init=False, repr=False, eq=False)  # derived once: see `sigma`
 
     def __attrs_post_init__(self) -> None:
-        check_scale("rho", self.rho, self.sigma)
+        object.__setattr__(self, "_sigma", _rounded_up_sigma(self.sensitivity, self.rho))
+        check_scale("rho", self.rho, self._sigma)
 
     @classmethod
     def from_sigma(cls, sensitivity: float, sigma: float) -> GaussianMechanism:
@@ -88,12 +101,7 @@ class GaussianMechanism(_Additive):
         The float quotient can fall an ulp below the exact value; it is raised until
         Δ2²/(2σ²) <= rho holds in exact arithmetic.
         """
-        sigma = self.sensitivity / math.sqrt(2.0 * self.rho)
-        if not 0.0 < sigma < math.inf:  # not representable: refused by the constructor's check
-            return sigma
-        while Fraction(self.sensitivity) ** 2 > 2 * Fraction(self.rho) * Fraction(sigma) ** 2:
-            sigma = math.nextafter(sigma, math.inf)
-        return sigma
+        return self._sigma
 
     def guarantee(self) -> ZCDP:
         """rho-zCDP (Bun–Steinke; THEORY §2)."""

@@ -129,10 +129,7 @@ class RealBlock:
             return dict(zip(seen.tolist(), counts.tolist(), strict=True))
         whole = self.values[np.all(self.values == np.round(self.values), axis=1)]
         seen, counts = np.unique(whole, axis=0, return_counts=True)
-        found: Counter[Hashable] = Counter()
-        for row, count in zip(seen.tolist(), counts.tolist(), strict=True):
-            found[tuple(row)] += count
-        return dict(found)
+        return {tuple(row): c for row, c in zip(seen.tolist(), counts.tolist(), strict=True)}
 
 
 @frozen(eq=False)

@@ -95,9 +95,14 @@ def _number(r: object) -> bool:
     return isinstance(r, numbers.Real) and not isinstance(r, bool)
 
 
+def _all_records(datasets: Sequence[Dataset]) -> list[Any]:
+    """Every record of every dataset, in order."""
+    return [r for x in datasets for r in _records("datasets", x)]
+
+
 def _extremes(datasets: Sequence[Dataset]) -> list[Any]:
     """The smallest and largest record seen (numbers), else the first two distinct records."""
-    records = [r for x in datasets for r in _records("datasets", x)]
+    records = _all_records(datasets)
     if records and all(_number(r) for r in records):
         return sorted({min(records), max(records)})
     distinct: list[Any] = []
@@ -211,7 +216,7 @@ def _ramp(seen: list[Any], n: int) -> list[Any]:
 def _structured(datasets: Sequence[Dataset]) -> list[Dataset]:
     """All-low, all-high, increasing, decreasing and half-half datasets of the seen lengths, made
     of the record values seen, each like the first given dataset of its length (`_like`)."""
-    records = [r for x in datasets for r in _records("datasets", x)]
+    records = _all_records(datasets)
     if not all(_number(r) for r in records) or len(seen := sorted(set(records))) < 2:
         return []
     lo, hi = seen[0], seen[-1]
