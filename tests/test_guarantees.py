@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -108,6 +109,17 @@ def test_cks_rho_for_dp_never_overshoots(eps: float, d2: float) -> None:
     """The rho it returns converts back to at most eps (brentq may end on either side: it did
     in 1,852 of 3,000 random pairs, by up to 2.5e-9 relative)."""
     assert ep.cks_zcdp_to_dp(ep.ZCDP(ep.cks_rho_for_dp(eps, d2)), d2).eps <= eps
+
+
+@given(rhos, small_deltas)
+@example(0.5, 1e-9)  # the old brentq eps had delta·(1 + 8.8e-13)
+@settings(deadline=None)  # the first call imports scipy
+def test_cks_eps_never_undershoots(rho: float, d2: float) -> None:
+    """The eps it reports has CKS delta at most delta'' (checked in log space; ``cks_delta``'s
+    exp adds a relative rounding of about (|log delta''| + 2) ulps)."""
+    eps = ep.cks_zcdp_to_dp(ep.ZCDP(rho), d2).eps
+    rounding = (abs(math.log(d2)) + 2.0) * sys.float_info.epsilon
+    assert ep.cks_delta(rho, eps) <= d2 * (1.0 + rounding)
 
 
 @given(rhos, rhos, small_deltas, small_deltas)

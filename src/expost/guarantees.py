@@ -285,7 +285,8 @@ def _cks_eps(rho: float, delta_second: float) -> float:
         hi *= 2.0
     if _cks_log_delta(rho, 0.0) <= target:
         return 0.0
-    return float(brentq(lambda e: _cks_log_delta(rho, e) - target, 0.0, hi, xtol=1e-14, rtol=1e-13))
+    root = float(brentq(lambda e: _cks_log_delta(rho, e) - target, 0.0, hi, xtol=1e-14, rtol=1e-13))
+    return _nudge(root, lambda e: _cks_log_delta(rho, e) <= target, upward=True)
 
 
 def cks_zcdp_to_dp(
@@ -316,10 +317,8 @@ def cks_rho_for_dp(eps: float, delta_second: float) -> float:
     while _cks_eps(hi, d2) <= e:
         lo, hi = hi, 2.0 * hi
     # xtol relative to the scale: rho is ~eps²/(4 log(1/delta'')), 1e-8 and less at small eps
-    r = float(brentq(lambda r: _cks_eps(r, d2) - e, lo, hi, xtol=1e-15 * lo, rtol=1e-13))
-    while r > lo and _cks_eps(r, d2) > e:  # brentq may end on either side of the root
-        r = math.nextafter(r, 0.0)
-    return r
+    root = float(brentq(lambda r: _cks_eps(r, d2) - e, lo, hi, xtol=1e-15 * lo, rtol=1e-13))
+    return _nudge(root, lambda r: _cks_eps(r, d2) <= e, upward=False)  # brentq ends either side
 
 
 def pdp_to_dp(guarantee: ProbabilisticDP) -> ApproxDP:
