@@ -24,7 +24,7 @@ from expost.cli import main
 from expost.errors import InvalidParameter
 from expost.grids import EpsilonGrid, OpenEpsilonGrid
 from expost.mechanisms import BrownianNoiseReduction, DoublingMethod, ExponentialMechanism
-from expost.processes.privacy_time import brownian_trials
+from expost.mechanisms.trials import brownian_trials
 from expost.stopping import AtIndex, RelativeError
 from tests import stats as st
 

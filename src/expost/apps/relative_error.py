@@ -45,7 +45,7 @@ from expost.execution import Execution, chunk_sizes, map_chunks
 from expost.filters import BrownianCost, Conversion, GaussianCost, GaussianDPFilter, UnifiedFilter
 from expost.grids import OpenEpsilonGrid
 from expost.mechanisms import DoublingMethod, ExponentialMechanism
-from expost.processes.privacy_time import brownian_trials
+from expost.mechanisms.trials import brownian_trials
 from expost.session import PrivateSession
 from expost.stopping import RelativeError
 

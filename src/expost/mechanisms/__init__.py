@@ -33,7 +33,7 @@ from expost.mechanisms.transcript import (
     BatchTranscript,
     Transcript,
 )
-from expost.processes.privacy_time import brownian_trials
+from expost.mechanisms.trials import brownian_trials
 
 __all__ = [
     "AboveThreshold",
