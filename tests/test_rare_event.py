@@ -365,6 +365,26 @@ def test_report_writes_importance_fields_and_table_ratio() -> None:
     json.loads(report.dumps())
 
 
+def test_certified_only_where_the_upper_bound_is_within_delta() -> None:
+    """At equality (P = delta) the claim holds but is not certified (upper bound above delta);
+    the same runs against a claim of 2·delta certify it, in the JSON and the table."""
+    equality = _tail_audit(1e-6)
+    assert isinstance(equality.claim, ImportanceClaim)
+    claim = ImportanceClaim(2e-6, equality.claim.weight_bound, "z")
+    slack = attrs.evolve(equality, name="tail/2-delta", claim=claim)
+    report = run_audits([equality, slack], seed=0)
+    claims = report.to_json()["claims"]
+    assert isinstance(claims, list)
+    first, second = (c["importance"] for c in claims)
+    assert report.passed
+    assert first["upper"] > 1e-6
+    assert first["certified"] is False
+    assert second["upper"] <= 2e-6
+    assert second["certified"] is True
+    assert claims[0]["twin"]["importance"]["certified"] is False  # refuted: never certified
+    assert report.table().count("holds (certified)") == 1
+
+
 def _coin(n: int, rng: np.random.Generator) -> npt.NDArray[np.bool_]:
     out: npt.NDArray[np.bool_] = rng.random(n) < 0.5
     return out

@@ -76,7 +76,9 @@ class AuditResult:
 
         A verdict with ``extra`` figures (importance-sampled claims) adds them under
         ``"importance"``, for the claim and for its twin; ``"violation"`` there says which sample
-        broke the weight bound (the verdict is then "refuted" and there is no upper bound).
+        broke the weight bound (the verdict is then "refuted" and there is no upper bound), and
+        ``"certified"`` whether the upper confidence bound on P is <= delta (the claim is then
+        confirmed at level 1 − alpha, not merely "not refuted").
         A figure that is not finite (a weight that overflowed) is written as null.
         """
         twin: dict[str, object] | None = None
@@ -88,7 +90,7 @@ class AuditResult:
                 "bound": self.twin.verdict.bound,
             }
             if self.twin.verdict.extra:
-                twin["importance"] = _strict(self.twin.verdict.extra)
+                twin["importance"] = _importance(self.twin.verdict)
             twin = _strict(twin)
         entry: dict[str, object] = {
             "name": self.name,
@@ -102,7 +104,7 @@ class AuditResult:
             "twin": twin,
         }
         if self.verdict.extra:
-            entry["importance"] = _strict(self.verdict.extra)
+            entry["importance"] = _importance(self.verdict)
         if self.expected == "refuted":
             entry["expected"] = "refuted"
         return _strict(entry)
@@ -118,6 +120,17 @@ def _strict(entry: Mapping[str, object]) -> dict[str, object]:
 _HEADER = ("audit", "source", "claim", "N", "observed", "lower bound", "verdict", "twin", "s")
 
 
+def _certified(v: Verdict) -> bool:
+    """An importance-sampled claim whose upper confidence bound on P is within its delta."""
+    upper = v.extra.get("upper")
+    return isinstance(upper, float) and upper <= v.claimed
+
+
+def _importance(v: Verdict) -> dict[str, object]:
+    """An importance-sampled verdict's figures for the JSON report, with ``"certified"``."""
+    return _strict(v.extra) | {"certified": _certified(v)}
+
+
 def _broken(v: Verdict) -> bool:
     """Refuted only because a sample broke the importance weight bound (the interval alone
     would not refute)."""
@@ -125,8 +138,10 @@ def _broken(v: Verdict) -> bool:
 
 
 def _word(v: Verdict) -> str:
-    """The verdict, marked when a sample broke an importance claim's weight bound."""
-    return v.word + (" (weight bound violated)" if "violation" in v.extra else "")
+    """The verdict, marked when a sample broke an importance claim's weight bound or when its
+    upper bound certifies it."""
+    mark = " (weight bound violated)" if "violation" in v.extra else ""
+    return v.word + (mark or (" (certified)" if _certified(v) else ""))
 
 
 def _row(r: AuditResult) -> tuple[str, ...]:
