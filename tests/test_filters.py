@@ -43,6 +43,7 @@ from expost.guarantees import (
     zcdp_to_dp,
 )
 from tests import stats
+from tests.safe_side import exact_sum, rounded_down, rounded_up
 
 RhoFilter = ZCDPFilter | UnifiedFilter | BrownianFilter
 
@@ -150,7 +151,8 @@ def test_rounded_sum_equal_to_the_budget_is_settled_exactly() -> None:
     data=st.data(),
 )
 def test_admission_is_exact(costs: list[float], asked: float, data: st.DataObject) -> None:
-    """Admitted iff the exact rational sum stays within the budget: never more, never less."""
+    """Admitted iff the exact rational sum stays within the budget: never more, never less;
+    remaining is the largest float below the exact difference, spent the smallest above the sum."""
     exact = sum(map(Fraction, costs), Fraction(0))
     budget = float(exact + Fraction(asked)) * data.draw(st.sampled_from([1.0, 1.0, 0.5, 2.0]))
     budget = data.draw(st.sampled_from([budget, math.nextafter(budget, 0.0), budget]))
@@ -158,7 +160,9 @@ def test_admission_is_exact(costs: list[float], asked: float, data: st.DataObjec
         return
     f = ZCDPFilter(budget, realised=tuple(ZCDPCost(c) for c in costs))
     assert f.admits(ZCDPCost(asked)) == (exact + Fraction(asked) <= Fraction(budget))
-    assert f.remaining == float(Fraction(budget) - exact)
+    left = Fraction(budget) - exact  # reported rounded down (a budget), spent rounded up
+    assert Fraction(f.remaining) <= left < Fraction(math.nextafter(f.remaining, math.inf))
+    assert Fraction(math.nextafter(f.spent, -math.inf)) < exact <= Fraction(f.spent)
 
 
 def test_budget_exceeded_names_spent_asked_and_remaining() -> None:
@@ -235,8 +239,8 @@ def test_adversarial_analyst_never_overspends(
         assert before.rounds == len(before.realised)  # the old value is untouched
         assert _exact_spend(f) <= Fraction(rho)
         assert Fraction(_rho(realised)) >= _exact_cost(realised)
-        assert f.spent == math.fsum(_rho(c) for c in f.realised)
-        assert f.remaining == float(Fraction(rho) - _exact_spend(f))
+        assert rounded_up(f.spent, exact_sum(_rho(c) for c in f.realised))
+        assert rounded_down(f.remaining, Fraction(rho) - _exact_spend(f))
         fresh = attrs.evolve(f, _totals=None)  # sums recomputed from the record
         assert (fresh.spent, fresh.remaining, fresh) == (f.spent, f.remaining, f)
         assert 0.0 <= f.remaining <= rho

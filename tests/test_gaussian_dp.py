@@ -29,6 +29,7 @@ from expost import (
 )
 from expost.filters.gaussian_dp import pure_dp_mu
 from expost.guarantees import gdp_delta, gdp_mu_for_dp, rho_for_dp
+from tests.safe_side import exact_sum, rounded_up
 
 mp.mp.dps = 60
 
@@ -211,7 +212,7 @@ def test_a_session_runs_every_mechanism_the_filter_can_price(tmp_path: Path) -> 
         "laplace-noise-reduction",
     ]
     prices = [s.filter.price(r.realised) for r in s.history]
-    assert s.spent == math.fsum(a for a, _ in prices)
+    assert rounded_up(s.spent, exact_sum(a for a, _ in prices))
     assert prices[0] == (0.1, 0.0)  # Gaussian: mu² = 2·rho
     assert isinstance(s.history[4].realised, BrownianCost)
     assert isinstance(s.history[5].realised, GaussianCost)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from fractions import Fraction
 from typing import Literal
 
 from attrs import field, frozen
@@ -23,6 +23,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
+from expost.rounding import down, neg_log_up, nudge_down, nudge_up, sum_up, up_exact, up_ratio
 
 __all__ = [
     "ZCDP",
@@ -43,6 +44,7 @@ __all__ = [
     "gdp_mu_for_dp",
     "pdp_to_dp",
     "rho_for_dp",
+    "rho_of_eps",
     "zcdp_to_dp",
 ]
 
@@ -128,7 +130,7 @@ class GaussianDP:
         root = float(
             brentq(lambda e: _gdp_log_delta(mu, e) - target, 0.0, hi, xtol=1e-14, rtol=1e-14)
         )
-        return _nudge(root, lambda e: gdp_delta(mu, e) <= d, upward=True)
+        return nudge_up(root, lambda e: gdp_delta(mu, e) <= d)
 
 
 def _gdp_log_delta(mu: float, eps: float) -> float:
@@ -148,15 +150,6 @@ def _gdp_log_delta(mu: float, eps: float) -> float:
     if gap >= 0.0:  # cannot happen for exact values; delta_mu(eps) <= Φ(a) always
         return la
     return la + math.log(-math.expm1(gap))
-
-
-def _nudge(x: float, ok: Callable[[float], bool], *, upward: bool) -> float:
-    """Move ``x`` in the safe direction by 1, 2, 4, ... ulps until ``ok(x)`` holds."""
-    step = 1.0
-    while not ok(x):
-        x = x + step * math.ulp(x) if upward else x - step * math.ulp(x)
-        step *= 2.0
-    return x
 
 
 _GDP_MARGIN = 1.0 + 1e-6  # above the float evaluation's relative error (tests: < 1e-8)
@@ -195,18 +188,27 @@ def gdp_mu_for_dp(eps: float, delta: float) -> float:
     while _gdp_log_delta(lo, e) > target:
         lo /= 2.0
     root = float(brentq(lambda m: _gdp_log_delta(m, e) - target, lo, hi, xtol=1e-15, rtol=1e-14))
-    return _nudge(root, lambda m: gdp_delta(m, e) <= d, upward=False)
+    return nudge_down(root, lambda m: gdp_delta(m, e) <= d)
 
 
 Guarantee = PureDP | ApproxDP | ZCDP | ProbabilisticDP | ExPost | GaussianDP
 
 
+def rho_of_eps(eps: float) -> float:
+    """eps²/2 rounded up: an eps-DP round is eps²/2-zCDP (APC Lemma 2.1; Bun–Steinke Prop 1.4)."""
+    a, b = eps.as_integer_ratio()
+    return up_ratio(eps * eps / 2.0, a * a, 2 * b * b)
+
+
 def dp_to_zcdp(guarantee: PureDP | ApproxDP) -> ZCDP:
-    """(eps, delta)-DP implies delta-approximate (eps²/2)-zCDP (APC Lemma 2.1, FAC Lemma 1)."""
+    """(eps, delta)-DP implies delta-approximate (eps²/2)-zCDP (APC Lemma 2.1, FAC Lemma 1).
+
+    rho is eps²/2 rounded up (`rho_of_eps`).
+    """
     if not isinstance(guarantee, PureDP | ApproxDP):
         raise InvalidParameter("guarantee", guarantee, "must be PureDP or ApproxDP")
     delta = guarantee.delta if isinstance(guarantee, ApproxDP) else 0.0
-    return ZCDP(guarantee.eps**2 / 2.0, delta)
+    return ZCDP(rho_of_eps(guarantee.eps), delta)
 
 
 def _check_zcdp(guarantee: ZCDP) -> ZCDP:
@@ -216,11 +218,19 @@ def _check_zcdp(guarantee: ZCDP) -> ZCDP:
 
 
 def _combined_delta(delta: float, delta_second: float, form: str) -> float:
+    """The total delta, rounded up: delta + (1 − delta)·delta'' (fac) or delta + delta'' (apc)."""
+    d, d2 = Fraction(delta), Fraction(delta_second)
     if form == "fac":
-        return delta + (1.0 - delta) * delta_second
+        return up_exact(d + (1 - d) * d2)
     if form == "apc":
-        return delta + delta_second
+        return up_exact(d + d2)
     raise InvalidParameter("form", form, "must be 'fac' or 'apc'")
+
+
+def _bun_steinke_within(rho: float, eps: float, ell: float) -> bool:
+    """rho + 2·sqrt(rho·ℓ) <= eps, decided exactly in rationals."""
+    r, e = Fraction(rho), Fraction(eps)
+    return e >= r and (e - r) ** 2 >= 4 * r * Fraction(ell)
 
 
 def zcdp_to_dp(
@@ -230,11 +240,15 @@ def zcdp_to_dp(
 
     Bun–Steinke, as APC Lemma 2.1 and FAC Lemma 1. ``form="fac"`` gives
     delta_total = delta + (1 − delta)·delta'' (FAC Lemma 1); ``form="apc"`` the looser
-    delta + delta'' printed in APC Lemma 2.1.
+    delta + delta'' printed in APC Lemma 2.1. Both eps and delta_total are rounded up: eps is
+    raised until rho + 2·sqrt(rho·ℓ) <= eps holds in exact arithmetic with ℓ >= log(1/delta'').
     """
     g = _check_zcdp(guarantee)
     d2 = open_probability("delta_second", delta_second)
-    eps = g.rho + 2.0 * math.sqrt(g.rho * math.log(1.0 / d2))
+    ell = neg_log_up(d2)
+    eps = nudge_up(
+        g.rho + 2.0 * math.sqrt(g.rho * ell), lambda e: _bun_steinke_within(g.rho, e, ell)
+    )
     return ApproxDP(eps, _combined_delta(g.delta, d2, form))
 
 
@@ -242,12 +256,15 @@ def rho_for_dp(eps: float, delta_second: float) -> float:
     """The largest rho whose Bun–Steinke conversion (APC Lemma 2.1) gives at most ``eps``.
 
     Closed form: solving rho + 2·sqrt(rho·ℓ) = eps with ℓ = log(1/delta'') gives
-    rho* = (sqrt(ℓ + eps) − sqrt(ℓ))²; (10, 1e-6) gives rho* ≈ 1.35301 (APC Sec. 7).
+    rho* = (sqrt(ℓ + eps) − sqrt(ℓ))²; (10, 1e-6) gives rho* ≈ 1.35301 (APC Sec. 7). A budget:
+    rounded down, until rho + 2·sqrt(rho·ℓ) <= eps holds in exact arithmetic with ℓ at least
+    log(1/delta''), so the float returned is never above the exact rho*.
     """
     e = positive("eps", eps)
-    ell = math.log(1.0 / open_probability("delta_second", delta_second))
+    ell = neg_log_up(open_probability("delta_second", delta_second))
     # eps / (sqrt(ℓ+eps) + sqrt(ℓ)) equals sqrt(ℓ+eps) − sqrt(ℓ) without cancellation.
-    return (e / (math.sqrt(ell + e) + math.sqrt(ell))) ** 2
+    rho = (e / (math.sqrt(ell + e) + math.sqrt(ell))) ** 2
+    return nudge_down(rho, lambda r: _bun_steinke_within(r, e, ell))
 
 
 def _cks_log_delta(rho: float, eps: float) -> float:
@@ -286,7 +303,7 @@ def _cks_eps(rho: float, delta_second: float) -> float:
     if _cks_log_delta(rho, 0.0) <= target:
         return 0.0
     root = float(brentq(lambda e: _cks_log_delta(rho, e) - target, 0.0, hi, xtol=1e-14, rtol=1e-13))
-    return _nudge(root, lambda e: _cks_log_delta(rho, e) <= target, upward=True)
+    return nudge_up(root, lambda e: _cks_log_delta(rho, e) <= target)
 
 
 def cks_zcdp_to_dp(
@@ -318,7 +335,7 @@ def cks_rho_for_dp(eps: float, delta_second: float) -> float:
         lo, hi = hi, 2.0 * hi
     # xtol relative to the scale: rho is ~eps²/(4 log(1/delta'')), 1e-8 and less at small eps
     root = float(brentq(lambda r: _cks_eps(r, d2) - e, lo, hi, xtol=1e-15 * lo, rtol=1e-13))
-    return _nudge(root, lambda r: _cks_eps(r, d2) <= e, upward=False)  # brentq ends either side
+    return nudge_down(root, lambda r: _cks_eps(r, d2) <= e)  # brentq ends either side
 
 
 def pdp_to_dp(guarantee: ProbabilisticDP) -> ApproxDP:
@@ -331,44 +348,48 @@ def pdp_to_dp(guarantee: ProbabilisticDP) -> ApproxDP:
 def dp_to_pdp(guarantee: ApproxDP | PureDP) -> ProbabilisticDP:
     """(eps, delta)-DP implies (2eps, 2delta/(eps·e^eps))-pDP (Kasiviswanathan–Smith; FAC Lemma 2).
 
-    Pure eps-DP is (eps, 0)-pDP, since then |L| <= eps surely.
+    Pure eps-DP is (eps, 0)-pDP, since then |L| <= eps surely. The pDP delta is rounded up
+    (e^eps bounded below by libm's exp moved down 2 ulps; the rest exact).
     """
     if isinstance(guarantee, PureDP):
         return ProbabilisticDP(guarantee.eps, 0.0)
     if not isinstance(guarantee, ApproxDP):
         raise InvalidParameter("guarantee", guarantee, "must be PureDP or ApproxDP")
-    delta = 2.0 * guarantee.delta / (guarantee.eps * math.exp(guarantee.eps))
+    eps = guarantee.eps
+    try:
+        exp_low = down(math.exp(eps), 2)
+    except OverflowError:  # e^eps is above the largest float
+        exp_low = sys.float_info.max
+    delta = up_exact(2 * Fraction(guarantee.delta) / (Fraction(eps) * Fraction(exp_low)))
     if delta >= 1.0:
         raise InvalidParameter(
             "guarantee",
             guarantee,
             f"gives a vacuous pDP delta 2·delta/(eps·e^eps) = {delta!r} >= 1",
         )
-    return ProbabilisticDP(2.0 * guarantee.eps, delta)
+    return ProbabilisticDP(2.0 * eps, delta)
 
 
 def _total_delta(deltas: list[float]) -> float:
-    total = math.fsum(deltas)
+    total = sum_up(deltas)
     if total >= 1.0:
         raise InvalidParameter("guarantees", deltas, "the deltas must sum to less than 1")
     return total
 
 
 def compose_zcdp(*guarantees: ZCDP) -> ZCDP:
-    """Composition of approximate zCDP adds rho and delta (APC Lemma 2.2)."""
+    """Composition of approximate zCDP adds rho and delta (APC Lemma 2.2); both sums rounded up."""
     if not guarantees:
         raise InvalidParameter("guarantees", guarantees, "must name at least one guarantee")
     gs = [_check_zcdp(g) for g in guarantees]
-    return ZCDP(math.fsum(g.rho for g in gs), _total_delta([g.delta for g in gs]))
+    return ZCDP(sum_up(g.rho for g in gs), _total_delta([g.delta for g in gs]))
 
 
 def compose_ex_post(*guarantees: ExPost) -> ExPost:
     """Basic composition of ex-post guarantees adds bounds and deltas (APC Lemma B.1).
 
-    This cannot be improved in general (APC Sec. 5).
+    This cannot be improved in general (APC Sec. 5). Both sums are rounded up.
     """
     if not guarantees or not all(isinstance(g, ExPost) for g in guarantees):
         raise InvalidParameter("guarantees", guarantees, "must be one or more ExPost guarantees")
-    return ExPost(
-        math.fsum(g.bound for g in guarantees), _total_delta([g.delta for g in guarantees])
-    )
+    return ExPost(sum_up(g.bound for g in guarantees), _total_delta([g.delta for g in guarantees]))

@@ -37,6 +37,7 @@ from expost._validation import (
 from expost.boundaries import FACStitched, NormalMixture, apc_psi
 from expost.errors import InvalidParameter
 from expost.guarantees import rho_for_dp
+from expost.rounding import neg_log_up, up_array
 
 __all__ = [
     "BrownianOdometer",
@@ -56,11 +57,15 @@ def _nonnegative_array(name: str, value: npt.ArrayLike) -> FloatArray:
 
 
 def _prefix_sums(terms: FloatArray) -> FloatArray:
-    """Cumulative sums along the last axis, rounded up to cover float error."""
+    """Cumulative sums along the last axis, rounded up to cover float error.
+
+    The n-th sum of terms each within 2 roundings (relative 2u, u = 2^-53) has relative error
+    below (n + 1)·u + O(u²); the factor 1 + 2(n + 2)·u, itself rounded once, covers it.
+    """
     if terms.ndim == 0:
         raise InvalidParameter("history", terms, "must have at least one axis (the rounds)")
     count = np.arange(1, terms.shape[-1] + 1, dtype=np.float64)
-    return np.cumsum(terms, axis=-1) * (1.0 + count * 2.0**-52)
+    return np.cumsum(terms, axis=-1) * (1.0 + (count + 2.0) * 2.0**-52)
 
 
 def _check_deltas(delta_prime: float, delta_second: float) -> None:
@@ -126,8 +131,9 @@ class FilterOdometer(_PDPOdometer):
     def bound_at(self, V: npt.ArrayLike) -> FloatArray:
         """u as a function of V = Σ eps_m² (vectorised)."""
         v = _nonnegative_array("V", V)
-        ell, y = math.log(1.0 / self.delta_second), self.y_star
-        return math.sqrt(y * ell / 2.0) + (math.sqrt(ell / (2.0 * y)) + 0.5) * v
+        ell, y = neg_log_up(self.delta_second), self.y_star  # u increases in ℓ
+        # six positive-term operations of relative error <= u each: at most 6 ulps below
+        return up_array(math.sqrt(y * ell / 2.0) + (math.sqrt(ell / (2.0 * y)) + 0.5) * v, 6)
 
 
 @frozen
@@ -144,7 +150,7 @@ class MixtureOdometer(_PDPOdometer):
     def bound_at(self, V: npt.ArrayLike) -> FloatArray:
         """u as a function of V = Σ eps_m² (vectorised)."""
         v = _nonnegative_array("V", V)
-        return NormalMixture(self.gamma, self.delta_second, sides=2)(v) + v / 2.0
+        return up_array(NormalMixture(self.gamma, self.delta_second, sides=2)(v) + v / 2.0)
 
 
 @frozen
@@ -161,7 +167,7 @@ class StitchedOdometer(_PDPOdometer):
     def bound_at(self, V: npt.ArrayLike) -> FloatArray:
         """u as a function of V = Σ eps_m² (vectorised)."""
         v = _nonnegative_array("V", V)
-        return FACStitched(self.v0, self.delta_second)(v) + v / 2.0
+        return up_array(FACStitched(self.v0, self.delta_second)(v) + v / 2.0)
 
 
 @frozen
@@ -188,7 +194,7 @@ class BrownianOdometer:
     def bound_at(self, V: npt.ArrayLike) -> FloatArray:
         """V/2 + ψ(V) (or ψ(V) alone for the printed, wrong, APC Thm 4)."""
         drift = 0.0 if self.printed_apc_thm4 else _nonnegative_array("V", V) / 2.0
-        return self.psi(V) + drift
+        return up_array(self.psi(V) + drift)  # ψ is an upper bound; the sum one rounding
 
     def bound_from_times(
         self, times: npt.ArrayLike, sensitivities: npt.ArrayLike = 1.0

@@ -15,6 +15,8 @@ from typing import Any, Generic, TypeVar
 from attrs import frozen
 
 from expost.errors import InvalidParameter
+from expost.guarantees import rho_of_eps
+from expost.rounding import up_ratio
 
 __all__ = [
     "Chain",
@@ -25,48 +27,14 @@ __all__ = [
     "prefix_sums_up",
     "rho_of_brownian",
     "rho_of_eps",
-    "round_down",
-    "round_up",
 ]
-
-
-def round_up(approx: float, num: int, den: int) -> float:
-    """The smallest float >= num/den (integers > 0), from a float ``approx`` a few ulps away.
-
-    Exact integer comparisons; an overflowed ``approx`` (inf) stays inf.
-    """
-
-    def below(x: float) -> bool:
-        p, q = x.as_integer_ratio()
-        return p * den < num * q
-
-    if math.isinf(approx):
-        return approx
-    while below(approx):
-        approx = math.nextafter(approx, math.inf)
-    while approx > 0.0 and not below(math.nextafter(approx, 0.0)):
-        approx = math.nextafter(approx, 0.0)
-    return approx
-
-
-def round_down(approx: float, num: int, den: int) -> float:
-    """The largest float <= num/den (integers > 0), from a float ``approx`` a few ulps away."""
-    up = round_up(approx, num, den)
-    p, q = up.as_integer_ratio() if math.isfinite(up) else (1, 0)
-    return up if p * den == num * q else math.nextafter(up, 0.0)
-
-
-def rho_of_eps(eps: float) -> float:
-    """eps²/2 rounded up: an eps-DP round is eps²/2-zCDP (APC Lemma 2.1 / Bun–Steinke Prop 1.4)."""
-    a, b = eps.as_integer_ratio()
-    return round_up(eps * eps / 2.0, a * a, 2 * b * b)
 
 
 def rho_of_brownian(time: float, sensitivity: float) -> float:
     """Δ²/(2t) rounded up: a BM with sensitivity Δ stopped at t (APC Thm 3, Thm 5)."""
     d, t = sensitivity, time
     (a, b), (c, e) = d.as_integer_ratio(), t.as_integer_ratio()
-    return round_up(d * d / (2.0 * t), a * a * e, 2 * b * b * c)
+    return up_ratio(d * d / (2.0 * t), a * a * e, 2 * b * b * c)
 
 
 def prefix_sums_up(parts: Iterable[float]) -> list[float]:
@@ -78,7 +46,7 @@ def prefix_sums_up(parts: Iterable[float]) -> list[float]:
     total, out = Fraction(0), []
     for x in parts:
         total += Fraction(x)
-        out.append(round_up(float(total), total.numerator, total.denominator))
+        out.append(up_ratio(float(total), total.numerator, total.denominator))
     return out
 
 

@@ -24,11 +24,17 @@ from expost.errors import BudgetExceeded, InvalidParameter
 from expost.filters._exact import Chain, Totals, excess, history
 from expost.filters.costs import BrownianCost, Cost
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
+from expost.rounding import sum_down, sum_up
 
 __all__ = ["BrownianPricedFilter", "Filter", "Price", "PrivacyFilter", "RhoFilter"]
 
 Price = tuple[float, float]
 """(amount in the filter's unit, delta) of one round."""
+
+
+def _left(parts: tuple[float, ...], budget: float) -> float:
+    """budget − Σ parts, exactly, rounded down (0 when nothing is left)."""
+    return max(0.0, sum_down([budget, *(-p for p in parts)]))
 
 
 @runtime_checkable
@@ -160,13 +166,13 @@ class Filter(ABC):
 
     @property
     def spent(self) -> float:
-        """The realised spend, in the filter's unit (``unit``), correctly rounded."""
-        return math.fsum(self._sums.amounts)
+        """The realised spend, in the filter's unit (``unit``): the exact sum rounded up."""
+        return sum_up(self._sums.amounts)
 
     @property
     def remaining(self) -> float:
-        """What is left of the budget, in the filter's unit (exact difference, rounded)."""
-        return max(0.0, -excess(self._sums.amounts, self.budget))
+        """What is left of the budget, in the filter's unit: the exact difference rounded down."""
+        return _left(self._sums.amounts, self.budget)
 
     @property
     def rounds(self) -> int:
@@ -184,8 +190,7 @@ class Filter(ABC):
             (self._sums.deltas, delta, self.delta_budget, "delta"),
         ):
             if excess([*parts, asked], budget) > 0.0:
-                left = max(0.0, -excess(parts, budget))
-                return BudgetExceeded(math.fsum(parts), asked, left, unit)
+                return BudgetExceeded(sum_up(parts), asked, _left(parts, budget), unit)
         return None
 
     def admits(self, request: Cost) -> bool:

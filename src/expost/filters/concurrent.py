@@ -12,6 +12,7 @@ from expost.filters.costs import Cost, ExPostCost
 from expost.filters.ex_post import ExPostFilter
 from expost.filters.zcdp import UnifiedFilter, ZCDPFilter
 from expost.guarantees import ApproxDP, zcdp_to_dp
+from expost.rounding import sum_up
 
 __all__ = ["ConcurrentFilter"]
 
@@ -87,9 +88,10 @@ class ConcurrentFilter:
         return self.zcdp.max_bm_eps(sensitivity)
 
     def guarantee(self) -> ApproxDP:
-        """(eps_zcdp + eps', delta + delta' + delta'')-DP (APC Thm 2)."""
+        """(eps_zcdp + eps', delta + delta' + delta'')-DP (APC Thm 2), sums rounded up."""
         zcdp = zcdp_to_dp(self.zcdp.guarantee(), self.delta_second, form="apc")
-        return ApproxDP(zcdp.eps + self.ex_post.eps, zcdp.delta + self.ex_post.delta)
+        eps = sum_up([zcdp.eps, self.ex_post.eps])
+        return ApproxDP(eps, sum_up([zcdp.delta, self.ex_post.delta]))
 
     def reported_guarantee(self) -> ApproxDP:
         """`guarantee()`."""

@@ -13,6 +13,7 @@ from expost.filters.base import Price, RhoFilter
 from expost.filters.costs import BoundedRangeCost, Cost, ZCDPCost
 from expost.filters.zcdp import zcdp_price
 from expost.guarantees import ApproxDP, rho_for_dp
+from expost.rounding import sum_up
 
 __all__ = ["ApproxDPFilter"]
 
@@ -65,5 +66,5 @@ class ApproxDPFilter(RhoFilter):
         return zcdp_price(cost)
 
     def guarantee(self) -> ApproxDP:
-        """(eps, delta' + delta'')-DP (FAC Thm 2)."""
-        return ApproxDP(self.eps, self.delta_prime + self.delta_second)
+        """(eps, delta' + delta'')-DP (FAC Thm 2), the delta sum rounded up."""
+        return ApproxDP(self.eps, sum_up([self.delta_prime, self.delta_second]))

@@ -44,7 +44,7 @@ from attrs import field, frozen
 
 from expost._validation import as_float, positive, validator
 from expost.errors import InvalidParameter
-from expost.filters._exact import rho_of_brownian, round_down
+from expost.filters._exact import rho_of_brownian
 from expost.filters.base import BrownianPricedFilter, Price
 from expost.filters.costs import (
     BoundedRangeCost,
@@ -55,6 +55,7 @@ from expost.filters.costs import (
     GaussianCost,
 )
 from expost.guarantees import ApproxDP, GaussianDP, gdp_delta, gdp_mu_for_dp
+from expost.rounding import down_ratio
 
 __all__ = ["GaussianDPFilter", "gdp_price", "pure_dp_mu"]
 
@@ -143,7 +144,7 @@ class GaussianDPFilter(BrownianPricedFilter):
     def budget(self) -> float:
         """mu², rounded down (exactly the largest float <= mu²)."""
         a, b = self.mu.as_integer_ratio()
-        return round_down(self.mu * self.mu, a * a, b * b)
+        return down_ratio(self.mu * self.mu, a * a, b * b)
 
     @property
     def delta_budget(self) -> float:

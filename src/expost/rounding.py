@@ -1,0 +1,247 @@
+"""Directed rounding: every number the library reports lies on its safe side (issue 21).
+
+A guarantee is an upper bound *for the float that is reported*, not only for the real number
+the formula denotes: an eps, delta, rho, mu, ψ or price is a float >= its exact value (rounded
+**up**); a budget, or the largest parameter that is still admissible (a time at which ψ is
+within a level, the rho a budget allows), is a float <= its exact value (rounded **down**).
+Rounding to nearest would put half of all answers an ulp on the unsafe side.
+
+One tool per kind of quantity:
+
+- **Rational** (sums, products and quotients of floats, e.g. eps²/2, Δ²/(2t)): the exact value
+  is a `Fraction`; `up_exact` / `down_exact` give the nearest float on the safe side by exact
+  integer comparison (`up_ratio` / `down_ratio` start from a float a few ulps away: faster;
+  `sum_up` / `sum_down` for sums of floats).
+- **Transcendental with a proven error bound** (a few correctly rounded or faithful libm
+  operations: exp, log, sqrt, log1p): compute in floats, then `up` / `down` (`up_array` /
+  `down_array` for numpy) by the number of ulps that bounds the evaluation's error, stated where
+  it is used.
+- **Found numerically** (a root of a monotone function): `nudge_up` / `nudge_down` step to the
+  safe side until a rigorous check of the defining inequality holds; or `up_mp` / `down_mp`
+  from a high-precision (mpmath) value or the end of an mpmath interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from expost.errors import InvalidParameter
+
+__all__ = [
+    "down",
+    "down_array",
+    "down_exact",
+    "down_mp",
+    "down_ratio",
+    "neg_log_up",
+    "nudge_down",
+    "nudge_up",
+    "sum_down",
+    "sum_up",
+    "up",
+    "up_array",
+    "up_exact",
+    "up_mp",
+    "up_ratio",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _steps(ulps: int) -> int:
+    if isinstance(ulps, bool) or not isinstance(ulps, int) or ulps < 0:
+        raise InvalidParameter("ulps", ulps, "must be an integer >= 0")
+    return ulps
+
+
+def _number(x: float) -> float:
+    if math.isnan(x):
+        raise InvalidParameter("x", x, "must not be NaN (no side of it is safe)")
+    return x
+
+
+def up(x: float, ulps: int = 1) -> float:
+    """``x`` moved up by ``ulps`` floats: an upper bound of a value within ``ulps`` ulps below.
+
+    +inf stays +inf; NaN is refused.
+    """
+    x = _number(float(x))
+    for _ in range(_steps(ulps)):
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def down(x: float, ulps: int = 1) -> float:
+    """``x`` moved down by ``ulps`` floats: a lower bound of a value within ``ulps`` ulps above."""
+    x = _number(float(x))
+    for _ in range(_steps(ulps)):
+        x = math.nextafter(x, -math.inf)
+    return x
+
+
+def neg_log_up(x: float) -> float:
+    """An upper bound on −log(x) = log(1/x), 0 < x < 1: libm's log (error < 1 ulp) moved up
+    2 ulps; no 1/x, which overflows for subnormal x."""
+    return up(-math.log(x), 2)
+
+
+def _finite_or_inf(name: str, x: npt.ArrayLike) -> FloatArray:
+    a = np.asarray(x, dtype=np.float64)
+    if np.any(np.isnan(a)):
+        raise InvalidParameter(name, "NaN", "must not contain NaN (no side of it is safe)")
+    return a
+
+
+def up_array(x: npt.ArrayLike, ulps: int = 1) -> FloatArray:
+    """`up` elementwise on a float64 array (a new array)."""
+    a = _finite_or_inf("x", x)
+    for _ in range(_steps(ulps)):
+        a = np.nextafter(a, np.inf)
+    return np.array(a, dtype=np.float64)
+
+
+def down_array(x: npt.ArrayLike, ulps: int = 1) -> FloatArray:
+    """`down` elementwise on a float64 array (a new array)."""
+    a = _finite_or_inf("x", x)
+    for _ in range(_steps(ulps)):
+        a = np.nextafter(a, -np.inf)
+    return np.array(a, dtype=np.float64)
+
+
+def _below(x: float, num: int, den: int) -> bool:
+    """x < num/den exactly (den > 0; −inf is below and +inf above every rational)."""
+    if math.isinf(x):
+        return x < 0
+    p, q = x.as_integer_ratio()
+    return p * den < num * q
+
+
+def up_ratio(approx: float, num: int, den: int) -> float:
+    """The smallest float >= num/den (integers, den > 0), from ``approx`` a few ulps away.
+
+    Exact integer comparisons; +inf where num/den exceeds the largest float.
+    """
+    approx = _number(approx)
+    while _below(approx, num, den):
+        approx = math.nextafter(approx, math.inf)
+    while not _below(below := math.nextafter(approx, -math.inf), num, den):
+        approx = below
+    return approx
+
+
+def down_ratio(approx: float, num: int, den: int) -> float:
+    """The largest float <= num/den (integers, den > 0), from ``approx`` a few ulps away."""
+    return -up_ratio(-approx, -num, den)
+
+
+def _ratio(q: Fraction | int) -> Fraction:
+    if isinstance(q, bool) or not isinstance(q, Fraction | int):
+        raise InvalidParameter("q", q, "must be a Fraction or an int")
+    return Fraction(q)
+
+
+def _nearest(q: Fraction) -> float:
+    """q rounded to nearest (int true division is correctly rounded); ±inf past the floats."""
+    try:
+        return q.numerator / q.denominator
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+
+
+def up_exact(q: Fraction | int) -> float:
+    """The smallest float >= the rational ``q`` (+inf above the largest float)."""
+    r = _ratio(q)
+    return up_ratio(_nearest(r), r.numerator, r.denominator)
+
+
+def down_exact(q: Fraction | int) -> float:
+    """The largest float <= the rational ``q`` (−inf below the most negative float)."""
+    r = _ratio(q)
+    return down_ratio(_nearest(r), r.numerator, r.denominator)
+
+
+def _exact_sum(values: Iterable[float]) -> Fraction | float:
+    xs = [_number(float(v)) for v in values]
+    if any(math.isinf(x) for x in xs):
+        return math.fsum(xs)  # ±inf, or a ValueError for inf − inf
+    return sum(map(Fraction, xs), Fraction(0))
+
+
+def sum_up(values: Iterable[float]) -> float:
+    """The smallest float >= the exact sum of ``values`` (a sum of floats is rational)."""
+    total = _exact_sum(values)
+    return total if isinstance(total, float) else up_exact(total)
+
+
+def sum_down(values: Iterable[float]) -> float:
+    """The largest float <= the exact sum of ``values``."""
+    total = _exact_sum(values)
+    return total if isinstance(total, float) else down_exact(total)
+
+
+def _mp_fraction(x: Any, end: int) -> Fraction | float:
+    """The exact value of an mpmath mpf, or of an ``mpmath.iv`` interval's end (0 lower, 1 upper),
+    at whatever precision it was computed (no rounding to the working precision)."""
+    from mpmath import libmp  # lazy: comes with sympy, needed only here
+
+    raw = x._mpi_[end] if hasattr(x, "_mpi_") else getattr(x, "_mpf_", None)
+    if raw is None:
+        raise InvalidParameter("x", x, "must be an mpmath mpf or interval")
+    if raw == libmp.fnan:
+        raise InvalidParameter("x", x, "must not be NaN (no side of it is safe)")
+    if raw in (libmp.finf, libmp.fninf):
+        return math.inf if raw == libmp.finf else -math.inf
+    p, q = libmp.to_rational(raw)
+    return Fraction(int(p), int(q))
+
+
+def up_mp(x: Any) -> float:
+    """The smallest float >= an mpmath number (for an ``mpmath.iv`` interval: its upper end)."""
+    q = _mp_fraction(x, 1)
+    return q if isinstance(q, float) else up_exact(q)
+
+
+def down_mp(x: Any) -> float:
+    """The largest float <= an mpmath number (for an ``mpmath.iv`` interval: its lower end)."""
+    q = _mp_fraction(x, 0)
+    return q if isinstance(q, float) else down_exact(q)
+
+
+def _nudge(x: float, ok: Callable[[float], bool], direction: float) -> float:
+    """The float nearest the unsafe side at which ``ok`` holds, searched from ``x``: away from
+    ``direction``'s opposite by 1, 2, 4, ... ulps until ``ok(x)``, then back one ulp at a time
+    (at most `_TIGHTEN` steps) while ``ok`` still holds."""
+    step = 1.0
+    while not ok(x):
+        x = x + math.copysign(step * math.ulp(x), direction)
+        step *= 2.0
+    for _ in range(_TIGHTEN):
+        back = math.nextafter(x, -direction)
+        if not ok(back):
+            break
+        x = back
+    return x
+
+
+_TIGHTEN = 16  # a float evaluation lands within a few ulps of the answer
+
+
+def nudge_up(x: float, ok: Callable[[float], bool]) -> float:
+    """The smallest float near ``x`` at which the rigorous check ``ok`` holds (an upper bound).
+
+    For a value found numerically (a root may end on either side): ``ok`` must be monotone and
+    hold exactly at every value on the safe side of the true answer, e.g. "the delta at this eps
+    is within the target".
+    """
+    return _nudge(_number(x), ok, math.inf)
+
+
+def nudge_down(x: float, ok: Callable[[float], bool]) -> float:
+    """The largest float near ``x`` at which the rigorous check ``ok`` holds (a lower bound)."""
+    return _nudge(_number(x), ok, -math.inf)
