@@ -212,6 +212,7 @@ def test_a_session_runs_every_mechanism_the_filter_can_price(tmp_path: Path) -> 
         "laplace-noise-reduction",
     ]
     prices = [s.filter.price(r.realised) for r in s.history]
+    assert isinstance(s.spent, float)
     assert rounded_up(s.spent, exact_sum(a for a, _ in prices))
     assert prices[0] == (0.1, 0.0)  # Gaussian: mu² = 2·rho
     assert isinstance(s.history[4].realised, BrownianCost)

@@ -217,7 +217,7 @@ def test_what_each_filter_is_charged() -> None:
         assert [r.realised for r in s.history] == [DPCost(0.2), BoundedRangeCost(0.4)]
         charged = [f.price(r.realised) for r in s.history]
         assert charged == [f.price(laplace), f.price(exponential)]
-        assert rounded_up(s.spent, exact_sum(a for a, _ in charged))
+        assert rounded_up(_spent(s), exact_sum(a for a, _ in charged))
     assert Fraction(rho_of_eps(0.2)) >= Fraction(0.2) ** 2 / 2  # conversions round up
     s = _session(ExPostFilter(2.0, 0.01))
     run = s.brownian(0.0, 1.0, TimeGrid([400.0, 200.0]), stop=AtIndex(0), boundary=psi)
@@ -1011,7 +1011,7 @@ def test_an_expost_session_1_ledger_still_opens_and_prices_as_before(tmp_path: P
     ]
     _old_ledger(path, f, old)
     s = _session(f, ledger=path)
-    assert rounded_up(s.spent, exact_sum([rho_of_eps(0.1) / 4.0, 0.04, 0.25]))
+    assert rounded_up(_spent(s), exact_sum([rho_of_eps(0.1) / 4.0, 0.04, 0.25]))
     assert isinstance(s.filter, ZCDPFilter)
     assert s.filter.realised == (
         ZCDPCost(rho_of_eps(0.1) / 4.0),
@@ -1019,10 +1019,10 @@ def test_an_expost_session_1_ledger_still_opens_and_prices_as_before(tmp_path: P
         ZCDPCost(0.25, 1e-4),
     )
     s.exponential_mechanism([0.0, 1.0], 0.1, True)  # a new round in the old file
-    assert rounded_up(s.spent, exact_sum([rho_of_eps(0.1) / 2.0, 0.04, 0.25]))
+    assert rounded_up(_spent(s), exact_sum([rho_of_eps(0.1) / 2.0, 0.04, 0.25]))
     s.close()
     again = _session(f, ledger=path)
-    assert rounded_up(again.spent, exact_sum([rho_of_eps(0.1) / 2.0, 0.04, 0.25]))
+    assert rounded_up(_spent(again), exact_sum([rho_of_eps(0.1) / 2.0, 0.04, 0.25]))
     again.close()
     with pytest.raises(LedgerMismatch):  # an old file for another filter is still refused
         _session(ZCDPFilter(2.0, 1e-3), ledger=path)
