@@ -2,6 +2,8 @@
 
 Modes (each prints one line per event, flushed, and only AFTER the event happened):
 
+PATH is a SQLite file or a ``postgresql://…?ledger=NAME`` URL (`expost.ledger.open_ledger`).
+
 - ``spend PATH BUDGET COST NAME``: print ``ready``, wait for a line on stdin, then append
   rounds of cost COST while the total stays <= BUDGET, printing each admitted index; print
   ``done`` at the first refusal.
@@ -18,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from expost.errors import BudgetExceeded
-from expost.ledger import Ledger, LedgerEntry
+from expost.ledger import LedgerBackend, LedgerEntry, open_ledger
 
 __all__ = ["CONFIG", "budget_decide", "spent"]
 
@@ -48,7 +50,7 @@ def _say(line: object) -> None:
     print(line, flush=True)
 
 
-def _spend(ledger: Ledger, budget: str, cost: str, name: str) -> None:
+def _spend(ledger: LedgerBackend, budget: str, cost: str, name: str) -> None:
     decide = budget_decide(float(budget), float(cost), name)
     _say("ready")
     sys.stdin.readline()
@@ -62,12 +64,12 @@ def _spend(ledger: Ledger, budget: str, cost: str, name: str) -> None:
         time.sleep(0.005)
 
 
-def _loop(ledger: Ledger) -> None:
+def _loop(ledger: LedgerBackend) -> None:
     while True:
         _say(ledger.append("round", lambda entries: {"cost": 1.0, "seen": len(entries)}).index)
 
 
-def _hold(ledger: Ledger) -> None:
+def _hold(ledger: LedgerBackend) -> None:
     def decide(entries: tuple[LedgerEntry, ...]) -> Mapping[str, object]:
         _say(f"locked {len(entries)}")
         sys.stdin.readline()
@@ -80,7 +82,7 @@ def _hold(ledger: Ledger) -> None:
 
 def main(argv: list[str]) -> None:
     mode, path, *args = argv
-    with Ledger.open(path, CONFIG) as ledger:
+    with open_ledger(path, CONFIG) as ledger:
         if mode == "spend":
             _spend(ledger, *args)
         elif mode == "loop":

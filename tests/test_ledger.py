@@ -28,7 +28,8 @@ from expost.errors import (
     LedgerError,
     LedgerMismatch,
 )
-from expost.ledger import Ledger, LedgerEntry, _create
+from expost.ledger import Ledger, LedgerEntry
+from expost.ledger.sqlite import _create
 from tests.ledger_worker import CONFIG, budget_decide, spent
 from tests.workers import Workers
 

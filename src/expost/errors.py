@@ -61,7 +61,7 @@ class LedgerError(ExpostError):
 class LedgerMismatch(LedgerError):
     """The file holds a ledger for a different configuration than the one given."""
 
-    def __init__(self, path: Path, stored: str, given: str) -> None:
+    def __init__(self, path: Path | str, stored: str, given: str) -> None:
         self.path = path
         self.stored = stored
         self.given = given
@@ -74,7 +74,7 @@ class LedgerMismatch(LedgerError):
 class LedgerCorrupted(LedgerError):
     """The file is not a valid expost ledger; it was left exactly as it was."""
 
-    def __init__(self, path: Path, problem: str) -> None:
+    def __init__(self, path: Path | str, problem: str) -> None:
         self.path = path
         self.problem = problem
         super().__init__(

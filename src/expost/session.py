@@ -45,7 +45,7 @@ from expost.filters import (
 )
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
-from expost.ledger import Ledger, LedgerEntry
+from expost.ledger import LedgerBackend, LedgerEntry, open_ledger
 from expost.mechanisms import (
     AboveThreshold,
     AboveThresholdResult,
@@ -102,7 +102,7 @@ def _encode(cost: Cost) -> dict[str, Any]:
     return {"type": type(cost).__name__, **attrs.asdict(cost)}
 
 
-def _decode(record: Mapping[str, Any], path: Path) -> Cost:
+def _decode(record: Mapping[str, Any], path: Path | str) -> Cost:
     fields = dict(record)
     kind = _COSTS.get(fields.pop("type", None))
     if kind is None:
@@ -113,16 +113,16 @@ def _decode(record: Mapping[str, Any], path: Path) -> Cost:
         raise LedgerCorrupted(path, f"bad cost record {dict(record)!r}: {err}") from err
 
 
-def _open_ledger(path: str | os.PathLike[str], filter: SessionFilter) -> Ledger:
+def _open_ledger(path: str | os.PathLike[str], filter: SessionFilter) -> LedgerBackend:
     """The session ledger for ``filter``; a file of an older format (its costs decode and
     price as they did) opens under its own format, any other config is a `LedgerMismatch`."""
     config = {"format": _FORMAT, "filter": _describe(filter)}
     try:
-        return Ledger.open(path, config)
+        return open_ledger(path, config)
     except LedgerMismatch as err:
         stored = json.loads(err.stored)
         if isinstance(stored, dict) and stored.get("format") in _OLD_FORMATS:
-            return Ledger.open(path, {**config, "format": stored["format"]})
+            return open_ledger(path, {**config, "format": stored["format"]})
         raise
 
 
@@ -146,7 +146,7 @@ class _Replay:
     costs one `spend` per new entry (not a replay of the whole ledger).
     """
 
-    def __init__(self, initial: SessionFilter, path: Path) -> None:
+    def __init__(self, initial: SessionFilter, path: Path | str) -> None:
         self._settled = initial
         self._open: dict[int, Cost] = {}
         self._seen = 0
@@ -185,8 +185,8 @@ class PrivateSession:
     """Adaptive private analysis under one filter (FAC Thm 1–2, APC Thm 1–2, 5, Lemma 6.2, B.2).
 
     ``filter`` is the budget (e.g. ``UnifiedFilter.from_dp(10.0, 1e-6)``), ``rng`` the only
-    source of randomness, ``ledger`` an optional SQLite file that makes the spend persistent and
-    shareable between processes (`expost.ledger`). The private values passed to the methods are
+    source of randomness, ``ledger`` an optional SQLite file, or a ``postgresql://…?ledger=NAME``
+    URL, that makes the spend persistent and shareable between processes (`expost.ledger`). The private values passed to the methods are
     used for one release and never stored; results hold only released values.
     """
 
@@ -204,7 +204,7 @@ class PrivateSession:
         self._filter: SessionFilter = filter
         self._history: list[Round] = []
         self._running = False
-        self._ledger: Ledger | None = None
+        self._ledger: LedgerBackend | None = None
         if ledger is not None:
             if filter.rounds:
                 raise InvalidParameter(

@@ -23,22 +23,27 @@ appends in a tight loop can keep others waiting, up to their ``timeout``.
 from __future__ import annotations
 
 import json
-import math
 import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType, TracebackType
+from types import TracebackType
 from typing import Any, Final, Self
-
-from attrs import field, frozen
 
 from expost._validation import positive
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerError, LedgerMismatch
+from expost.ledger.base import (
+    Decide,
+    LedgerEntry,
+    canonical,
+    entry_from_row,
+    frozen_json,
+    parse_object,
+)
 
-__all__ = ["Decide", "Ledger", "LedgerEntry"]
+__all__ = ["Ledger"]
 
 SCHEMA_VERSION: Final = 1
 _FORMAT: Final = "expost-ledger"
@@ -72,85 +77,6 @@ _ACCESS_CODES: Final = frozenset(
     }
 )
 _LOCK_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-
-
-@frozen
-class LedgerEntry:
-    """One committed round: its position ``index`` (0, 1, …), ``kind``, JSON ``record``, time.
-
-    The record is deeply immutable (JSON objects as read-only mappings, arrays as tuples),
-    so entries can be shared and handed to ``decide`` without copying.
-    """
-
-    index: int
-    kind: str
-    record: Mapping[str, Any] = field(hash=False)
-    created: float
-
-
-Decide = Callable[[tuple[LedgerEntry, ...]], Mapping[str, object]]
-"""``decide(entries) -> record``: the next record given every committed round, or raise."""
-
-
-def _plain(name: str, value: object) -> object:
-    """``value`` as plain JSON data (dicts, lists), or InvalidParameter if it is not JSON."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidParameter(name, value, "must not contain NaN or infinity")
-        return value
-    if isinstance(value, list | tuple):
-        return [_plain(name, item) for item in value]
-    if isinstance(value, Mapping):
-        if not all(isinstance(key, str) for key in value):
-            raise InvalidParameter(name, value, "mapping keys must be strings")
-        return {key: _plain(name, item) for key, item in value.items()}
-    raise InvalidParameter(name, value, "must be JSON: None, bool, int, float, str, list, dict")
-
-
-def _canonical(name: str, value: object) -> str:
-    """Canonical JSON of a str-keyed mapping: sorted keys, no spaces, floats by repr."""
-    if not isinstance(value, Mapping):
-        raise InvalidParameter(name, value, "must be a mapping with string keys")
-    return json.dumps(
-        _plain(name, value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-
-
-def _frozen(value: Any) -> Any:
-    """Parsed JSON made immutable: objects become read-only mappings, arrays tuples."""
-    if isinstance(value, dict):
-        return MappingProxyType({key: _frozen(item) for key, item in value.items()})
-    if isinstance(value, list):
-        return tuple(_frozen(item) for item in value)
-    return value
-
-
-def _reject_constant(token: str) -> None:
-    raise ValueError(f"non-finite number {token}")
-
-
-def _parse_object(path: Path, what: str, text: object) -> dict[str, Any]:
-    if not isinstance(text, str):
-        raise LedgerCorrupted(path, f"{what} is missing or not text ({text!r})")
-    try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except ValueError as exc:
-        raise LedgerCorrupted(path, f"{what} is not valid JSON ({exc})") from exc
-    if not isinstance(value, dict):
-        raise LedgerCorrupted(path, f"{what} is not a JSON object")
-    return value
-
-
-def _entry(path: Path, row: tuple[object, ...]) -> LedgerEntry:
-    index, kind, text, created = row
-    if not isinstance(index, int) or not isinstance(kind, str):
-        raise LedgerCorrupted(path, f"round {index!r} has a malformed id or kind")
-    if not isinstance(created, float):
-        raise LedgerCorrupted(path, f"round {index} has a malformed timestamp {created!r}")
-    record = _frozen(_parse_object(path, f"the record of round {index}", text))
-    return LedgerEntry(index, kind, record, created)
 
 
 def _ledger_path(path: object) -> Path:
@@ -267,7 +193,7 @@ def _verify(conn: sqlite3.Connection, path: Path) -> str:
             path,
             f"schema version {meta.get('schema_version')!r}, this library reads {SCHEMA_VERSION}",
         )
-    return _canonical("stored config", _parse_object(path, "the stored config", meta.get("config")))
+    return canonical("stored config", parse_object(path, "the stored config", meta.get("config")))
 
 
 class Ledger:
@@ -292,7 +218,7 @@ class Ledger:
         for another process's lock.
         """
         p = _ledger_path(path)
-        config_text = _canonical("config", config)
+        config_text = canonical("config", config)
         wait = positive("timeout", timeout)
         if not p.exists():
             _create(p, config_text, wait)
@@ -310,7 +236,7 @@ class Ledger:
             if stored != config_text:
                 raise LedgerMismatch(p, stored, config_text)
             _configure(conn)
-            ledger = cls(p, conn, _frozen(json.loads(config_text)))
+            ledger = cls(p, conn, frozen_json(json.loads(config_text)))
             ledger._refresh()
         except sqlite3.Error as exc:
             conn.close()
@@ -345,7 +271,7 @@ class Ledger:
             )
             .fetchall()
         )
-        new = tuple(_entry(self._path, row) for row in rows)
+        new = tuple(entry_from_row(self._path, row) for row in rows)
         for expected, entry in enumerate(new, start):
             if entry.index != expected:
                 raise LedgerCorrupted(self._path, f"round {expected} is missing")
@@ -373,7 +299,7 @@ class Ledger:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 entries = self._refresh()
-                text = _canonical("record", decide(entries))
+                text = canonical("record", decide(entries))
                 row = (len(entries), kind, text, time.time())
                 conn.execute(
                     "INSERT INTO rounds (id, kind, record, created) VALUES (?, ?, ?, ?)", row
@@ -385,7 +311,7 @@ class Ledger:
                 raise
         except sqlite3.Error as exc:
             raise _sqlite_error(self._path, exc, corrupt=False) from exc
-        entry = _entry(self._path, row)
+        entry = entry_from_row(self._path, row)
         self._entries += (entry,)
         return entry
 

@@ -1,0 +1,138 @@
+"""What every ledger backend shares: the entry, the decide callback, the canonical records.
+
+A backend (`expost.ledger.sqlite.Ledger`, `expost.ledger.postgres.PostgresLedger`) stores an
+append-only sequence of rounds under one configuration and offers `LedgerBackend`'s four
+operations with one contract: `append` re-reads every committed round and decides the next
+under one lock that no other writer can hold at the same time, and returns only once the
+round is durable. Records are canonical JSON (sorted keys, floats by repr), so a ledger copied
+between backends holds the same text, round for round.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+from attrs import field, frozen
+
+from expost.errors import InvalidParameter, LedgerCorrupted
+
+__all__ = [
+    "Decide",
+    "LedgerBackend",
+    "LedgerEntry",
+    "canonical",
+    "entry_from_row",
+    "frozen_json",
+    "parse_object",
+]
+
+
+@frozen
+class LedgerEntry:
+    """One committed round: its position ``index`` (0, 1, …), ``kind``, JSON ``record``, time.
+
+    The record is deeply immutable (JSON objects as read-only mappings, arrays as tuples),
+    so entries can be shared and handed to ``decide`` without copying.
+    """
+
+    index: int
+    kind: str
+    record: Mapping[str, Any] = field(hash=False)
+    created: float
+
+
+Decide = Callable[[tuple[LedgerEntry, ...]], Mapping[str, object]]
+"""``decide(entries) -> record``: the next record given every committed round, or raise."""
+
+
+def _plain(name: str, value: object) -> object:
+    """``value`` as plain JSON data (dicts, lists), or InvalidParameter if it is not JSON."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidParameter(name, value, "must not contain NaN or infinity")
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(name, item) for item in value]
+    if isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            raise InvalidParameter(name, value, "mapping keys must be strings")
+        return {key: _plain(name, item) for key, item in value.items()}
+    raise InvalidParameter(name, value, "must be JSON: None, bool, int, float, str, list, dict")
+
+
+def canonical(name: str, value: object) -> str:
+    """Canonical JSON of a str-keyed mapping: sorted keys, no spaces, floats by repr."""
+    if not isinstance(value, Mapping):
+        raise InvalidParameter(name, value, "must be a mapping with string keys")
+    return json.dumps(
+        _plain(name, value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def frozen_json(value: Any) -> Any:
+    """Parsed JSON made immutable: objects become read-only mappings, arrays tuples."""
+    if isinstance(value, dict):
+        return MappingProxyType({key: frozen_json(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return tuple(frozen_json(item) for item in value)
+    return value
+
+
+def _reject_constant(token: str) -> None:
+    raise ValueError(f"non-finite number {token}")
+
+
+def parse_object(path: Path | str, what: str, text: object) -> dict[str, Any]:
+    if not isinstance(text, str):
+        raise LedgerCorrupted(path, f"{what} is missing or not text ({text!r})")
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise LedgerCorrupted(path, f"{what} is not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise LedgerCorrupted(path, f"{what} is not a JSON object")
+    return value
+
+
+def entry_from_row(path: Path | str, row: tuple[object, ...]) -> LedgerEntry:
+    index, kind, text, created = row
+    if not isinstance(index, int) or not isinstance(kind, str):
+        raise LedgerCorrupted(path, f"round {index!r} has a malformed id or kind")
+    if not isinstance(created, float):
+        raise LedgerCorrupted(path, f"round {index} has a malformed timestamp {created!r}")
+    record = frozen_json(parse_object(path, f"the record of round {index}", text))
+    return LedgerEntry(index, kind, record, created)
+
+
+@runtime_checkable
+class LedgerBackend(Protocol):
+    """An open ledger of either backend, as `expost.PrivateSession` uses it."""
+
+    @property
+    def path(self) -> Path | str:
+        """Where the ledger lives: a file path, or a database URL without its password."""
+        ...
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        """The configuration the ledger was created for (deeply read-only)."""
+        ...
+
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        """Every committed round, in order, including those of other writers."""
+        ...
+
+    def append(self, kind: str, decide: Decide) -> LedgerEntry:
+        """Under the ledger's lock: re-read, ``record = decide(entries)``, commit durably."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        ...
