@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import expost as ep
+from expost.cli import main
 from expost.errors import (
     BudgetExceeded,
     InvalidParameter,
@@ -305,3 +306,35 @@ def test_bad_targets_and_altered_tables_are_clear_errors(server: Any) -> None:
         _psql(server, "ALTER TABLE expost_rounds DROP COLUMN note")
     with pytest.raises(InvalidParameter, match="postgresql://"):
         PostgresLedger.open("sqlite:///x", CONFIG)
+
+
+# ----------------------------------------------------------------------------- expost ledger
+
+
+def test_copy_sqlite_to_postgres_and_back_keeps_the_spend(
+    server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = str(tmp_path / "a.sqlite")
+    f = ep.ConcurrentFilter(ep.UnifiedFilter.from_dp(10.0, 1e-6), ep.ExPostFilter(1.0, 1e-6), 1e-6)
+    s = ep.PrivateSession(f, np.random.default_rng(1), ledger=source)
+    s.gaussian(3.0, 1.0, rho=0.1)
+    s.exponential_mechanism([1.0, 2.0, 3.0], 0.1, monotone=True)
+    s.laplace(2.0, 1.0, eps=0.3)
+    spent = s.spent
+    s.close()
+    remote, back = _url(server, "copied"), str(tmp_path / "b.sqlite")
+    assert main(["ledger", "copy", source, remote]) == 0
+    assert main(["ledger", "copy", remote, back]) == 0
+    assert capsys.readouterr().out.count("copied 6 rounds; records and spend identical") == 2
+    for target in (remote, back):
+        again = ep.PrivateSession(f, np.random.default_rng(2), ledger=target)
+        assert again.spent == spent
+        again.close()
+        assert main(["ledger", "show", target]) == 0
+        shown = capsys.readouterr().out
+        assert "3 rounds; spent" in shown
+        assert "ConcurrentFilter" in shown
+    assert main(["ledger", "copy", source, remote]) == 2  # not into a ledger with rounds
+    assert "already holds rounds" in capsys.readouterr().out
+    assert main(["ledger", "show", _url(server, "absent")]) == 2
+    assert "there is no ledger" in capsys.readouterr().out

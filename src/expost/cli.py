@@ -6,13 +6,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from expost import ledger_command
 from expost.apps import cli as reproduce_cli
 from expost.audit import cli as audit_cli
 from expost.symbolic import cli as prove_cli
 
 __all__ = ["main"]
 
-_COMMANDS = (prove_cli, reproduce_cli, audit_cli)
+_COMMANDS = (prove_cli, reproduce_cli, audit_cli, ledger_command)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -63,7 +63,7 @@ from expost.mechanisms import (
 )
 from expost.stopping import Never, RelativeError, StoppingRule
 
-__all__ = ["PrivateSession", "Round", "SessionFilter"]
+__all__ = ["PrivateSession", "Round", "SessionFilter", "filter_from_description"]
 
 SessionFilter = PrivacyFilter
 _COSTS: dict[str, type[Cost]] = {
@@ -135,6 +135,25 @@ def _describe(f: Any) -> dict[str, Any]:
         value = getattr(f, a.name)
         out[a.name] = _describe(value) if attrs.has(type(value)) else value
     return out
+
+
+def filter_from_description(description: Mapping[str, Any]) -> SessionFilter:
+    """The fresh filter a ledger's configuration describes (the inverse of its description:
+    type and parameters, nested values likewise), e.g. for `expost ledger show`."""
+    import expost  # the public classes by name; lazy: expost imports this module
+
+    def build(value: Any) -> Any:
+        if not isinstance(value, Mapping) or "type" not in value:
+            return value
+        kind = getattr(expost, str(value["type"]), None)
+        if not (isinstance(kind, type) and attrs.has(kind)):
+            raise InvalidParameter("description", dict(value), "names no expost filter or value")
+        return kind(**{k: build(v) for k, v in value.items() if k != "type"})
+
+    built = build(description)
+    if not isinstance(built, PrivacyFilter):
+        raise InvalidParameter("description", dict(description), "does not describe a filter")
+    return built
 
 
 class _Replay:

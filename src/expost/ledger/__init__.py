@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from expost.ledger.base import Decide, LedgerBackend, LedgerEntry
 from expost.ledger.postgres import PostgresLedger, is_postgres_url
@@ -25,6 +26,7 @@ __all__ = [
     "PostgresLedger",
     "is_postgres_url",
     "open_ledger",
+    "stored_config",
 ]
 
 
@@ -37,3 +39,11 @@ def open_ledger(
         assert isinstance(target, str)  # is_postgres_url checks it
         return PostgresLedger.open(target, config, timeout=timeout)
     return Ledger.open(target, config, timeout=timeout)
+
+
+def stored_config(target: str | os.PathLike[str]) -> Mapping[str, Any]:
+    """The configuration of the existing ledger at ``target`` (either backend; creates nothing)."""
+    if is_postgres_url(target):
+        assert isinstance(target, str)  # is_postgres_url checks it
+        return PostgresLedger.stored_config(target)
+    return Ledger.stored_config(target)

@@ -152,6 +152,32 @@ class PostgresLedger:
             raise
         return ledger
 
+    @classmethod
+    def stored_config(cls, url: str, *, timeout: float = 30.0) -> Mapping[str, Any]:
+        """The configuration the ledger named in ``url`` was created for (creates nothing)."""
+        if not is_postgres_url(url):
+            raise InvalidParameter("url", url, "must start with postgresql:// or postgres://")
+        libpq, name, shown = _split(url)
+        reader = cls(libpq, name, shown, {})
+        reader._timeout = positive("timeout", timeout)
+
+        def read(cur: Any) -> object:
+            cur.execute("SELECT to_regclass('expost_ledgers') IS NOT NULL")
+            if not cur.fetchone()[0]:
+                return None
+            cur.execute("SELECT config FROM expost_ledgers WHERE name = %s", (name,))
+            row = cur.fetchone()
+            return None if row is None else row[0]
+
+        try:
+            text = reader._run(read)
+        finally:
+            reader.close()
+        if text is None:
+            raise LedgerError(f"there is no ledger {reader.path!r}")
+        config: Mapping[str, Any] = frozen_json(parse_object(reader.path, "the stored config", text))
+        return config
+
     @property
     def path(self) -> str:
         """The ledger's URL without its password, with the ledger name."""

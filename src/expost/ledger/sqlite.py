@@ -246,6 +246,26 @@ class Ledger:
             raise
         return ledger
 
+    @classmethod
+    def stored_config(cls, path: str | os.PathLike[str]) -> Mapping[str, Any]:
+        """The configuration an existing ledger file was created for (creates nothing)."""
+        p = _ledger_path(path)
+        if not p.exists():
+            raise LedgerError(f"there is no ledger file {str(p)!r}")
+        _check_header(p)
+        try:
+            conn = sqlite3.connect(p.as_uri() + "?mode=ro", isolation_level=None, uri=True)
+            try:
+                conn.execute("BEGIN")
+                text = _verify(conn, p)
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise _sqlite_error(p, exc, corrupt=True) from exc
+        config: Mapping[str, Any] = frozen_json(json.loads(text))
+        return config
+
     @property
     def path(self) -> Path:
         """The absolute path of the ledger file."""
