@@ -9,8 +9,13 @@ pinned with ``@example`` in the test that found it. ``HYPOTHESIS_PROFILE`` picks
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
@@ -18,3 +23,34 @@ settings.register_profile("default", print_blob=True)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default")
 )
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A throwaway PostgreSQL (pgserver: its own binaries, a unix socket, no root, no network)
+    for the whole test session; a skip, with the reason, where it cannot run."""
+    pgserver = pytest.importorskip("pgserver", reason="the postgres extra is not installed")
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    try:
+        server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    except Exception as exc:  # noqa: BLE001  # any failure to start the server: a skip, with why
+        pytest.skip(f"pgserver could not start PostgreSQL here: {exc}")
+    yield server
+    server.cleanup()
+
+
+_LEDGERS = itertools.count()
+
+
+def pg_ledger_url(server: Any, name: str) -> str:
+    """The URL of the ledger ``name`` in the test server's database."""
+    uri: str = server.get_uri()
+    return f"{uri}{'&' if '?' in uri else '?'}ledger={name}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def ledger_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh ledger on each backend: a SQLite file, or a new ledger in the test server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "budget.sqlite")
+    return pg_ledger_url(request.getfixturevalue("pg_server"), f"t{next(_LEDGERS)}_{os.getpid()}")

@@ -29,39 +29,11 @@ from expost.errors import (
     LedgerMismatch,
 )
 from expost.ledger import PostgresLedger, open_ledger
+from tests.conftest import pg_ledger_url
 from tests.ledger_worker import CONFIG, budget_decide, spent
 from tests.workers import Workers
 
 WORKER = Path(__file__).with_name("ledger_worker.py")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    pgserver = pytest.importorskip("pgserver", reason="the postgres extra is not installed")
-    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
-    try:
-        srv = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
-    except Exception as exc:  # noqa: BLE001  # any failure to start the server: a skip, with why
-        pytest.skip(f"pgserver could not start PostgreSQL here: {exc}")
-    yield srv
-    srv.cleanup()
-
-
-def _url(server: Any, name: str) -> str:
-    uri: str = server.get_uri()
-    return f"{uri}{'&' if '?' in uri else '?'}ledger={name}"
-
-
-_COUNT = iter(range(10**6))
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh ledger target on each backend."""
-    if request.param == "sqlite":
-        return str(tmp_path / "budget.sqlite")
-    server = request.getfixturevalue("server")
-    return _url(server, f"t{next(_COUNT)}_{os.getpid()}")
 
 
 @pytest.fixture
@@ -74,40 +46,40 @@ def workers() -> Iterator[Workers]:
 # ----------------------------------------------------------------------------- both backends
 
 
-def test_append_read_and_reopen(target: str) -> None:
-    with open_ledger(target, CONFIG) as ledger:
+def test_append_read_and_reopen(ledger_target: str) -> None:
+    with open_ledger(ledger_target, CONFIG) as ledger:
         assert ledger.entries() == ()
         first = ledger.append("round", lambda entries: {"cost": 0.5, "seen": len(entries)})
         second = ledger.append("round", lambda entries: {"cost": 0.25, "seen": len(entries)})
         assert (first.index, second.index) == (0, 1)
         assert dict(second.record) == {"cost": 0.25, "seen": 1}
-    with open_ledger(target, CONFIG) as again:
+    with open_ledger(ledger_target, CONFIG) as again:
         assert [dict(e.record) for e in again.entries()] == [
             {"cost": 0.5, "seen": 0},
             {"cost": 0.25, "seen": 1},
         ]
 
 
-def test_refused_decide_writes_nothing(target: str) -> None:
-    with open_ledger(target, CONFIG) as ledger:
+def test_refused_decide_writes_nothing(ledger_target: str) -> None:
+    with open_ledger(ledger_target, CONFIG) as ledger:
         ledger.append("round", budget_decide(1.0, 0.75, "a"))
         with pytest.raises(BudgetExceeded):
             ledger.append("round", budget_decide(1.0, 0.75, "b"))
         assert spent(ledger.entries()) == 0.75
-    with open_ledger(target, CONFIG) as again:
+    with open_ledger(ledger_target, CONFIG) as again:
         assert len(again.entries()) == 1
 
 
-def test_another_config_is_a_mismatch(target: str) -> None:
-    open_ledger(target, CONFIG).close()
+def test_another_config_is_a_mismatch(ledger_target: str) -> None:
+    open_ledger(ledger_target, CONFIG).close()
     with pytest.raises(LedgerMismatch, match="refusing to mix budgets"):
-        open_ledger(target, {**CONFIG, "unit": "eps"})
+        open_ledger(ledger_target, {**CONFIG, "unit": "eps"})
 
 
-def test_sessions_share_one_budget_and_refusals_spend_nothing(target: str) -> None:
+def test_sessions_share_one_budget_and_refusals_spend_nothing(ledger_target: str) -> None:
     f = ep.ZCDPFilter(1.0)
-    a = ep.PrivateSession(f, np.random.default_rng(1), ledger=target)
-    b = ep.PrivateSession(f, np.random.default_rng(2), ledger=target)
+    a = ep.PrivateSession(f, np.random.default_rng(1), ledger=ledger_target)
+    b = ep.PrivateSession(f, np.random.default_rng(2), ledger=ledger_target)
     a.gaussian(3.0, 1.0, rho=0.5)
     b.gaussian(3.0, 1.0, rho=0.25)
     with pytest.raises(BudgetExceeded):
@@ -116,18 +88,18 @@ def test_sessions_share_one_budget_and_refusals_spend_nothing(target: str) -> No
     assert a.spent == b.spent == 0.75
     a.close()
     b.close()
-    resumed = ep.PrivateSession(f, np.random.default_rng(3), ledger=target)
+    resumed = ep.PrivateSession(f, np.random.default_rng(3), ledger=ledger_target)
     assert resumed.spent == 0.75
     assert resumed.filter.rounds == 2
     resumed.close()
 
 
 def test_processes_cannot_jointly_overspend_even_when_some_are_killed(
-    target: str, workers: Workers
+    ledger_target: str, workers: Workers
 ) -> None:
     """Fault test (a): four writers on one budget, two SIGKILLed mid-run."""
     budget, cost = 8.0, 0.25
-    procs = [workers.start("spend", target, budget, cost, f"w{k}") for k in range(4)]
+    procs = [workers.start("spend", ledger_target, budget, cost, f"w{k}") for k in range(4)]
     for proc in procs:
         assert workers.line(proc) == "ready"
     for proc in procs:
@@ -145,7 +117,7 @@ def test_processes_cannot_jointly_overspend_even_when_some_are_killed(
         while (text := workers.line(proc)) != "done":
             admitted[int(text)] = f"w{k}"
         assert proc.wait() == 0
-    with open_ledger(target, CONFIG) as ledger:
+    with open_ledger(ledger_target, CONFIG) as ledger:
         entries = ledger.entries()
     assert spent(entries) <= budget
     assert {e.index: e.record["worker"] for e in entries if e.index in admitted} == admitted
@@ -153,30 +125,32 @@ def test_processes_cannot_jointly_overspend_even_when_some_are_killed(
     assert len(entries) == math.floor(budget / cost)  # the survivors spent the rest
 
 
-def test_sigkill_mid_run_loses_no_committed_round(target: str, workers: Workers) -> None:
+def test_sigkill_mid_run_loses_no_committed_round(ledger_target: str, workers: Workers) -> None:
     printed: list[int] = []
     for _ in range(2):
-        proc = workers.start("loop", target)
+        proc = workers.start("loop", ledger_target)
         goal = len(printed) + 30
         while len(printed) < goal:
             printed.append(int(workers.line(proc)))
         proc.send_signal(signal.SIGKILL)
         rest, _ = proc.communicate()
         printed += [int(x) for x in rest.splitlines(keepends=True) if x.endswith("\n")]
-        with open_ledger(target, CONFIG) as ledger:
+        with open_ledger(ledger_target, CONFIG) as ledger:
             indices = [e.index for e in ledger.entries()]
         assert printed == list(range(len(printed)))
         assert indices[: len(printed)] == printed
         assert len(indices) - len(printed) in (0, 1)
 
 
-def test_a_writer_waits_for_the_lock_held_during_decide(target: str, workers: Workers) -> None:
-    open_ledger(target, CONFIG).close()
-    holder = workers.start("hold", target)
+def test_a_writer_waits_for_the_lock_held_during_decide(
+    ledger_target: str, workers: Workers
+) -> None:
+    open_ledger(ledger_target, CONFIG).close()
+    holder = workers.start("hold", ledger_target)
     assert workers.line(holder) == "ready"
     workers.send(holder)
     assert workers.line(holder) == "locked 0"
-    with open_ledger(target, CONFIG, timeout=0.5) as ledger:
+    with open_ledger(ledger_target, CONFIG, timeout=0.5) as ledger:
         with pytest.raises(LedgerError):
             ledger.append("round", lambda entries: {"cost": 1.0, "seen": len(entries)})
         assert ledger.entries() == ()
@@ -197,8 +171,8 @@ def _psql(server: Any, sql: str) -> list[tuple[Any, ...]]:
         return cur.fetchall() if cur.description else []
 
 
-def test_the_database_refuses_update_and_delete(server: Any) -> None:
-    url = _url(server, "append_only")
+def test_the_database_refuses_update_and_delete(pg_server: Any) -> None:
+    url = pg_ledger_url(pg_server, "append_only")
     with open_ledger(url, CONFIG) as ledger:
         ledger.append("round", lambda entries: {"cost": 1.0})
     for sql in (
@@ -208,14 +182,14 @@ def test_the_database_refuses_update_and_delete(server: Any) -> None:
         "DELETE FROM expost_ledgers",
     ):
         with pytest.raises(Exception, match="append-only"):  # psycopg's RaiseException
-            _psql(server, sql)
+            _psql(pg_server, sql)
     with open_ledger(url, CONFIG) as ledger:
         assert len(ledger.entries()) == 1
 
 
-def test_a_connection_cut_mid_transaction_writes_nothing(server: Any, workers: Workers) -> None:
+def test_a_connection_cut_mid_transaction_writes_nothing(pg_server: Any, workers: Workers) -> None:
     """Fault test (c): the holder's backend is terminated while it holds the lock in decide."""
-    url = _url(server, "cut")
+    url = pg_ledger_url(pg_server, "cut")
     with open_ledger(url, CONFIG) as ledger:
         ledger.append("round", lambda entries: {"cost": 1.0, "seen": len(entries)})
     holder = workers.start("hold", url)
@@ -223,7 +197,7 @@ def test_a_connection_cut_mid_transaction_writes_nothing(server: Any, workers: W
     workers.send(holder)
     assert workers.line(holder) == "locked 1"
     _psql(
-        server,
+        pg_server,
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
         " WHERE state = 'idle in transaction' AND pid <> pg_backend_pid()",
     )
@@ -257,15 +231,17 @@ def _restart(server: Any) -> None:
             time.sleep(0.5)
 
 
-def test_server_killed_and_restarted_loses_no_admitted_round(server: Any, workers: Workers) -> None:
+def test_server_killed_and_restarted_loses_no_admitted_round(
+    pg_server: Any, workers: Workers
+) -> None:
     """Fault test (b): SIGKILL of the postmaster while a worker appends in a loop."""
-    url = _url(server, "restart")
+    url = pg_ledger_url(pg_server, "restart")
     ledger = open_ledger(url, CONFIG)
     decide = budget_decide(1000.0, 1.0, "client")
     ledger.append("round", decide)
     writer = workers.start("loop", url)
     printed = [int(workers.line(writer)) for _ in range(20)]
-    os.kill(server.get_pid(), signal.SIGKILL)
+    os.kill(pg_server.get_pid(), signal.SIGKILL)
     rest, err = writer.communicate()  # the writer meets the dead server mid-run
     printed += [int(x) for x in rest.splitlines(keepends=True) if x.endswith("\n")]
     assert writer.returncode != 0
@@ -273,7 +249,7 @@ def test_server_killed_and_restarted_loses_no_admitted_round(server: Any, worker
     for _ in range(3):  # while it is down, every call is a clear LedgerError
         with pytest.raises(LedgerError, match="could not be used"):
             ledger.append("round", decide)
-    _restart(server)
+    _restart(pg_server)
     ledger.append("round", decide)  # the client goes on
     entries = ledger.entries()
     indices = [e.index for e in entries]
@@ -284,26 +260,26 @@ def test_server_killed_and_restarted_loses_no_admitted_round(server: Any, worker
     ledger.close()
 
 
-def test_bad_targets_and_altered_tables_are_clear_errors(server: Any) -> None:
+def test_bad_targets_and_altered_tables_are_clear_errors(pg_server: Any) -> None:
     """Fault test (d): each a clear error, nothing changed."""
-    uri: str = server.get_uri()
+    uri: str = pg_server.get_uri()
     no_db = uri.replace("/postgres?", "/?", 1)
     with pytest.raises(InvalidParameter, match="must name a database"):
         open_ledger(no_db, CONFIG)
     for name in ("Budget", "1st", "a-b", "x" * 64, ""):
         with pytest.raises(InvalidParameter, match="lower-case identifier"):
-            open_ledger(_url(server, name), CONFIG)
-    url = _url(server, "altered")
+            open_ledger(pg_ledger_url(pg_server, name), CONFIG)
+    url = pg_ledger_url(pg_server, "altered")
     with open_ledger(url, CONFIG) as ledger:
         ledger.append("round", lambda entries: {"cost": 1.0})
-    _psql(server, "ALTER TABLE expost_rounds ADD COLUMN note TEXT")
+    _psql(pg_server, "ALTER TABLE expost_rounds ADD COLUMN note TEXT")
     try:
         with pytest.raises(LedgerCorrupted, match="has columns"):
             open_ledger(url, CONFIG)
         count = "SELECT count(*) FROM expost_rounds WHERE ledger = 'altered'"
-        assert _psql(server, count) == [(1,)]
+        assert _psql(pg_server, count) == [(1,)]
     finally:
-        _psql(server, "ALTER TABLE expost_rounds DROP COLUMN note")
+        _psql(pg_server, "ALTER TABLE expost_rounds DROP COLUMN note")
     with pytest.raises(InvalidParameter, match="postgresql://"):
         PostgresLedger.open("sqlite:///x", CONFIG)
 
@@ -312,7 +288,7 @@ def test_bad_targets_and_altered_tables_are_clear_errors(server: Any) -> None:
 
 
 def test_copy_sqlite_to_postgres_and_back_keeps_the_spend(
-    server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    pg_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     source = str(tmp_path / "a.sqlite")
     f = ep.ConcurrentFilter(ep.UnifiedFilter.from_dp(10.0, 1e-6), ep.ExPostFilter(1.0, 1e-6), 1e-6)
@@ -322,7 +298,7 @@ def test_copy_sqlite_to_postgres_and_back_keeps_the_spend(
     s.laplace(2.0, 1.0, eps=0.3)
     spent = s.spent
     s.close()
-    remote, back = _url(server, "copied"), str(tmp_path / "b.sqlite")
+    remote, back = pg_ledger_url(pg_server, "copied"), str(tmp_path / "b.sqlite")
     assert main(["ledger", "copy", source, remote]) == 0
     assert main(["ledger", "copy", remote, back]) == 0
     assert capsys.readouterr().out.count("copied 6 rounds; records and spend identical") == 2
@@ -336,5 +312,5 @@ def test_copy_sqlite_to_postgres_and_back_keeps_the_spend(
         assert "ConcurrentFilter" in shown
     assert main(["ledger", "copy", source, remote]) == 2  # not into a ledger with rounds
     assert "already holds rounds" in capsys.readouterr().out
-    assert main(["ledger", "show", _url(server, "absent")]) == 2
+    assert main(["ledger", "show", pg_ledger_url(pg_server, "absent")]) == 2
     assert "there is no ledger" in capsys.readouterr().out

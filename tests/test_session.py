@@ -731,8 +731,8 @@ def test_stopping_rules_see_only_released_views() -> None:
 # ----------------------------------------------------------------------------- the ledger
 
 
-def test_reopening_the_ledger_resumes_the_spend(tmp_path: Path) -> None:
-    path = tmp_path / "budget.sqlite"
+def test_reopening_the_ledger_resumes_the_spend(ledger_target: str) -> None:
+    path = ledger_target
     f = UnifiedFilter.from_dp(5.0, 1e-6)
     with_ledger = _session(f, ledger=path)
     with_ledger.gaussian(0.0, 1.0, 0.1)
@@ -786,8 +786,8 @@ def test_a_filter_with_rounds_cannot_start_a_ledger(tmp_path: Path) -> None:
     assert not (tmp_path / "l").exists()
 
 
-def test_two_sessions_in_one_process_share_a_ledger(tmp_path: Path) -> None:
-    path = tmp_path / "shared.sqlite"
+def test_two_sessions_in_one_process_share_a_ledger(ledger_target: str) -> None:
+    path = ledger_target
     a, b = _session(ZCDPFilter(1.0), ledger=path), _session(ZCDPFilter(1.0), seed=1, ledger=path)
     a.gaussian(0.0, 1.0, 0.5)
     b.gaussian(0.0, 1.0, 0.25)
@@ -812,7 +812,7 @@ def workers() -> Iterator[Workers]:
     pool.stop()
 
 
-def _ledger_rounds(path: Path, rho: float) -> dict[int, dict[str, Any]]:
+def _ledger_rounds(path: Path | str, rho: float) -> dict[int, dict[str, Any]]:
     """Round → {"reserve": cost, "settle": cost} as committed in the session ledger."""
     s = _session(ZCDPFilter(rho), ledger=path)
     assert s._ledger is not None
@@ -824,10 +824,10 @@ def _ledger_rounds(path: Path, rho: float) -> dict[int, dict[str, Any]]:
 
 
 def test_processes_sharing_a_ledger_cannot_jointly_overspend(
-    tmp_path: Path, workers: Workers
+    ledger_target: str, workers: Workers
 ) -> None:
     budget, cost = 1.3, 0.125
-    path = tmp_path / "shared.sqlite"
+    path = ledger_target
     _session(ZCDPFilter(budget), ledger=path).close()  # both workers open an existing file
     procs = [workers.start("loop", path, budget, cost) for _ in range(2)]
     for proc in procs:
@@ -848,8 +848,8 @@ def test_processes_sharing_a_ledger_cannot_jointly_overspend(
     resumed.close()
 
 
-def test_sigkill_loses_no_admitted_round(tmp_path: Path, workers: Workers) -> None:
-    path = tmp_path / "budget.sqlite"
+def test_sigkill_loses_no_admitted_round(ledger_target: str, workers: Workers) -> None:
+    path = ledger_target
     proc = workers.start("loop", path, 1000.0, 1.0)
     assert workers.line(proc) == "ready"
     workers.send(proc)
@@ -868,8 +868,8 @@ def test_sigkill_loses_no_admitted_round(tmp_path: Path, workers: Workers) -> No
     resumed.close()
 
 
-def test_reservation_without_settlement_stays_charged(tmp_path: Path, workers: Workers) -> None:
-    path = tmp_path / "budget.sqlite"
+def test_reservation_without_settlement_stays_charged(ledger_target: str, workers: Workers) -> None:
+    path = ledger_target
     proc = workers.start("hang", path, 1.0)
     assert workers.line(proc) == "stopping"
     proc.send_signal(signal.SIGKILL)
