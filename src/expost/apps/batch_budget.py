@@ -131,6 +131,14 @@ class BatchBudget:
         for _ in range(64):  # a few ulps at most; bounded for safety
             bad = (x > 0.0) & ~self.admits(self.bm_cost(x * x), where)
             if not bad.any():
-                return x
+                break
             x = np.where(bad, np.nextafter(x, 0.0), x)
-        return np.where(bad, 0.0, x)
+        else:
+            return np.where(bad, 0.0, x)
+        for _ in range(64):  # the square root may also land a few ulps short: the largest
+            up = np.nextafter(x, np.inf)
+            more = (x > 0.0) & self.admits(self.bm_cost(up * up), where)
+            if not more.any():
+                break
+            x = np.where(more, up, x)
+        return x
