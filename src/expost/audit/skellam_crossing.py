@@ -64,11 +64,17 @@ def _window(means: FloatArray, tolerance: float) -> int:
     return hi
 
 
-def _pmf(mean: float, states: IntArray) -> FloatArray:
-    """Skellam(mean, mean) pmf e^(−2μ)·I_|k|(2μ) (scipy's exponentially scaled Bessel ive)."""
+def _pmf_table(mean: float, top: int) -> FloatArray:
+    """The Skellam(mean, mean) pmf at 0..top: e^(−2μ)·I_k(2μ) (scipy's scaled Bessel ive)."""
     from scipy.special import ive  # lazy: keeps `import expost` fast
 
-    return np.asarray(ive(np.abs(states), 2.0 * mean), dtype=np.float64)
+    return np.asarray(ive(np.arange(top + 1), 2.0 * mean), dtype=np.float64)
+
+
+def _pmf(mean: float, states: IntArray) -> FloatArray:
+    """The pmf at ``states`` (p(−k) = p(k): one Bessel evaluation per distinct |k|)."""
+    magnitude = np.abs(states)
+    return _pmf_table(mean, int(magnitude.max(initial=0)))[magnitude]
 
 
 def _transition(mass: FloatArray, increment_mean: float) -> tuple[FloatArray, float]:
@@ -108,10 +114,11 @@ def skellam_loss(mean: float, z: npt.ArrayLike, difference: int) -> FloatArray:
     Where a pmf underflows the value is nan (callers treat it as crossed, the safe side).
     """
     states = np.asarray(z, dtype=np.int64)
+    here, there = np.abs(states), np.abs(states - difference)
+    top = int(max(here.max(initial=0), there.max(initial=0)))
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.asarray(
-            np.log(_pmf(mean, states)) - np.log(_pmf(mean, states - difference)), dtype=np.float64
-        )
+        log_p = np.log(_pmf_table(mean, top))
+        return np.asarray(log_p[here] - log_p[there], dtype=np.float64)
 
 
 @frozen
