@@ -87,7 +87,9 @@ def _union(
 def wrong_thinning(monkeypatch: pytest.MonkeyPatch) -> None:
     """Twin: every increment drawn with twice its rate (thinning probability s/t misstated)."""
     honest = sc._transition
-    monkeypatch.setattr(sc, "_transition", lambda mass, mean: honest(mass, 2.0 * mean))
+    monkeypatch.setattr(
+        sc, "_transition", lambda mass, mean, method: honest(mass, 2.0 * mean, method)
+    )
 
 
 @pytest.mark.parametrize(("rate", "times", "d", "psi"), SCENARIOS)
@@ -134,7 +136,9 @@ def test_theory_prototype_against_monte_carlo(monkeypatch: pytest.MonkeyPatch) -
     assert low <= exact.lower
     assert exact.upper <= high
     honest = sc._transition
-    monkeypatch.setattr(sc, "_transition", lambda mass, mean: honest(mass, 2.0 * mean))
+    monkeypatch.setattr(
+        sc, "_transition", lambda mass, mean, method: honest(mass, 2.0 * mean, method)
+    )
     twin = sc.skellam_crossing_probability(1.0, PROTOTYPE, 1, psi).probability
     assert not low <= twin <= high
 
@@ -185,11 +189,32 @@ def test_pmf_within_the_stated_relative_error(mean: float) -> None:
 
 def test_fft_error_bound_holds_against_direct_sums() -> None:
     mass = sc._pmf(3000.0, np.arange(-700, 701, dtype=np.int64))
-    convolved, error = sc._transition(mass, 500.0)
-    step = sc._pmf(500.0, np.arange(-1400, 1401, dtype=np.int64))
-    direct = np.convolve(step, mass, mode="valid")  # errs by <= n·u·Σ|a||b|, far below the bound
-    assert float(np.abs(convolved - direct).sum()) <= error
+    fft, error, _ = sc._transition(mass, 500.0, "fft")
+    direct, _, relative = sc._transition(mass, 500.0, "direct")
+    assert float(np.abs(fft - direct).sum()) <= error - relative * float(direct.sum())
     assert error < 1e-11
+
+
+@pytest.mark.parametrize("method", ["direct", "fft"])
+def test_methods_agree_within_their_bounds(method: sc.Method) -> None:
+    grid, psi = np.geomspace(2000.0, 5.0, 40), np.full(40, 0.3)
+    other: sc.Method = "fft" if method == "direct" else "direct"
+    a = sc.skellam_crossing_probability(1.0, grid, 1, psi, method=method)
+    b = sc.skellam_crossing_probability(1.0, grid, 1, psi, method=other)
+    assert a.lower <= b.upper
+    assert b.lower <= a.upper
+
+
+def test_direct_method_keeps_tiny_probabilities_accurate() -> None:
+    """At a crossing probability near 2e-9 the direct sums' enclosure is within 1e-8 of P
+    relative, and contains the FFT result; the FFT's own (absolute) enclosure is far wider."""
+    grid, psi = np.geomspace(300.0, 3.0, 60), np.full(60, 1.8)
+    direct = sc.skellam_crossing_probability(1.0, grid, 1, psi, tolerance=1e-20)
+    fft = sc.skellam_crossing_probability(1.0, grid, 1, psi, tolerance=1e-20, method="fft")
+    assert 1e-10 < direct.probability < 1e-8
+    assert direct.upper - direct.lower < 1e-8 * direct.probability
+    assert fft.lower <= direct.probability <= fft.upper
+    assert fft.upper - fft.lower > 1e3 * (direct.upper - direct.lower)
 
 
 def test_window_cut_meets_the_tolerance() -> None:
