@@ -11,7 +11,10 @@ martingale of the privacy-time Brownian motion X(s) = s·z; M is symmetric and i
 so {ℓ > ψ} = {z < −g} ⊆ {M >= 1/δ} with M(−g) = 1/δ, and
 ψ_ρ(t) = Δ²/(2v) + Δ·sqrt(2(s + ρ)·log((1/δ)·sqrt((s + ρ)/ρ))).
 At each time this is BNR's ψ^M_r(v) (Thm 3.6, `MixturePrivacyBoundary`) with r = ρ·v²: the two
-families coincide pointwise, so they reach a target level at the same earliest time.
+families coincide pointwise, so they reach a target level at the same earliest time. With
+THEORY §10's one-sided weights (half-normal on the shifts k < 0 only) the mixture is
+sqrt(ρ/(ρ + s))·exp(X²/(2(s + ρ)))·2Φ(X/sqrt(s + ρ)) at X = −sz, the equation that
+`NormalMixture(sides=1)` solves (checked on the library at three points).
 
 Assumptions: λ, t, Δ, ρ > 0, 0 < δ < 1; the two-sided normal mixture (the library's sides=2).
 Source: THEORY §10 (construction), BNR Thm 3.6 and Lemma A.3 (mixture boundary).
@@ -23,7 +26,7 @@ from typing import Any
 
 import sympy as sp
 
-from expost.boundaries import MixturePrivacyBoundary
+from expost.boundaries import MixturePrivacyBoundary, NormalMixture
 from expost.symbolic import Proof, Step
 from expost.symbolic.gaussian import integrate_exp_quadratic, log_likelihood_ratio, normal_pdf
 from expost.symbolic.steps import exact_point, identity, library_matches, positive
@@ -32,6 +35,7 @@ __all__ = ["PROOF"]
 
 lam, t, sens, rho, delta, r, theta = sp.symbols("lambda t Delta rho delta r theta", positive=True)
 z, k = sp.symbols("z k", real=True)
+below = sp.Symbol("z_minus", negative=True)
 
 _LIBRARY_POINTS = ((1.0, "1e-6", 1.0, 3.0), (25.0, "0.05", 2.0, 0.7), (400.0, "1e-9", 3.0, 120.0))
 
@@ -95,8 +99,57 @@ def check(psi: Any) -> tuple[Step, ...]:
             psi.subs(rho, r / (2 * lam * t) ** 2),
             bnr_mixture(2 * lam * t),
         ),
+        _one_sided(v),
         *_library(psi),
+        *_library_one_sided(),
     )
+
+
+def _one_sided_mixture(v: Any, noise: Any) -> Any:
+    """∫_(k<0) R^k(z)·2·N(k; 0, 1/ρ) dk: the half-normal weights on the shifts k < 0 only."""
+    ratio = sp.exp(noise * k / v - k**2 / (2 * v))
+    density = 2 * sp.sqrt(rho / (2 * sp.pi)) * sp.exp(-rho * k**2 / 2)
+    return sp.integrate(ratio * density, (k, -sp.oo, 0))
+
+
+def _one_sided(v: Any) -> Step:
+    """THEORY §10 keeps only the shifts k < 0 (weights summing to 1 there): the one-sided mixture."""
+    s = 1 / v
+    x = -s * below
+    closed = (
+        sp.sqrt(rho / (rho + s))
+        * sp.exp(x**2 / (2 * (s + rho)))
+        * (1 + sp.erf(x / sp.sqrt(2 * (s + rho))))
+    )
+    return identity(
+        "half-normal weights on k < 0 (THEORY §10's one-sided mixture), z < 0: "
+        "sqrt(ρ/(ρ + s))·exp(X²/(2(s + ρ)))·2Φ(X/sqrt(s + ρ)) at X = −sz, NormalMixture(sides=1)'s equation",
+        sp.simplify(_one_sided_mixture(v, below).rewrite(sp.erf) - closed),
+        0,
+    )
+
+
+def _library_one_sided() -> list[Step]:
+    """NormalMixture(ρ, δ, sides=1) at v = s solves that equation: log M(X = g) = log(1/δ)."""
+    steps = []
+    x, precision, time_s = sp.symbols("X rho_ s_", positive=True)
+    log_m = (
+        sp.log(precision / (precision + time_s)) / 2
+        + x**2 / (2 * (time_s + precision))
+        + sp.log(1 + sp.erf(x / sp.sqrt(2 * (time_s + precision))))
+    )
+    for r_value, d, s_value in ((0.5, "1e-6", 0.02), (3.0, "0.05", 1.0), (40.0, "1e-9", 7.0)):
+        g = NormalMixture(r_value, float(d), sides=1)(s_value)
+        point = exact_point({precision: r_value, time_s: s_value, x: g})
+        steps.append(
+            library_matches(
+                f"NormalMixture({r_value}, {d}, sides=1)({s_value}): log M(g) = log(1/δ)",
+                float(sp.N(log_m.subs(point), 30)),
+                sp.log(1 / sp.Rational(d)),
+                rel_tol=1e-12,
+            )
+        )
+    return steps
 
 
 def _library(psi: Any) -> list[Step]:
