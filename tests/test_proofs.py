@@ -49,6 +49,9 @@ REQUIRED = {
     "gdp-gaussian-brownian-prices",
     "gdp-pure-dp",
     "gdp-bounded-range",
+    "skellam-gaussian-limit",
+    "skellam-log-concave",
+    "skellam-thinning-martingale",
 }
 TUPLE_PARTS = [
     (p.name, i) for p in PROOFS if isinstance(p.claim, sp.Tuple) for i in range(len(p.claim))
