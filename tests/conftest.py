@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,17 +28,22 @@ settings.load_profile(
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def pg_server() -> Iterator[Any]:
     """A throwaway PostgreSQL (pgserver: its own binaries, a unix socket, no root, no network)
-    for the whole test session; a skip, with the reason, where it cannot run."""
+    for the whole test session (one per xdist worker); a skip, with the reason, where it cannot
+    run. Its data directory lies outside pytest's temporary tree, which pytest keeps private
+    (0700) and pgserver's server user (when run as root) could not reach on a restart."""
     pgserver = pytest.importorskip("pgserver", reason="the postgres extra is not installed")
     pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    pgdata = Path(tempfile.mkdtemp(prefix="expost-pg-"))
     try:
-        server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+        server = pgserver.get_server(pgdata, cleanup_mode="stop")
     except Exception as exc:  # noqa: BLE001  # any failure to start the server: a skip, with why
+        shutil.rmtree(pgdata, ignore_errors=True)
         pytest.skip(f"pgserver could not start PostgreSQL here: {exc}")
     yield server
     server.cleanup()
+    shutil.rmtree(pgdata, ignore_errors=True)
 
 
 _LEDGERS = itertools.count()
