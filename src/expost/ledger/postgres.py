@@ -175,7 +175,9 @@ class PostgresLedger:
             reader.close()
         if text is None:
             raise LedgerError(f"there is no ledger {reader.path!r}")
-        config: Mapping[str, Any] = frozen_json(parse_object(reader.path, "the stored config", text))
+        config: Mapping[str, Any] = frozen_json(
+            parse_object(reader.path, "the stored config", text)
+        )
         return config
 
     @property
