@@ -102,6 +102,8 @@ def _bern_exp_unit(num: Any, den: int, bits: BitSource) -> BoolArray:
 
 def _bern_exp(num: Any, den: int, bits: BitSource) -> BoolArray:
     """Bernoulli(exp(−num_i/den)) per sample, num_i >= 0 (CKS Alg. 1)."""
+    if den >= SMALL:
+        num = np.asarray(num, dtype=object)
     whole = num // den
     out = _bern_exp_unit(num - whole * den, den, bits)
     ones = np.ones(1, dtype=np.int64)
@@ -143,7 +145,7 @@ def _laplace(t: int, s: int, bits: BitSource, size: int) -> IntArray:
         u = bits.below(t, pending.size)
         keep = np.flatnonzero(_bern_exp_unit(u, t, bits))
         v = _geometric_exp1(keep.size, bits)
-        top = t * (int(v.max(initial=0)) + 1)
+        top = max(t * (int(v.max(initial=0)) + 1), s)
         x = _ints(u[keep], top) + t * _ints(v, top)
         y = np.asarray(x // s).astype(np.int64)
         negative = bits.below(2, keep.size) == 1
