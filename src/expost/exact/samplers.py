@@ -105,7 +105,7 @@ def _bern_exp_unit(num: Any, den: int, bits: BitSource, k: int = 1) -> BoolArray
 
 # One draw U below 7! = 5040 decides A_2..A_7 of a Bern(exp(−1)) run at once: the run passes
 # stage k (A_2 = … = A_k = 1, probability 1/k!) iff U < 7!/k!.
-_STAGES = np.array([5040 // math.factorial(k) for k in range(2, 8)], dtype=np.int64)
+_STAGES = np.array([5040 // math.factorial(k) for k in range(7, 1, -1)], dtype=np.int64)
 
 
 def _bern_exp1(size: int, bits: BitSource) -> BoolArray:
@@ -115,7 +115,7 @@ def _bern_exp1(size: int, bits: BitSource) -> BoolArray:
     (K = 2 + passed, output [K odd]); the rare run past A_7 (U = 0, probability 1/7!)
     continues one stage at a time.
     """
-    passed = (bits.below(5040, size)[:, None] < _STAGES).sum(axis=1)
+    passed = _STAGES.size - np.searchsorted(_STAGES, bits.below(5040, size), side="right")
     out: BoolArray = passed % 2 == 1
     longer = np.flatnonzero(passed == _STAGES.size)
     if longer.size:
@@ -125,13 +125,13 @@ def _bern_exp1(size: int, bits: BitSource) -> BoolArray:
 
 
 def _geometric_exp1(size: int, bits: BitSource) -> IntArray:
-    """G with P(G >= g) = exp(−g): the Bern(exp(−1)) successes before the first failure."""
+    """G with P(G >= g) = exp(−g): Bern(exp(−1)) successes before the first failure, 2 at a time."""
     out = np.zeros(size, dtype=np.int64)
     alive = np.arange(size)
     while alive.size:
-        block = _bern_exp1(4 * alive.size, bits).reshape(alive.size, 4)
+        block = _bern_exp1(2 * alive.size, bits).reshape(alive.size, 2)
         all_ones = block.all(axis=1)
-        out[alive] += np.where(all_ones, 4, np.argmin(block, axis=1))
+        out[alive] += np.where(all_ones, 2, np.argmin(block, axis=1))
         alive = alive[all_ones]
     return out
 
