@@ -289,3 +289,14 @@ def test_bad_input_names_the_argument(call: Callable[[], object], name: str) -> 
     with pytest.raises(InvalidParameter) as err:
         call()
     assert err.value.name == name
+
+
+def test_counting_samplers_sum_across_chunk_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    from expost.exact import samplers
+
+    monkeypatch.setattr(samplers, "_CHUNK", 1000)  # many chunks, samples split across none
+    counts = np.tile(np.array([7, 0, 7]), 10_000)
+    x = binomial(counts, Fraction(1, 2), bits(6), counts.size)
+    assert np.all(x[counts == 0] == 0)
+    assert fits(x[counts == 7], lambda k: float(sps.binom.pmf(k, 7, 1 / 2)), 0, 7)
+    assert fits(poisson(3, bits(6), 20_000), lambda k: float(sps.poisson.pmf(k, 3)), 0, 40)
