@@ -27,6 +27,7 @@ from expost.exact import (
     SecureBits,
     bernoulli,
     bernoulli_exp,
+    bernoulli_exp_ratio,
     binomial,
     discrete_gaussian,
     discrete_laplace,
@@ -300,3 +301,23 @@ def test_counting_samplers_sum_across_chunk_boundaries(monkeypatch: pytest.Monke
     assert np.all(x[counts == 0] == 0)
     assert fits(x[counts == 7], lambda k: float(sps.binom.pmf(k, 7, 1 / 2)), 0, 7)
     assert fits(poisson(3, bits(6), 20_000), lambda k: float(sps.poisson.pmf(k, 3)), 0, 40)
+
+
+def test_bernoulli_exp_ratio_per_sample() -> None:
+    nums = np.tile(np.array([0, 3, 10, 25]), N // 4)
+    x = bernoulli_exp_ratio(nums, 5, bits(13)).reshape(-1, 4)
+    for j, g in enumerate((0, 3, 10, 25)):
+        hits = int(x[:, j].sum())
+        assert proportion_is_consistent(hits, N // 4, math.exp(-g / 5))
+        if g in (3, 10):  # twin n_i + 1 (at 25 the rates differ by 0.0012: no power at this n)
+            assert not proportion_is_consistent(hits, N // 4, math.exp(-(g + 1) / 5))
+    big = np.array([2**70] * 1000, dtype=object)  # Python-int path: exp(-(2**70)/(2**70)) = e^-1
+    assert proportion_is_consistent(
+        int(bernoulli_exp_ratio(big, 2**70, bits(14)).sum()), 1000, math.exp(-1)
+    )
+    with pytest.raises(InvalidParameter):
+        bernoulli_exp_ratio(np.array([-1]), 2, bits(0))
+    with pytest.raises(InvalidParameter):
+        bernoulli_exp_ratio(np.array([0.5]), 2, bits(0))
+    with pytest.raises(InvalidParameter):
+        bernoulli_exp_ratio(np.array([1]), 0, bits(0))

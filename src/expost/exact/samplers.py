@@ -96,9 +96,10 @@ def _bern_exp_unit(num: Any, den: int, bits: BitSource, k: int = 1) -> BoolArray
     out = np.zeros(len(num), dtype=bool)
     alive = np.arange(len(num))
     while alive.size:
-        go = bits.below(den * k, alive.size) < num[alive]
-        out[alive[~go]] = k % 2 == 1
-        alive = alive[go]
+        go = bits.below(den * k, alive.size) < num
+        if k % 2 == 1:
+            out[alive[~go]] = True
+        alive, num = alive[go], num[go]
         k += 1
     return out
 
@@ -161,6 +162,26 @@ def bernoulli_exp(gamma: Rational, bits: BitSource, size: int) -> BoolArray:
     n = _size(size)
     num = np.full(n, g.numerator, dtype=np.int64 if g.numerator < SMALL else object)
     return _bern_exp(num, g.denominator, bits)
+
+
+def bernoulli_exp_ratio(numerators: npt.ArrayLike, denominator: int, bits: BitSource) -> BoolArray:
+    """Bernoulli(exp(−n_i/d)) for each integer n_i >= 0 and one integer d >= 1 (CKS Alg. 1).
+
+    The per-sample form of `bernoulli_exp`, e.g. for permute-and-flip with γ_i = eps·(u* − u_i)
+    /(2Δ) over a common denominator. Integers (int64 or Python ints), never floats.
+    """
+    num = np.asarray(numerators)
+    if num.ndim != 1 or not (np.issubdtype(num.dtype, np.integer) or num.dtype == object):
+        raise InvalidParameter("numerators", numerators, "must be a 1-d integer array")
+    if isinstance(denominator, bool) or not isinstance(denominator, (int, np.integer)):
+        raise InvalidParameter("denominator", denominator, "must be an integer >= 1")
+    if denominator < 1:
+        raise InvalidParameter("denominator", denominator, "must be an integer >= 1")
+    if num.dtype == object and not all(isinstance(v, (int, np.integer)) for v in num):
+        raise InvalidParameter("numerators", numerators, "must hold integers")
+    if num.size and num.min() < 0:
+        raise InvalidParameter("numerators", numerators, "must be >= 0")
+    return _bern_exp(num, int(denominator), bits)
 
 
 def _laplace(t: int, s: int, bits: BitSource, size: int) -> IntArray:
