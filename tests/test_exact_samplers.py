@@ -321,3 +321,15 @@ def test_bernoulli_exp_ratio_per_sample() -> None:
         bernoulli_exp_ratio(np.array([0.5]), 2, bits(0))
     with pytest.raises(InvalidParameter):
         bernoulli_exp_ratio(np.array([1]), 0, bits(0))
+
+
+@pytest.mark.parametrize("n", [3 * 2**7, 3 * 2**14, 3 * 2**30, 3 * 2**60])  # 1, 2, 4, 8-byte words
+def test_secure_bits_every_word_size_is_uniform(n: int) -> None:
+    x = SecureBits().below(n, 30_000)
+    assert x.dtype == np.int64
+    assert int(x.min()) >= 0
+    assert int(x.max()) < n
+    thirds = x // (n // 3)
+    assert uniform_fits(thirds, 3)
+    assert uniform_fits(x % 8, 8)  # low bits too
+    assert not uniform_fits(np.minimum(thirds, 1), 3)  # twin: the top third never drawn
