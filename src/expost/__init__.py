@@ -22,7 +22,6 @@ from expost.boundaries import (
     PrivacyBoundary,
     apc_psi,
 )
-from expost.exact import GeneratorBits, SecureBits
 from expost.errors import (
     BudgetExceeded,
     ExpostError,
@@ -32,6 +31,7 @@ from expost.errors import (
     LedgerMismatch,
     NotAStoppingTime,
 )
+from expost.exact import GeneratorBits, SecureBits
 from expost.filters import (
     ApproxDPFilter,
     BoundedRangeCost,
@@ -144,6 +144,7 @@ __all__ = [
     "GaussianDPFilter",
     "GaussianLoss",
     "GaussianMechanism",
+    "GeneratorBits",
     "Guarantee",
     "InvalidParameter",
     "LaplaceLoss",
@@ -174,6 +175,7 @@ __all__ = [
     "RelativeError",
     "Released",
     "Round",
+    "SecureBits",
     "SkellamLoss",
     "SkellamNoiseReduction",
     "StitchedOdometer",
@@ -193,11 +195,9 @@ __all__ = [
     "compose_zcdp",
     "dp_to_pdp",
     "dp_to_zcdp",
+    "exact",
     "pdp_to_dp",
     "rho_for_dp",
     "stopping",
     "zcdp_to_dp",
-    "GeneratorBits",
-    "SecureBits",
-    "exact",
 ]
