@@ -10,7 +10,7 @@ Engine internals (batch engines, path samplers, the audit machinery) stay import
 their modules: ``expost.processes``, ``expost.stopping``, ``expost.audit``, ``expost.testing``.
 """
 
-from expost import stopping
+from expost import exact, stopping
 from expost.boundaries import (
     Boundary,
     FACStitched,
@@ -31,6 +31,7 @@ from expost.errors import (
     LedgerMismatch,
     NotAStoppingTime,
 )
+from expost.exact import GeneratorBits, SecureBits
 from expost.filters import (
     ApproxDPFilter,
     BoundedRangeCost,
@@ -143,6 +144,7 @@ __all__ = [
     "GaussianDPFilter",
     "GaussianLoss",
     "GaussianMechanism",
+    "GeneratorBits",
     "Guarantee",
     "InvalidParameter",
     "LaplaceLoss",
@@ -173,6 +175,7 @@ __all__ = [
     "RelativeError",
     "Released",
     "Round",
+    "SecureBits",
     "SkellamLoss",
     "SkellamNoiseReduction",
     "StitchedOdometer",
@@ -192,6 +195,7 @@ __all__ = [
     "compose_zcdp",
     "dp_to_pdp",
     "dp_to_zcdp",
+    "exact",
     "pdp_to_dp",
     "rho_for_dp",
     "stopping",
