@@ -98,6 +98,7 @@ from expost.odometers import (
     StitchedOdometer,
 )
 from expost.session import PrivateSession, Round
+from expost.skellam_boundary import SkellamPrivacyBoundary
 from expost.stopping import (
     AtIndex,
     MemorylessRule,
@@ -175,6 +176,7 @@ __all__ = [
     "Round",
     "SkellamLoss",
     "SkellamNoiseReduction",
+    "SkellamPrivacyBoundary",
     "StitchedOdometer",
     "StoppingRule",
     "TimeGrid",

@@ -99,8 +99,9 @@ class SkellamPrivacyBoundary:
             w[-1] = 1.0
             return w
         j = np.arange(1, math.ceil(self.scale * _TAIL_SD) + 1, dtype=np.float64)
-        raw = np.exp(-0.5 * (j / self.scale) ** 2)
-        return raw / raw.sum() * _WEIGHT_SHRINK
+        raw: FloatArray = np.exp(-0.5 * (j / self.scale) ** 2)
+        out: FloatArray = raw / raw.sum() * _WEIGHT_SHRINK
+        return out
 
     # -- evaluation ----------------------------------------------------------------------
 

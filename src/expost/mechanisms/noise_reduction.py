@@ -47,6 +47,7 @@ from expost.processes import (
     sample_skellam_grid,
 )
 from expost.processes.privacy_time import CHUNK, lazy_brownian_walk, shared_columns
+from expost.skellam_boundary import SkellamPrivacyBoundary
 from expost.stopping import (
     BatchStoppingRule,
     MemorylessRule,
@@ -434,9 +435,11 @@ class SkellamNoiseReduction:
     X_t = P1(t) − P2(t) for independent Poisson processes of rate λ = ``rate``, so
     X_t ~ Skellam(λt, λt) with independent increments: a noise reduction, whose loss after
     stopping at t is that of the last iterate alone, the `SkellamLoss` at mean λt (``loss``).
-    BNR App. E states no privacy guarantee for it, so this class offers none: ``cost`` and
-    ``ex_post`` of its transcripts are None; use ``loss(time=...)`` (its ``renyi`` is the exact
-    Rényi divergence of that pair). Values and sensitivity Δ1 are integers. Stopping rules see
+    BNR App. E states no privacy guarantee; with a `SkellamPrivacyBoundary` ψ (same rate and
+    sensitivity) a run on a scalar query is (ψ(t_stop), delta)-ex-post private for every
+    stopping rule (THEORY §10; proof in docs/mechanisms/skellam.md): its transcripts carry
+    ``ex_post`` and an `ExPostCost`. Without one, ``cost`` and ``ex_post`` are None; use
+    ``loss(time=...)``. Values and sensitivity Δ1 are integers. Stopping rules see
     ``times = 2λt``, the noise variance.
     """
 
@@ -446,11 +449,50 @@ class SkellamNoiseReduction:
     rate: float = field(default=1.0, converter=as_float, validator=validator(positive))
     sensitivity: int = field(default=1, validator=validator(positive_int))
     stop: StoppingRule = field(default=None, converter=rule_or_never)
+    boundary: SkellamPrivacyBoundary | None = field(default=None)
+
+    @boundary.validator
+    def _check_boundary(self, _attribute: object, psi: object) -> None:
+        if psi is None:
+            return
+        if not isinstance(psi, SkellamPrivacyBoundary):
+            raise InvalidParameter("boundary", psi, "must be a SkellamPrivacyBoundary or None")
+        if psi.rate != self.rate or psi.sensitivity != self.sensitivity:
+            raise InvalidParameter(
+                "boundary",
+                psi,
+                f"has rate {psi.rate!r} and sensitivity {psi.sensitivity!r}, the mechanism "
+                f"{self.rate!r} and {self.sensitivity!r}",
+            )
 
     @property
     def array(self) -> FloatArray:
         """The times, decreasing."""
         return np.array(self.times)
+
+    def cost_at(self, time: float) -> ExPostCost:
+        """The run stopped at ``time``: (ψ(t), delta)-ex-post private (THEORY §10)."""
+        psi = self._boundary()
+        return ExPostCost(float(psi(positive("time", time))), psi.delta)
+
+    def cost(self) -> ExPostCost:
+        """The worst case over the grid, max_t ψ(t): what a filter must afford before the run
+        (ψ need not be monotone between the integer steps of z*, so the maximum is taken)."""
+        psi = self._boundary()
+        return ExPostCost(float(np.max(psi.boundary(self.array))), psi.delta)
+
+    def _boundary(self) -> SkellamPrivacyBoundary:
+        if self.boundary is None:
+            raise InvalidParameter(
+                "boundary", None, "no guarantee without a SkellamPrivacyBoundary"
+            )
+        return self.boundary
+
+    def _scalar(self, v: npt.NDArray[np.float64] | npt.NDArray[np.int64]) -> None:
+        if self.boundary is not None and v.size != 1:
+            raise InvalidParameter(
+                "value", v, "must be one count: the Skellam boundary is proven for scalar queries"
+            )
 
     def loss(self, distance: int | None = None, time: float | None = None) -> SkellamLoss:
         """The loss at ``time`` (default t_min) for an integer shift ``distance`` (default Δ1).
@@ -467,6 +509,7 @@ class SkellamNoiseReduction:
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
         """One interactive run on one `SkellamPath` (Poisson thinning)."""
         v = _integer_array(value)
+        self._scalar(v)
         path = SkellamPath(v.size, generator(rng), self.rate, self.rate)
         times = self.array
         iterates, stopped = _walk(
@@ -481,13 +524,17 @@ class SkellamNoiseReduction:
         t = iterates.times
         eps = self.sensitivity / np.sqrt(self._rule_time(1.0) * t)
         released = np.rint(iterates.values).astype(np.int64)
-        return Transcript(released, t, eps, stopped, None, None)
+        if self.boundary is None:
+            return Transcript(released, t, eps, stopped, None, None)
+        cost = self.cost_at(float(t[-1]))
+        return Transcript(released, t, eps, stopped, cost, ExPost(cost.bound, cost.delta))
 
     def run_batch(
         self, value: npt.ArrayLike, trials: int, rng: np.random.Generator
     ) -> BatchTranscript:
         """``trials`` independent runs: `sample_skellam_grid` paths and the rule's vectorised form."""
         v = np.rint(_integer_array(value)).astype(np.int64)
+        self._scalar(v)
         n = positive_int("trials", trials)
         rng = generator(rng)
         rule = _batch_rule(self.stop)
@@ -499,4 +546,8 @@ class SkellamNoiseReduction:
         index, stopped = _stop_points(fired, times.size - 1)
         eps = self.sensitivity / np.sqrt(self._rule_time(1.0) * times[index])
         values = iterates[np.arange(n), index]
-        return BatchTranscript(index, values, times[index], eps, stopped, None, None, None)
+        if self.boundary is None:
+            return BatchTranscript(index, values, times[index], eps, stopped, None, None, None)
+        bound = self.boundary.boundary(times)[index]
+        delta = self.boundary.delta
+        return BatchTranscript(index, values, times[index], eps, stopped, bound, bound, delta)
