@@ -32,7 +32,7 @@ def _agree(psi: SkellamPrivacyBoundary, scale_weights: float) -> bool:
     plain = _paper_runs(psi, times, "uniform", n, np.random.default_rng(11)).astype(float)
     weighted = scale_weights * _mixture_runs(psi, psi, times, n, np.random.default_rng(12))
     se = math.sqrt(plain.var() / n + weighted.var() / n)
-    return abs(plain.mean() - weighted.mean()) <= z_two_sided() * se
+    return bool(abs(plain.mean() - weighted.mean()) <= z_two_sided() * se)
 
 
 def test_mixture_weights_are_dp_dq() -> None:
