@@ -60,3 +60,40 @@ def test_session_refuses_without_boundary_and_over_budget() -> None:
     with pytest.raises(BudgetExceeded):
         session.skellam(120, 1, TIMES, boundary=PSI)  # ψ(4) > 0.1
     assert session.spent == 0.0
+
+
+def _exact_last_values(rate: float, n: int) -> np.ndarray:
+    from expost.exact.bits import GeneratorBits
+
+    mechanism = SkellamNoiseReduction((6.0, 2.5, 1.0), rate=rate)
+    bits = GeneratorBits(np.random.default_rng(9))
+    return np.array([int(mechanism.run_exact(0, bits).value[0]) for _ in range(n)])
+
+
+def test_exact_runs_have_the_skellam_law() -> None:
+    from tests.stats import same_discrete_law
+
+    numpy_runs = SkellamNoiseReduction((6.0, 2.5, 1.0)).run_batch(
+        0, 3_000, np.random.default_rng(3)
+    )
+    reference = numpy_runs.value[:, 0]
+    assert same_discrete_law(_exact_last_values(1.0, 3_000), reference)
+    assert not same_discrete_law(_exact_last_values(2.0, 3_000), reference)  # planted: rate 2x
+
+
+def test_exact_run_carries_the_guarantee() -> None:
+    from expost.exact.bits import SecureBits
+
+    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI)
+    run = mechanism.run_exact(120, SecureBits())
+    assert run.released.dtype == np.int64
+    assert run.cost == ExPostCost(PSI(run.time), 1e-6)
+
+
+def test_session_draws_exactly_from_secure_bits() -> None:
+    from expost.exact.bits import SecureBits
+
+    session = PrivateSession(ExPostFilter(10.0, 1e-5), np.random.default_rng(10))
+    run = session.skellam(120, 1, TIMES, boundary=PSI, bits=SecureBits())
+    assert run.released.dtype == np.int64
+    assert session.spent == PSI(run.time)

@@ -33,6 +33,7 @@ from attrs import frozen
 
 from expost._validation import candidates_mask, generator, path_value, point, positive, scores_array
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
+from expost.exact.bits import BitSource
 from expost.filters import (
     BoundedRangeCost,
     BrownianCost,
@@ -477,11 +478,13 @@ class PrivateSession:
         rate: float = 1.0,
         stop: StoppingRule | Callable[..., bool] | None = None,
         boundary: SkellamPrivacyBoundary | None = None,
+        bits: BitSource | None = None,
     ) -> Transcript:
         """Skellam noise reduction on one count (BNR App. E), (ψ(t_stop), delta)-ex-post private
         with a `SkellamPrivacyBoundary` ψ (THEORY §10; needed: without one there is no
         guarantee). Admitted on max ψ over the grid, recorded as `ExPostCost` (ψ(t_stop), delta):
-        filters with an ex-post budget (`ExPostFilter`) charge it."""
+        filters with an ex-post budget (`ExPostFilter`) charge it. With ``bits`` (e.g.
+        `SecureBits()`) the integers are drawn exactly from it, else from the session's rng."""
         if boundary is None:
             raise InvalidParameter(
                 "boundary",
@@ -491,7 +494,10 @@ class PrivateSession:
         mechanism = SkellamNoiseReduction(
             times, rate, sensitivity, Never() if stop is None else stop, boundary
         )
-        run = lambda: mechanism.run(value, self._rng)
+        if bits is None:
+            run = lambda: mechanism.run(value, self._rng)
+        else:
+            run = lambda: mechanism.run_exact(value, bits)
         return self._round("skellam", mechanism.cost(), run, _result_cost)
 
     def reduced_above_threshold(

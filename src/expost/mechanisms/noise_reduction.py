@@ -12,6 +12,7 @@ and has the same law. The private value is an argument of ``run``, never stored.
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Protocol, cast
 
 import numpy as np
@@ -30,6 +31,8 @@ from expost._validation import (
 )
 from expost.boundaries import PrivacyBoundary
 from expost.errors import InvalidParameter
+from expost.exact import samplers
+from expost.exact.bits import BitSource
 from expost.filters.costs import BrownianCost, ExPostCost
 from expost.grids import (
     EpsilonGrid,
@@ -511,12 +514,17 @@ class SkellamNoiseReduction:
         v = _integer_array(value)
         self._scalar(v)
         path = SkellamPath(v.size, generator(rng), self.rate, self.rate)
+        return self._transcript(v, path.next)
+
+    def _transcript(
+        self, v: FloatArray, draw: Callable[[float], npt.NDArray[np.int64]]
+    ) -> Transcript:
         times = self.array
         iterates, stopped = _walk(
             v,
             float(times[0]),
             _grid_walker(times),
-            path.next,
+            draw,
             self.stop,
             self.sensitivity,
             self._rule_time,
@@ -528,6 +536,30 @@ class SkellamNoiseReduction:
             return Transcript(released, t, eps, stopped, None, None)
         cost = self.cost_at(float(t[-1]))
         return Transcript(released, t, eps, stopped, cost, ExPost(cost.bound, cost.delta))
+
+    def run_exact(self, value: npt.ArrayLike, bits: BitSource) -> Transcript:
+        """`run` with integers drawn exactly from a bit source (`SecureBits` for releases).
+
+        N_i(t_1) ~ Poisson(λt_1) exactly (rational λt_1: the floats λ and t are exact
+        rationals), then N_i(t) ~ Binomial(N_i(s), t/s) at each smaller time (THEORY §10).
+        """
+        v = _integer_array(value)
+        self._scalar(v)
+        rate = Fraction(self.rate)
+        state: list[tuple[Fraction, npt.NDArray[np.int64]]] = []  # (previous time, counts)
+
+        def draw(t: float) -> npt.NDArray[np.int64]:
+            now = Fraction(t)
+            if not state:
+                counts = samplers.poisson(rate * now, bits, 2 * v.size)
+            else:
+                before, previous = state.pop()
+                counts = samplers.binomial(previous, now / before, bits, 2 * v.size)
+            state.append((now, counts))
+            out: npt.NDArray[np.int64] = counts[: v.size] - counts[v.size :]
+            return out
+
+        return self._transcript(v, draw)
 
     def run_batch(
         self, value: npt.ArrayLike, trials: int, rng: np.random.Generator
