@@ -27,7 +27,7 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Privacy-loss variables", ("expost.loss",)),
     ("Grids and stopping rules", ("expost.grids", "expost.stopping")),
     ("Mechanisms and their results", ("expost.mechanisms",)),
-    ("Privacy boundaries", ("expost.boundaries",)),
+    ("Privacy boundaries", ("expost.boundaries", "expost.skellam_boundary")),
     ("Costs and filters", ("expost.filters",)),
     ("Odometers", ("expost.odometers",)),
     ("Sessions and the ledger", ("expost.session", "expost.ledger")),

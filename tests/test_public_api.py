@@ -74,6 +74,7 @@ PUBLIC = [
     "Round",
     "SkellamLoss",
     "SkellamNoiseReduction",
+    "SkellamPrivacyBoundary",
     "StitchedOdometer",
     "StoppingRule",
     "TimeGrid",

@@ -99,6 +99,7 @@ from expost.odometers import (
     StitchedOdometer,
 )
 from expost.session import PrivateSession, Round
+from expost.skellam_boundary import SkellamPrivacyBoundary
 from expost.stopping import (
     AtIndex,
     MemorylessRule,
@@ -178,6 +179,7 @@ __all__ = [
     "SecureBits",
     "SkellamLoss",
     "SkellamNoiseReduction",
+    "SkellamPrivacyBoundary",
     "StitchedOdometer",
     "StoppingRule",
     "TimeGrid",

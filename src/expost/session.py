@@ -33,6 +33,7 @@ from attrs import frozen
 
 from expost._validation import candidates_mask, generator, path_value, point, positive, scores_array
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
+from expost.exact.bits import BitSource
 from expost.filters import (
     BoundedRangeCost,
     BrownianCost,
@@ -59,8 +60,10 @@ from expost.mechanisms import (
     LaplaceNoiseReduction,
     PrivacyBoundaryWithDelta,
     ReducedAboveThreshold,
+    SkellamNoiseReduction,
     Transcript,
 )
+from expost.skellam_boundary import SkellamPrivacyBoundary
 from expost.stopping import Never, RelativeError, StoppingRule
 
 __all__ = ["PrivateSession", "Round", "SessionFilter", "filter_from_description"]
@@ -485,6 +488,36 @@ class PrivateSession:
         v = path_value(value)
         run = lambda: mechanism.run(v, self._rng)
         return self._round("laplace-noise-reduction", mechanism.cost(), run, _result_cost)
+
+    def skellam(
+        self,
+        value: int,
+        sensitivity: int,
+        times: npt.ArrayLike,
+        rate: float = 1.0,
+        stop: StoppingRule | Callable[..., bool] | None = None,
+        boundary: SkellamPrivacyBoundary | None = None,
+        bits: BitSource | None = None,
+    ) -> Transcript:
+        """Skellam noise reduction on one count (BNR App. E), (ψ(t_stop), delta)-ex-post private
+        with a `SkellamPrivacyBoundary` ψ (THEORY §10; needed: without one there is no
+        guarantee). Admitted on max ψ over the grid, recorded as `ExPostCost` (ψ(t_stop), delta):
+        filters with an ex-post budget (`ExPostFilter`) charge it. With ``bits`` (e.g.
+        `SecureBits()`) the integers are drawn exactly from it, else from the session's rng."""
+        if boundary is None:
+            raise InvalidParameter(
+                "boundary",
+                None,
+                "a session needs a SkellamPrivacyBoundary (tuned_for(level, delta))",
+            )
+        mechanism = SkellamNoiseReduction(
+            times, rate, sensitivity, Never() if stop is None else stop, boundary
+        )
+        if bits is None:
+            run = lambda: mechanism.run(value, self._rng)
+        else:
+            run = lambda: mechanism.run_exact(value, bits)
+        return self._round("skellam", mechanism.cost(), run, _result_cost)
 
     def reduced_above_threshold(
         self,

@@ -12,6 +12,7 @@ and has the same law. The private value is an argument of ``run``, never stored.
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Protocol, cast
 
 import numpy as np
@@ -30,6 +31,8 @@ from expost._validation import (
 )
 from expost.boundaries import PrivacyBoundary
 from expost.errors import InvalidParameter
+from expost.exact import samplers
+from expost.exact.bits import BitSource
 from expost.filters.costs import BrownianCost, ExPostCost
 from expost.grids import (
     EpsilonGrid,
@@ -47,6 +50,7 @@ from expost.processes import (
     sample_skellam_grid,
 )
 from expost.processes.privacy_time import CHUNK, lazy_brownian_walk, shared_columns
+from expost.skellam_boundary import SkellamPrivacyBoundary
 from expost.stopping import (
     BatchStoppingRule,
     MemorylessRule,
@@ -434,9 +438,11 @@ class SkellamNoiseReduction:
     X_t = P1(t) − P2(t) for independent Poisson processes of rate λ = ``rate``, so
     X_t ~ Skellam(λt, λt) with independent increments: a noise reduction, whose loss after
     stopping at t is that of the last iterate alone, the `SkellamLoss` at mean λt (``loss``).
-    BNR App. E states no privacy guarantee for it, so this class offers none: ``cost`` and
-    ``ex_post`` of its transcripts are None; use ``loss(time=...)`` (its ``renyi`` is the exact
-    Rényi divergence of that pair). Values and sensitivity Δ1 are integers. Stopping rules see
+    BNR App. E states no privacy guarantee; with a `SkellamPrivacyBoundary` ψ (same rate and
+    sensitivity) a run on a scalar query is (ψ(t_stop), delta)-ex-post private for every
+    stopping rule (THEORY §10; proof in docs/mechanisms/skellam.md): its transcripts carry
+    ``ex_post`` and an `ExPostCost`. Without one, ``cost`` and ``ex_post`` are None; use
+    ``loss(time=...)``. Values and sensitivity Δ1 are integers. Stopping rules see
     ``times = 2λt``, the noise variance.
     """
 
@@ -446,11 +452,50 @@ class SkellamNoiseReduction:
     rate: float = field(default=1.0, converter=as_float, validator=validator(positive))
     sensitivity: int = field(default=1, validator=validator(positive_int))
     stop: StoppingRule = field(default=None, converter=rule_or_never)
+    boundary: SkellamPrivacyBoundary | None = field(default=None)
+
+    @boundary.validator
+    def _check_boundary(self, _attribute: object, psi: object) -> None:
+        if psi is None:
+            return
+        if not isinstance(psi, SkellamPrivacyBoundary):
+            raise InvalidParameter("boundary", psi, "must be a SkellamPrivacyBoundary or None")
+        if psi.rate != self.rate or psi.sensitivity != self.sensitivity:
+            raise InvalidParameter(
+                "boundary",
+                psi,
+                f"has rate {psi.rate!r} and sensitivity {psi.sensitivity!r}, the mechanism "
+                f"{self.rate!r} and {self.sensitivity!r}",
+            )
 
     @property
     def array(self) -> FloatArray:
         """The times, decreasing."""
         return np.array(self.times)
+
+    def cost_at(self, time: float) -> ExPostCost:
+        """The run stopped at ``time``: (ψ(t), delta)-ex-post private (THEORY §10)."""
+        psi = self._boundary()
+        return ExPostCost(float(psi(positive("time", time))), psi.delta)
+
+    def cost(self) -> ExPostCost:
+        """The worst case over the grid, max_t ψ(t): what a filter must afford before the run
+        (ψ need not be monotone between the integer steps of z*, so the maximum is taken)."""
+        psi = self._boundary()
+        return ExPostCost(float(np.max(psi.boundary(self.array))), psi.delta)
+
+    def _boundary(self) -> SkellamPrivacyBoundary:
+        if self.boundary is None:
+            raise InvalidParameter(
+                "boundary", None, "no guarantee without a SkellamPrivacyBoundary"
+            )
+        return self.boundary
+
+    def _scalar(self, v: npt.NDArray[np.float64] | npt.NDArray[np.int64]) -> None:
+        if self.boundary is not None and v.size != 1:
+            raise InvalidParameter(
+                "value", v, "must be one count: the Skellam boundary is proven for scalar queries"
+            )
 
     def loss(self, distance: int | None = None, time: float | None = None) -> SkellamLoss:
         """The loss at ``time`` (default t_min) for an integer shift ``distance`` (default Δ1).
@@ -467,13 +512,19 @@ class SkellamNoiseReduction:
     def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
         """One interactive run on one `SkellamPath` (Poisson thinning)."""
         v = _integer_array(value)
+        self._scalar(v)
         path = SkellamPath(v.size, generator(rng), self.rate, self.rate)
+        return self._transcript(v, path.next)
+
+    def _transcript(
+        self, v: FloatArray, draw: Callable[[float], npt.NDArray[np.int64]]
+    ) -> Transcript:
         times = self.array
         iterates, stopped = _walk(
             v,
             float(times[0]),
             _grid_walker(times),
-            path.next,
+            draw,
             self.stop,
             self.sensitivity,
             self._rule_time,
@@ -481,13 +532,41 @@ class SkellamNoiseReduction:
         t = iterates.times
         eps = self.sensitivity / np.sqrt(self._rule_time(1.0) * t)
         released = np.rint(iterates.values).astype(np.int64)
-        return Transcript(released, t, eps, stopped, None, None)
+        if self.boundary is None:
+            return Transcript(released, t, eps, stopped, None, None)
+        cost = self.cost_at(float(t[-1]))
+        return Transcript(released, t, eps, stopped, cost, ExPost(cost.bound, cost.delta))
+
+    def run_exact(self, value: npt.ArrayLike, bits: BitSource) -> Transcript:
+        """`run` with integers drawn exactly from a bit source (`SecureBits` for releases).
+
+        N_i(t_1) ~ Poisson(λt_1) exactly (rational λt_1: the floats λ and t are exact
+        rationals), then N_i(t) ~ Binomial(N_i(s), t/s) at each smaller time (THEORY §10).
+        """
+        v = _integer_array(value)
+        self._scalar(v)
+        rate = Fraction(self.rate)
+        state: list[tuple[Fraction, npt.NDArray[np.int64]]] = []  # (previous time, counts)
+
+        def draw(t: float) -> npt.NDArray[np.int64]:
+            now = Fraction(t)
+            if not state:
+                counts = samplers.poisson(rate * now, bits, 2 * v.size)
+            else:
+                before, previous = state.pop()
+                counts = samplers.binomial(previous, now / before, bits, 2 * v.size)
+            state.append((now, counts))
+            out: npt.NDArray[np.int64] = counts[: v.size] - counts[v.size :]
+            return out
+
+        return self._transcript(v, draw)
 
     def run_batch(
         self, value: npt.ArrayLike, trials: int, rng: np.random.Generator
     ) -> BatchTranscript:
         """``trials`` independent runs: `sample_skellam_grid` paths and the rule's vectorised form."""
         v = np.rint(_integer_array(value)).astype(np.int64)
+        self._scalar(v)
         n = positive_int("trials", trials)
         rng = generator(rng)
         rule = _batch_rule(self.stop)
@@ -499,4 +578,8 @@ class SkellamNoiseReduction:
         index, stopped = _stop_points(fired, times.size - 1)
         eps = self.sensitivity / np.sqrt(self._rule_time(1.0) * times[index])
         values = iterates[np.arange(n), index]
-        return BatchTranscript(index, values, times[index], eps, stopped, None, None, None)
+        if self.boundary is None:
+            return BatchTranscript(index, values, times[index], eps, stopped, None, None, None)
+        bound = self.boundary.boundary(times)[index]
+        delta = self.boundary.delta
+        return BatchTranscript(index, values, times[index], eps, stopped, bound, bound, delta)

@@ -59,8 +59,8 @@ class Transcript:
       index of the iterate where it fired (None: it never did).
     - ``cost``: the realised cost of the whole run, which is that of the last iterate, also when
       the grid ran out (BM: `BrownianCost` at t_stop, ``mechanism.cost_at(t_stop)``, APC Thm 3/5,
-      BNR Thm 3.6; LNR: `ExPostCost` (Δ1/t_stop), BNR Prop 4.2; Skellam: None, BNR App. E states
-      no guarantee).
+      BNR Thm 3.6; LNR: `ExPostCost` (Δ1/t_stop), BNR Prop 4.2; Skellam: `ExPostCost`
+      (ψ(t_stop), delta) with a `SkellamPrivacyBoundary`, THEORY §10, else None).
     - ``ex_post``: the ex-post guarantee of the values released (BM with a privacy boundary ψ:
       ExPost(ψ(t_stop), delta), BNR Thm 3.6/Cor 3.7; LNR: ExPost(Δ1/t_stop), BNR Prop 4.2;
       None otherwise).

@@ -1,0 +1,99 @@
+"""SkellamNoiseReduction with a SkellamPrivacyBoundary, and PrivateSession.skellam."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from expost import (
+    ExPostFilter,
+    PrivateSession,
+    SkellamNoiseReduction,
+    SkellamPrivacyBoundary,
+)
+from expost.errors import BudgetExceeded, InvalidParameter
+from expost.filters.costs import ExPostCost
+from expost.stopping import RelativeError
+
+TIMES = (400.0, 100.0, 25.0, 4.0)
+PSI = SkellamPrivacyBoundary(8.0, 1e-6)
+
+
+def test_transcript_carries_psi_at_the_stop() -> None:
+    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI)
+    run = mechanism.run(120, np.random.default_rng(5))
+    assert run.released.dtype == np.int64
+    assert run.cost == ExPostCost(PSI(run.time), 1e-6)
+    assert run.ex_post is not None
+    assert run.ex_post.bound == PSI(run.time)
+    assert mechanism.cost().bound == max(PSI(t) for t in TIMES)
+
+
+def test_batch_bounds_are_psi_at_each_stop() -> None:
+    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI)
+    batch = mechanism.run_batch(120, 500, np.random.default_rng(6))
+    assert batch.ex_post_bound is not None
+    assert batch.delta == 1e-6
+    assert np.array_equal(batch.ex_post_bound, PSI.boundary(batch.times))
+
+
+def test_mismatched_or_vector_use_is_refused() -> None:
+    with pytest.raises(InvalidParameter, match="rate"):
+        SkellamNoiseReduction(TIMES, rate=2.0, boundary=PSI)
+    with pytest.raises(InvalidParameter, match="sensitivity"):
+        SkellamNoiseReduction(TIMES, sensitivity=2, boundary=PSI)
+    with pytest.raises(InvalidParameter, match="scalar"):
+        SkellamNoiseReduction(TIMES, boundary=PSI).run([1, 2], np.random.default_rng(0))
+
+
+def test_session_spends_psi_through_an_ex_post_filter() -> None:
+    session = PrivateSession(ExPostFilter(10.0, 1e-5), np.random.default_rng(7))
+    run = session.skellam(120, 1, TIMES, stop=RelativeError(0.3), boundary=PSI)
+    assert session.spent == pytest.approx(PSI(run.time), rel=0, abs=0)
+    assert session.history[0].request == ExPostCost(max(PSI(t) for t in TIMES), 1e-6)
+
+
+def test_session_refuses_without_boundary_and_over_budget() -> None:
+    session = PrivateSession(ExPostFilter(0.1, 1e-5), np.random.default_rng(8))
+    with pytest.raises(InvalidParameter, match="boundary"):
+        session.skellam(120, 1, TIMES)
+    with pytest.raises(BudgetExceeded):
+        session.skellam(120, 1, TIMES, boundary=PSI)  # ψ(4) > 0.1
+    assert session.spent == 0.0
+
+
+def _exact_last_values(rate: float, n: int) -> np.ndarray:
+    from expost.exact.bits import GeneratorBits
+
+    mechanism = SkellamNoiseReduction((6.0, 2.5, 1.0), rate=rate)
+    bits = GeneratorBits(np.random.default_rng(9))
+    return np.array([int(mechanism.run_exact(0, bits).value[0]) for _ in range(n)])
+
+
+def test_exact_runs_have_the_skellam_law() -> None:
+    from tests.stats import same_discrete_law
+
+    numpy_runs = SkellamNoiseReduction((6.0, 2.5, 1.0)).run_batch(
+        0, 3_000, np.random.default_rng(3)
+    )
+    reference = numpy_runs.value[:, 0]
+    assert same_discrete_law(_exact_last_values(1.0, 3_000), reference)
+    assert not same_discrete_law(_exact_last_values(2.0, 3_000), reference)  # planted: rate 2x
+
+
+def test_exact_run_carries_the_guarantee() -> None:
+    from expost.exact.bits import SecureBits
+
+    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI)
+    run = mechanism.run_exact(120, SecureBits())
+    assert run.released.dtype == np.int64
+    assert run.cost == ExPostCost(PSI(run.time), 1e-6)
+
+
+def test_session_draws_exactly_from_secure_bits() -> None:
+    from expost.exact.bits import SecureBits
+
+    session = PrivateSession(ExPostFilter(10.0, 1e-5), np.random.default_rng(10))
+    run = session.skellam(120, 1, TIMES, boundary=PSI, bits=SecureBits())
+    assert run.released.dtype == np.int64
+    assert session.spent == PSI(run.time)
