@@ -31,6 +31,7 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Costs and filters", ("expost.filters",)),
     ("Odometers", ("expost.odometers",)),
     ("Sessions and the ledger", ("expost.session", "expost.ledger")),
+    ("Exact samplers: bit sources", ("expost.exact",)),
 ]
 # Importable from their modules, documented whole.
 BEYOND: list[tuple[str, str]] = [
@@ -38,6 +39,7 @@ BEYOND: list[tuple[str, str]] = [
     ("expost.audit", "Statistical audits of claims, their registry and reports."),
     ("expost.testing", "Strategies, assertions and black-box audits for other libraries."),
     ("expost.testing.adapters", "OpenDP and diffprivlib mechanisms for black-box audits."),
+    ("expost.exact.samplers", "Exact batch samplers (integer arithmetic, CKS 2020 and others)."),
 ]
 
 HEADER = """\

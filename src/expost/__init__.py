@@ -10,7 +10,7 @@ Engine internals (batch engines, path samplers, the audit machinery) stay import
 their modules: ``expost.processes``, ``expost.stopping``, ``expost.audit``, ``expost.testing``.
 """
 
-from expost import stopping
+from expost import exact, stopping
 from expost.boundaries import (
     Boundary,
     FACStitched,
@@ -22,6 +22,7 @@ from expost.boundaries import (
     PrivacyBoundary,
     apc_psi,
 )
+from expost.exact import GeneratorBits, SecureBits
 from expost.errors import (
     BudgetExceeded,
     ExpostError,
@@ -196,4 +197,7 @@ __all__ = [
     "rho_for_dp",
     "stopping",
     "zcdp_to_dp",
+    "GeneratorBits",
+    "SecureBits",
+    "exact",
 ]

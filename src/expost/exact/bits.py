@@ -1,0 +1,104 @@
+"""Sources of exactly uniform integers: the one primitive every exact sampler uses.
+
+``below(n, size)`` returns ``size`` i.i.d. integers, each exactly uniform on [0, n). For
+n <= 2**62 the result is an int64 array; for larger n it is an object array of Python
+ints, built from 62-bit chunks by rejection (each round accepts with probability > 1/2).
+
+- `SecureBits`: the operating system's CSPRNG (``os.urandom``), the default for releases.
+  A draw below n reads 8 bytes, keeps the top ceil(log2 n) bits and rejects values >= n,
+  vectorised with numpy: expected bytes per draw <= 16, exactly 8 when n is a power of 2.
+- `GeneratorBits`: a seeded ``numpy.random.Generator``, for reproducible tests and audits
+  (``Generator.integers`` is exactly uniform: it also uses rejection, Lemire's method).
+  Same seed, same integers.
+
+The samplers are the same code for both sources.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from expost.errors import InvalidParameter
+
+#: Largest n for which ``below`` returns an int64 array (larger n: Python ints).
+SMALL = 2**62
+_CHUNK_BITS = 62
+
+
+class BitSource(Protocol):
+    """A source of i.i.d. exactly uniform integers."""
+
+    def below(self, n: int, size: int) -> npt.NDArray[np.int64]:
+        """``size`` integers uniform on [0, n); int64 for n <= 2**62, else an object array."""
+        ...
+
+
+def _check(n: int, size: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise InvalidParameter("n", n, "must be an integer >= 1")
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise InvalidParameter("size", size, "must be an integer >= 0")
+
+
+class _Source:
+    """Shared dispatch: small n from the source's native draw, large n from 62-bit chunks."""
+
+    def _small(self, n: int, size: int) -> npt.NDArray[np.int64]:
+        raise NotImplementedError
+
+    def below(self, n: int, size: int) -> npt.NDArray[np.int64]:
+        n, size = int(n), int(size)
+        _check(n, size)
+        if n <= SMALL:
+            return self._small(n, size)
+        return self._big(n, size)
+
+    def _big(self, n: int, size: int) -> npt.NDArray[np.int64]:
+        bits = n.bit_length()
+        chunks = -(-bits // _CHUNK_BITS)
+        drop = chunks * _CHUNK_BITS - bits
+        out = np.empty(size, dtype=object)
+        pending = np.arange(size)
+        while pending.size:
+            raw = self._small(SMALL, chunks * pending.size).reshape(pending.size, chunks)
+            value = np.zeros(pending.size, dtype=object)
+            for j in range(chunks):
+                value = (value << _CHUNK_BITS) + raw[:, j].astype(object)
+            value = value >> drop
+            ok = value < n
+            out[pending[ok]] = value[ok]
+            pending = pending[~ok]
+        return out
+
+
+class SecureBits(_Source):
+    """The OS CSPRNG (``os.urandom``) by rejection on raw bytes: the default for releases."""
+
+    def _small(self, n: int, size: int) -> npt.NDArray[np.int64]:
+        if n == 1:
+            return np.zeros(size, dtype=np.int64)
+        shift = np.uint64(64 - (n - 1).bit_length())
+        out = np.empty(size, dtype=np.int64)
+        pending = np.arange(size)
+        while pending.size:
+            raw = np.frombuffer(os.urandom(8 * pending.size), dtype=np.uint64) >> shift
+            ok = raw < np.uint64(n)
+            out[pending[ok]] = raw[ok].astype(np.int64)
+            pending = pending[~ok]
+        return out
+
+
+class GeneratorBits(_Source):
+    """A seeded numpy ``Generator``: reproducible draws for tests and audits (not for releases)."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        if not isinstance(rng, np.random.Generator):
+            raise InvalidParameter("rng", rng, "must be a numpy.random.Generator")
+        self.rng = rng
+
+    def _small(self, n: int, size: int) -> npt.NDArray[np.int64]:
+        return self.rng.integers(0, n, size=size, dtype=np.int64)

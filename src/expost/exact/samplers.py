@@ -1,0 +1,274 @@
+"""Exact batch samplers: integer and ``Fraction`` arithmetic only, no float on the path.
+
+Every sampler takes a `BitSource` and a batch ``size`` and returns a numpy array. Parameters
+may be ``Fraction``, ``int`` or ``float``; a float is converted exactly (``Fraction(0.1)`` is
+3602879701896397/2**55, not 1/10). Batches are vectorised: each rejection round is one
+numpy step over the samples still running (an active mask), never a Python loop per sample.
+Integers stay int64 while every intermediate is below 2**62 and switch to Python ints
+(object arrays, much slower) beyond that, e.g. for float parameters with 2**50-sized
+denominators in the discrete Gaussian's acceptance test.
+
+Algorithms, cost (uniform draws per sample, in expectation) and timing:
+
+- `bernoulli` (p = a/b): one draw below b, output ``U < a``. Constant time.
+- `bernoulli_exp` (Bernoulli(exp(−γ)), CKS 2020 Alg. 1): for γ in [0, 1], draws
+  A_k ~ Bern(γ/k) until the first 0 at K and outputs [K odd]: at most e draws; for γ > 1,
+  floor(γ) Bern(exp(−1)) trials (stopping at the first 0) then Bern(exp(−frac γ)).
+  Time grows with γ and stops early on a 0: it depends on γ and on the output.
+- `discrete_laplace` (scale t/s, CKS Alg. 2): U uniform below t, accept with Bern(exp(−U/t)),
+  V geometric by Bern(exp(−1)) trials, Y = (U + tV) // s, a sign, reject (−, 0). About
+  (1 + 1/(e−1))·(1 + O(1/t)) rounds of a few draws each, O(1) in the scale for s = 1.
+- `discrete_gaussian` (σ², CKS Alg. 3): proposal discrete Laplace with t = floor(σ) + 1,
+  accepted with Bern(exp(−(|Y| − σ²/t)²/(2σ²))); expected proposals <= about 1.6
+  (CKS Sec. 5.2), each a discrete Laplace plus an acceptance whose cost grows with |Y|.
+- `poisson` (mean λ = a/b): Poisson(1) by Duchon & Duvignau (Electron. J. Combin. 23(4)
+  P4.22, 2016, Alg. 1: one uniform draw below n+1 per step n, e steps... expected small),
+  summed floor(λ) times, plus Bin(Poisson(1), frac λ) (Devroye 1986, p. 487): O(λ) draws.
+- `binomial` (n, p = a/b): the sum of n Bernoulli(p): n draws below b. O(n).
+- `skellam` (mean λ): Poisson(λ) − Poisson(λ).
+
+Timing channels: every sampler is a rejection or counting loop, so its running time
+depends on the parameter and on the output (a large |Y| takes longer to accept; a Poisson
+count takes time proportional to the mean). In batch mode one call's duration depends on
+the whole batch (its slowest sample's round count and the total work), which hides an
+individual sample's time only partially: the duration still leaks aggregate information
+about the batch. The samplers make no constant-time claim; a deployment that exposes
+timing to an adversary should sample in a separate process and release at fixed times.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from expost.errors import InvalidParameter
+from expost.exact.bits import SMALL, BitSource
+
+Rational = Fraction | int | float
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Largest discrete Laplace scale / discrete Gaussian sigma accepted (outputs must fit int64).
+MAX_SCALE = 2**40
+_CHUNK = 2**22  # uniform draws per vectorised step in the counting samplers
+
+
+def _rational(name: str, value: Rational) -> Fraction:
+    """``value`` as an exact Fraction (floats converted bit for bit, never rounded)."""
+    if isinstance(value, bool) or not isinstance(value, (Fraction, int, float, np.integer)):
+        raise InvalidParameter(name, value, "must be a Fraction, int or float")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidParameter(name, value, "must be finite")
+    return Fraction(value) if not isinstance(value, np.integer) else Fraction(int(value))
+
+
+def _size(size: int) -> int:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise InvalidParameter("size", size, "must be an integer >= 0")
+    return int(size)
+
+
+def _ints(values: Any, bound: int) -> Any:
+    """``values`` as int64 when ``bound`` < 2**62, else as Python ints (object array)."""
+    return np.asarray(values, dtype=np.int64 if bound < SMALL else object)
+
+
+def bernoulli(p: Rational, bits: BitSource, size: int) -> BoolArray:
+    """Bernoulli(p) for rational p in [0, 1]: one uniform draw below p's denominator."""
+    q = _rational("p", p)
+    if not 0 <= q <= 1:
+        raise InvalidParameter("p", p, "must lie in [0, 1]")
+    n = _size(size)
+    return np.asarray(bits.below(q.denominator, n) < q.numerator, dtype=bool)
+
+
+def _bern_exp_unit(num: Any, den: int, bits: BitSource) -> BoolArray:
+    """Bernoulli(exp(−num_i/den)) per sample, num_i/den in [0, 1] (CKS Alg. 1, first case)."""
+    out = np.zeros(len(num), dtype=bool)
+    alive = np.arange(len(num))
+    k = 1
+    while alive.size:
+        go = bits.below(den * k, alive.size) < num[alive]
+        out[alive[~go]] = k % 2 == 1
+        alive = alive[go]
+        k += 1
+    return out
+
+
+def _bern_exp(num: Any, den: int, bits: BitSource) -> BoolArray:
+    """Bernoulli(exp(−num_i/den)) per sample, num_i >= 0 (CKS Alg. 1)."""
+    whole = num // den
+    out = _bern_exp_unit(num - whole * den, den, bits)
+    ones = np.ones(1, dtype=np.int64)
+    for j in range(1, int(whole.max(initial=0)) + 1):
+        trial = np.flatnonzero(out & (whole >= j))
+        if trial.size == 0:
+            break
+        out[trial] = _bern_exp_unit(np.broadcast_to(ones, trial.size), 1, bits)
+    return out
+
+
+def bernoulli_exp(gamma: Rational, bits: BitSource, size: int) -> BoolArray:
+    """Bernoulli(exp(−γ)) for rational γ >= 0 (CKS 2020 Alg. 1)."""
+    g = _rational("gamma", gamma)
+    if g < 0:
+        raise InvalidParameter("gamma", gamma, "must be >= 0")
+    n = _size(size)
+    num = np.full(n, g.numerator, dtype=np.int64 if g.numerator < SMALL else object)
+    return _bern_exp(num, g.denominator, bits)
+
+
+def _geometric_exp1(size: int, bits: BitSource) -> IntArray:
+    """The number of Bern(exp(−1)) successes before the first failure (CKS Alg. 2, V)."""
+    out = np.zeros(size, dtype=np.int64)
+    alive = np.arange(size)
+    ones = np.ones(1, dtype=np.int64)
+    while alive.size:
+        go = _bern_exp_unit(np.broadcast_to(ones, alive.size), 1, bits)
+        out[alive[go]] += 1
+        alive = alive[go]
+    return out
+
+
+def _laplace(t: int, s: int, bits: BitSource, size: int) -> IntArray:
+    """P(y) ∝ exp(−|y|·s/t) for integers s, t >= 1 (CKS Alg. 2)."""
+    out = np.empty(size, dtype=np.int64)
+    pending = np.arange(size)
+    while pending.size:
+        u = bits.below(t, pending.size)
+        keep = np.flatnonzero(_bern_exp_unit(u, t, bits))
+        v = _geometric_exp1(keep.size, bits)
+        top = t * (int(v.max(initial=0)) + 1)
+        x = _ints(u[keep], top) + t * _ints(v, top)
+        y = np.asarray(x // s).astype(np.int64)
+        negative = bits.below(2, keep.size) == 1
+        ok = ~(negative & (y == 0))
+        done = pending[keep[ok]]
+        out[done] = np.where(negative[ok], -y[ok], y[ok])
+        pending = np.setdiff1d(pending, done, assume_unique=True)
+    return out
+
+
+def discrete_laplace(scale: Rational, bits: BitSource, size: int) -> IntArray:
+    """Discrete Laplace: P(x) ∝ exp(−|x|/scale) on the integers, rational scale > 0 (CKS Alg. 2)."""
+    b = _rational("scale", scale)
+    if not 0 < b <= MAX_SCALE:
+        raise InvalidParameter("scale", scale, f"must lie in (0, 2**40] (got {b})")
+    return _laplace(b.numerator, b.denominator, bits, _size(size))
+
+
+def discrete_gaussian(sigma2: Rational, bits: BitSource, size: int) -> IntArray:
+    """Discrete Gaussian: P(x) ∝ exp(−x²/(2σ²)) on the integers, rational σ² > 0 (CKS Alg. 3)."""
+    v = _rational("sigma2", sigma2)
+    if not 0 < v <= MAX_SCALE**2:
+        raise InvalidParameter("sigma2", sigma2, "must lie in (0, 2**80]")
+    p, q = v.numerator, v.denominator
+    t = math.isqrt(p // q) + 1
+    den = 2 * p * q * t * t
+    n = _size(size)
+    out = np.empty(n, dtype=np.int64)
+    pending = np.arange(n)
+    while pending.size:
+        y = _laplace(t, 1, bits, pending.size)
+        top = int(np.abs(y).max(initial=0)) * t * q + p
+        a = _ints(np.abs(y), top * top) * (t * q) - p
+        accept = _bern_exp(a * a, den, bits)
+        out[pending[accept]] = y[accept]
+        pending = pending[~accept]
+    return out
+
+
+def _by_sample(counts: IntArray, draw: Callable[[int], IntArray]) -> IntArray:
+    """Per sample i, the sum of ``counts[i]`` draws from ``draw(m)`` (m int64 draws at once)."""
+    out = np.zeros(counts.size, dtype=np.int64)
+    start = 0
+    while start < counts.size:
+        cum = np.cumsum(counts[start:])
+        stop = start + max(1, int(np.searchsorted(cum, _CHUNK, side="right")))
+        part = counts[start:stop]
+        values = draw(int(part.sum()))
+        nonzero = np.flatnonzero(part)
+        if nonzero.size:
+            offsets = (np.cumsum(part) - part)[nonzero]
+            out[start + nonzero] = np.add.reduceat(values, offsets)
+        start = stop
+    return out
+
+
+def _poisson1(bits: BitSource, size: int) -> IntArray:
+    """Poisson(1) by Duchon & Duvignau (2016), Alg. 1: integer uniform draws only."""
+    k = np.ones(size, dtype=np.int64)
+    g = np.zeros(size, dtype=np.int64)
+    out = np.empty(size, dtype=np.int64)
+    alive = np.arange(size)
+    n = 1
+    while alive.size:
+        i = bits.below(n + 1, alive.size) + 1
+        up = i == n + 1
+        down = ~up & (i > g[alive])
+        k[alive[up]] += 1
+        k[alive[down]] -= 1
+        g[alive[down]] = n + 1
+        stop = ~(up | down)
+        out[alive[stop]] = k[alive[stop]]
+        alive = alive[~stop]
+        n += 1
+    return out
+
+
+def _binomial_counts(counts: IntArray, p: Fraction, bits: BitSource) -> IntArray:
+    if p == 0:
+        return np.zeros(counts.size, dtype=np.int64)
+    if p == 1:
+        return counts.astype(np.int64)
+    return _by_sample(
+        counts,
+        lambda m: (bits.below(p.denominator, m) < p.numerator).astype(np.int64),
+    )
+
+
+def poisson(mean: Rational, bits: BitSource, size: int) -> IntArray:
+    """Poisson(λ), rational λ >= 0: floor(λ) Poisson(1) (Duchon–Duvignau) + Bin(Poisson(1), frac λ)."""
+    lam = _rational("mean", mean)
+    if lam < 0:
+        raise InvalidParameter("mean", mean, "must be >= 0")
+    n = _size(size)
+    whole = int(lam)
+    total = _by_sample(np.full(n, whole, dtype=np.int64), lambda m: _poisson1(bits, m))
+    frac = lam - whole
+    if frac:
+        total += _binomial_counts(_poisson1(bits, n), frac, bits)
+    return total
+
+
+def _counts(n: int | npt.ArrayLike, size: int) -> IntArray:
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool):
+        if n < 0:
+            raise InvalidParameter("n", n, "must be >= 0")
+        return np.full(size, int(n), dtype=np.int64)
+    arr = np.asarray(n)
+    if arr.shape != (size,) or not np.issubdtype(arr.dtype, np.integer):
+        raise InvalidParameter("n", n, f"must be an int or an integer array of shape ({size},)")
+    if np.any(arr < 0):
+        raise InvalidParameter("n", n, "counts must be >= 0")
+    return arr.astype(np.int64)
+
+
+def binomial(n: int | npt.ArrayLike, p: Rational, bits: BitSource, size: int) -> IntArray:
+    """Binomial(n, p), rational p in [0, 1]; n an int or per-sample int array: n Bernoulli(p)."""
+    q = _rational("p", p)
+    if not 0 <= q <= 1:
+        raise InvalidParameter("p", p, "must lie in [0, 1]")
+    m = _size(size)
+    return _binomial_counts(_counts(n, m), q, bits)
+
+
+def skellam(mean: Rational, bits: BitSource, size: int) -> IntArray:
+    """Skellam(λ, λ) = Poisson(λ) − Poisson(λ), rational λ >= 0 (variance 2λ)."""
+    first = poisson(mean, bits, size)
+    return first - poisson(mean, bits, size)
