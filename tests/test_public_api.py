@@ -98,6 +98,9 @@ PUBLIC = [
     "GeneratorBits",
     "SecureBits",
     "exact",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "PermuteAndFlip",
 ]
 
 

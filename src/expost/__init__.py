@@ -92,6 +92,8 @@ from expost.mechanisms import (
     SkellamNoiseReduction,
     Transcript,
 )
+from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.odometers import (
     BrownianOdometer,
     FilterOdometer,
@@ -200,4 +202,7 @@ __all__ = [
     "GeneratorBits",
     "SecureBits",
     "exact",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "PermuteAndFlip",
 ]

@@ -12,6 +12,10 @@ from expost.mechanisms.doubling import (
     DoublingMethod,
     DoublingTranscript,
 )
+from expost.mechanisms.exact_additive import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+)
 from expost.mechanisms.exponential import (
     ExponentialMechanism,
 )
@@ -21,6 +25,9 @@ from expost.mechanisms.noise_reduction import (
     PrivacyBoundaryWithDelta,
     SkellamNoiseReduction,
     TimeFunction,
+)
+from expost.mechanisms.permute_and_flip import (
+    PermuteAndFlip,
 )
 from expost.mechanisms.threshold import (
     AboveThreshold,
@@ -55,4 +62,7 @@ __all__ = [
     "TimeFunction",
     "Transcript",
     "brownian_trials",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "PermuteAndFlip",
 ]
