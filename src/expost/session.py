@@ -33,6 +33,7 @@ from attrs import frozen
 
 from expost._validation import candidates_mask, generator, path_value, point, positive, scores_array
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
+from expost.exact.bits import BitSource, SecureBits
 from expost.filters import (
     BoundedRangeCost,
     BrownianCost,
@@ -61,6 +62,12 @@ from expost.mechanisms import (
     ReducedAboveThreshold,
     Transcript,
 )
+from expost.mechanisms.exact_additive import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    integers,
+)
+from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.stopping import Never, RelativeError, StoppingRule
 
 __all__ = ["PrivateSession", "Round", "SessionFilter"]
@@ -181,6 +188,16 @@ class _Replay:
 # ----------------------------------------------------------------------------- session
 
 
+NOT_EXACT = {
+    "above-threshold": "no exact AboveThreshold yet; use exponential_mechanism or laplace rounds",
+    "doubling": "no exact doubling yet; use gaussian rounds (discrete Gaussian)",
+    "brownian": "use Skellam noise reduction (SkellamNoiseReduction) on integer values",
+    "laplace-noise-reduction": "use Skellam noise reduction (SkellamNoiseReduction)",
+    "reduced-above-threshold": "no exact version; use exponential_mechanism rounds",
+}
+"""Mechanisms refused in secure mode, with the alternative each refusal names."""
+
+
 class PrivateSession:
     """Adaptive private analysis under one filter (FAC Thm 1–2, APC Thm 1–2, 5, Lemma 6.2, B.2).
 
@@ -188,6 +205,13 @@ class PrivateSession:
     source of randomness, ``ledger`` an optional SQLite file that makes the spend persistent and
     shareable between processes (`expost.ledger`). The private values passed to the methods are
     used for one release and never stored; results hold only released values.
+
+    By default releases add float noise from ``rng``: for research and simulation (float
+    samplers leak, docs/releasing-safely.md). ``exact=True`` (bits from the OS CSPRNG) or an
+    explicit ``bits`` source is the secure mode: ``gaussian``, ``laplace`` and
+    ``exponential_mechanism`` release integers from the exact mechanisms (discrete Gaussian,
+    discrete Laplace, permute-and-flip), and every other mechanism is refused, naming the
+    alternative, before it spends anything.
     """
 
     def __init__(
@@ -195,12 +219,18 @@ class PrivateSession:
         filter: SessionFilter,
         rng: np.random.Generator,
         ledger: str | os.PathLike[str] | None = None,
+        *,
+        exact: bool = False,
+        bits: BitSource | None = None,
     ) -> None:
         if not isinstance(filter, PrivacyFilter):
             raise InvalidParameter(
                 "filter", filter, "must be a privacy filter (see expost.filters.PrivacyFilter)"
             )
         self._rng = generator(rng)
+        if not isinstance(exact, bool):
+            raise InvalidParameter("exact", exact, "must be True or False")
+        self._bits: BitSource | None = SecureBits() if exact and bits is None else bits
         self._filter: SessionFilter = filter
         self._history: list[Round] = []
         self._running = False
@@ -269,6 +299,12 @@ class PrivateSession:
         run: Callable[[], R],
         realised: Callable[[R], Cost],
     ) -> R:
+        if self._bits is not None and mechanism in NOT_EXACT:
+            raise InvalidParameter(
+                "mechanism",
+                mechanism,
+                f"has no exact version (secure mode): {NOT_EXACT[mechanism]}",
+            )
         if self._running:  # without a ledger the running round's reservation is not recorded
             raise InvalidParameter(
                 "mechanism", mechanism, "a round is running: a stopping rule may not start another"
@@ -286,6 +322,12 @@ class PrivateSession:
         self._settle(key, request, cost)
         self._history.append(Round(len(self._history), mechanism, request, cost, result))
         return result
+
+    def _exact(self, mechanism: str, cost: Cost, run: Callable[[BitSource], R]) -> R:
+        """A secure-mode round: ``run`` draws from the session's bit source."""
+        bits = self._bits
+        assert bits is not None  # only called in secure mode
+        return self._round(mechanism, cost, lambda: run(bits), lambda _: cost)
 
     def _reserve(self, mechanism: str, request: Cost) -> int:
         if self._ledger is None:
@@ -311,14 +353,27 @@ class PrivateSession:
     # -- zCDP and pure DP mechanisms ---------------------------------------------------------
 
     def gaussian(self, value: npt.ArrayLike, sensitivity: float, rho: float) -> npt.NDArray[Any]:
-        """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round, sqrt(2·rho)-GDP."""
+        """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round, sqrt(2·rho)-GDP.
+
+        Secure mode: integer ``value`` + discrete Gaussian N_Z(0, Δ²/(2·rho)) (CKS Thm 4), an
+        integer ``sensitivity``; a rho-zCDP round (not GDP: `DiscreteGaussianMechanism`).
+        """
+        if self._bits is not None:
+            dg, n = DiscreteGaussianMechanism.from_rho(sensitivity, rho), integers("value", value)
+            return self._exact("gaussian", dg.cost(), lambda b: dg.run(n, b))
         mechanism = GaussianMechanism(sensitivity, rho)
         v = point("value", value)
         cost = mechanism.cost()
         return self._round("gaussian", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
 
     def laplace(self, value: npt.ArrayLike, sensitivity: float, eps: float) -> npt.NDArray[Any]:
-        """Release ``value + Lap(Δ1/eps)``: a pure eps-DP round."""
+        """Release ``value + Lap(Δ1/eps)``: a pure eps-DP round.
+
+        Secure mode: integer ``value`` + discrete Laplace noise of scale Δ1/eps (integer Δ1).
+        """
+        if self._bits is not None:
+            dl, n = DiscreteLaplaceMechanism(sensitivity, eps), integers("value", value)
+            return self._exact("laplace", dl.cost(), lambda b: dl.run(n, b))
         mechanism = LaplaceMechanism(sensitivity, eps)
         v = point("value", value)
         cost = mechanism.cost()
@@ -336,7 +391,14 @@ class PrivateSession:
 
         An eps-bounded-range round for monotone scores, 2·eps otherwise (Cesar–Rogers): a
         zCDP filter charges eps²/8, resp. (2·eps)²/8; `GaussianDPFilter` mu(eps/2)², resp. mu(eps)².
+
+        Secure mode: permute-and-flip on integer scores, an eps-DP round whatever ``monotone``
+        says (`PermuteAndFlip`; priced as DPCost(eps), bounded range is not claimed).
         """
+        if self._bits is not None:
+            pf, u = PermuteAndFlip(eps, sensitivity), integers("scores", scores)
+            mask = candidates_mask(candidates, u.shape)
+            return self._exact("exponential", pf.cost(), lambda b: pf.run(u, b, mask))
         mechanism = ExponentialMechanism(eps, monotone, sensitivity)
         s = scores_array(scores, max_ndim=1)
         allowed = candidates_mask(candidates, s.shape)

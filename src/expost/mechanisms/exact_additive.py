@@ -62,8 +62,11 @@ def integers(name: str, value: npt.ArrayLike) -> IntArray:
 
 
 def exact_sensitivity(value: object) -> int:
+    """A positive integer sensitivity; an integral float (1.0) is taken as its int."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidParameter("sensitivity", value, "must be a positive int")
+        raise InvalidParameter("sensitivity", value, "must be a positive integer")
     return positive_int("sensitivity", value)
 
 
@@ -143,8 +146,8 @@ class DiscreteGaussianMechanism(_ExactAdditive):
     sigma2: Fraction = field(converter=_sigma2)
 
     @classmethod
-    def from_rho(cls, sensitivity: int, rho: Fraction | float) -> DiscreteGaussianMechanism:
-        """The mechanism with σ² = Δ2²/(2·rho) exactly (a float rho is taken exactly)."""
+    def from_rho(cls, sensitivity: float, rho: Fraction | float) -> DiscreteGaussianMechanism:
+        """The mechanism with σ² = Δ2²/(2·rho) exactly (Δ2 an int; a float rho is taken exactly)."""
         return cls(
             sensitivity, Fraction(exact_sensitivity(sensitivity) ** 2) / (2 * rational("rho", rho))
         )
