@@ -96,3 +96,20 @@ def test_the_leak_is_certain_for_a_structured_window() -> None:
     # 1,940 of those mean 0 never outputs (and 376 the other way round)
     assert len(r1 - r0) > 1000
     assert len(r0 - r1) > 100
+
+
+def test_the_exact_discrete_laplace_has_no_impossible_output() -> None:
+    """Its support is every integer under both means, with pmf ratio exactly e^{±eps·step}: the
+    outputs seen under mean 1 are all seen under mean 0 as well (and the other way round)."""
+    from expost.exact.bits import GeneratorBits
+    from expost.mechanisms.exact_additive import DiscreteLaplaceMechanism
+
+    m = DiscreteLaplaceMechanism(1, 1)
+    under = [
+        m.run_batch(mean, N, GeneratorBits(np.random.default_rng(seed)))
+        for mean, seed in ((0, 21), (1, 22))
+    ]
+    assert all(u.dtype == np.int64 for u in under)
+    common = set(range(-4, 6))  # P(y) >= e^-5·tanh(1/2) ≈ 3e-3 under both means: > 300 expected
+    assert common <= set(np.unique(under[0]).tolist())
+    assert common <= set(np.unique(under[1]).tolist())
