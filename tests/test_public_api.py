@@ -101,6 +101,7 @@ PUBLIC = [
     "DiscreteGaussianMechanism",
     "DiscreteLaplaceMechanism",
     "PermuteAndFlip",
+    "ExactAboveThreshold",
 ]
 
 

@@ -51,8 +51,8 @@ def test_a_mechanism_without_exact_version_is_refused_naming_the_alternative() -
     s = _secure()
     with pytest.raises(InvalidParameter, match="SkellamNoiseReduction"):
         s.brownian(0.0, 1.0, TimeGrid([4.0, 1.0]))
-    with pytest.raises(InvalidParameter, match="exact"):
-        s.above_threshold([1.0, 2.0], eps=0.5, threshold=1.5)
+    with pytest.raises(InvalidParameter, match="gaussian rounds"):
+        s.doubling(0.0)
     assert s.spent == 0.0
     assert s.history == ()
 
@@ -79,3 +79,10 @@ def test_the_gdp_filter_refuses_a_discrete_gaussian_round() -> None:
         s.gaussian(1, 1, 0.1)
     assert s.history == ()
     assert s.laplace(1, 1, 0.5).dtype == np.int64  # a pure-DP round it prices
+
+
+def test_secure_above_threshold_is_exact() -> None:
+    s = _secure()
+    result = s.above_threshold([-1000, 1000], eps=0.5, threshold=0)
+    assert result.stop_index == 1  # wrong only if some |noise| > 500: probability < 4·e^-62
+    assert s.spent == pytest.approx(0.125)

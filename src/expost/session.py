@@ -67,6 +67,7 @@ from expost.mechanisms.exact_additive import (
     DiscreteLaplaceMechanism,
     integers,
 )
+from expost.mechanisms.exact_threshold import ExactAboveThreshold
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.stopping import Never, RelativeError, StoppingRule
 
@@ -189,7 +190,6 @@ class _Replay:
 
 
 NOT_EXACT = {
-    "above-threshold": "no exact AboveThreshold yet; use exponential_mechanism or laplace rounds",
     "doubling": "no exact doubling yet; use gaussian rounds (discrete Gaussian)",
     "brownian": "use Skellam noise reduction (SkellamNoiseReduction) on integer values",
     "laplace-noise-reduction": "use Skellam noise reduction (SkellamNoiseReduction)",
@@ -210,7 +210,8 @@ class PrivateSession:
     samplers leak, docs/releasing-safely.md). ``exact=True`` (bits from the OS CSPRNG) or an
     explicit ``bits`` source is the secure mode: ``gaussian``, ``laplace`` and
     ``exponential_mechanism`` release integers from the exact mechanisms (discrete Gaussian,
-    discrete Laplace, permute-and-flip), and every other mechanism is refused, naming the
+    discrete Laplace, permute-and-flip), ``above_threshold`` runs `ExactAboveThreshold`, and every
+    other mechanism is refused, naming the
     alternative, before it spends anything.
     """
 
@@ -412,7 +413,13 @@ class PrivateSession:
     def above_threshold(
         self, utilities: Iterable[float], eps: float, threshold: float, sensitivity: float = 1.0
     ) -> AboveThresholdResult:
-        """AboveThreshold (sparse vector, Lyu et al. 2017): a pure eps-DP round."""
+        """AboveThreshold (sparse vector, Lyu et al. 2017): a pure eps-DP round.
+
+        Secure mode: `ExactAboveThreshold` (integer utilities, threshold and sensitivity).
+        """
+        if self._bits is not None:
+            eat = ExactAboveThreshold(eps, threshold, sensitivity)
+            return self._exact("above-threshold", eat.cost(), lambda b: eat.run(utilities, b))
         mechanism = AboveThreshold(eps, threshold, sensitivity)
         cost = mechanism.cost()
 

@@ -16,6 +16,9 @@ from expost.mechanisms.exact_additive import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
 )
+from expost.mechanisms.exact_threshold import (
+    ExactAboveThreshold,
+)
 from expost.mechanisms.exponential import (
     ExponentialMechanism,
 )
@@ -48,13 +51,17 @@ __all__ = [
     "BatchTranscript",
     "BrownianNoiseReduction",
     "BrownianThresholdResult",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
     "DoublingBatch",
     "DoublingMethod",
     "DoublingTranscript",
+    "ExactAboveThreshold",
     "ExponentialMechanism",
     "GaussianMechanism",
     "LaplaceMechanism",
     "LaplaceNoiseReduction",
+    "PermuteAndFlip",
     "PrivacyBoundaryWithDelta",
     "ReducedAboveThreshold",
     "ReducedAboveThresholdResult",
@@ -62,7 +69,4 @@ __all__ = [
     "TimeFunction",
     "Transcript",
     "brownian_trials",
-    "DiscreteGaussianMechanism",
-    "DiscreteLaplaceMechanism",
-    "PermuteAndFlip",
 ]
