@@ -76,20 +76,32 @@ class _Source:
 
 
 class SecureBits(_Source):
-    """The OS CSPRNG (``os.urandom``) by rejection on raw bytes: the default for releases."""
+    """The OS CSPRNG (``os.urandom``) by rejection on raw bytes: the default for releases.
+
+    A draw below n takes the top k = ceil(log2 n) bits of the smallest word (1, 2, 4 or 8
+    bytes) holding them and rejects values >= n; each round reads enough words for the
+    expected acceptance rate n/2**k (>= 1/2) plus a margin, so one read usually suffices.
+    """
 
     def _small(self, n: int, size: int) -> npt.NDArray[np.int64]:
-        if n == 1:
+        if n == 1 or size == 0:
             return np.zeros(size, dtype=np.int64)
-        shift = np.uint64(64 - (n - 1).bit_length())
-        out = np.empty(size, dtype=np.int64)
-        pending = np.arange(size)
-        while pending.size:
-            raw = np.frombuffer(os.urandom(8 * pending.size), dtype=np.uint64) >> shift
-            ok = raw < np.uint64(n)
-            out[pending[ok]] = raw[ok].astype(np.int64)
-            pending = pending[~ok]
-        return out
+        k = (n - 1).bit_length()
+        word = np.dtype(
+            next(
+                w
+                for w in (np.uint8, np.uint16, np.uint32, np.uint64)
+                if np.dtype(w).itemsize * 8 >= k
+            )
+        )
+        shift = word.type(word.itemsize * 8 - k)
+        out = np.empty(0, dtype=np.int64)
+        while out.size < size:
+            need = size - out.size
+            words = need + (need * ((1 << k) - n)) // n + 16 + need // 64
+            raw = np.frombuffer(os.urandom(word.itemsize * words), dtype=word) >> shift
+            out = np.concatenate([out, raw[raw < n].astype(np.int64)])
+        return out[:size]
 
 
 class GeneratorBits(_Source):

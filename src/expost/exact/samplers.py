@@ -87,11 +87,14 @@ def bernoulli(p: Rational, bits: BitSource, size: int) -> BoolArray:
     return np.asarray(bits.below(q.denominator, n) < q.numerator, dtype=bool)
 
 
-def _bern_exp_unit(num: Any, den: int, bits: BitSource) -> BoolArray:
-    """Bernoulli(exp(−num_i/den)) per sample, num_i/den in [0, 1] (CKS Alg. 1, first case)."""
+def _bern_exp_unit(num: Any, den: int, bits: BitSource, k: int = 1) -> BoolArray:
+    """Bernoulli(exp(−num_i/den)) per sample, num_i/den in [0, 1] (CKS Alg. 1, first case).
+
+    Draws A_k ~ Bern(γ/k) = [U < num, U uniform below den·k] for k = ``k``, k + 1, … until
+    the first 0 at K and outputs [K odd]; ``k`` > 1 continues a run whose A_1..A_{k−1} were 1.
+    """
     out = np.zeros(len(num), dtype=bool)
     alive = np.arange(len(num))
-    k = 1
     while alive.size:
         go = bits.below(den * k, alive.size) < num[alive]
         out[alive[~go]] = k % 2 == 1
@@ -100,16 +103,53 @@ def _bern_exp_unit(num: Any, den: int, bits: BitSource) -> BoolArray:
     return out
 
 
+# One draw U below 7! = 5040 decides A_2..A_7 of a Bern(exp(−1)) run at once: the run passes
+# stage k (A_2 = … = A_k = 1, probability 1/k!) iff U < 7!/k!.
+_STAGES = np.array([5040 // math.factorial(k) for k in range(2, 8)], dtype=np.int64)
+
+
+def _bern_exp1(size: int, bits: BitSource) -> BoolArray:
+    """``size`` Bernoulli(exp(−1)) (CKS Alg. 1 with γ = 1): one draw below 7! each.
+
+    A_1 = Bern(1) is always 1; the stages passed among k = 2..7 come from one uniform draw
+    (K = 2 + passed, output [K odd]); the rare run past A_7 (U = 0, probability 1/7!)
+    continues one stage at a time.
+    """
+    passed = (bits.below(5040, size)[:, None] < _STAGES).sum(axis=1)
+    out: BoolArray = passed % 2 == 1
+    longer = np.flatnonzero(passed == _STAGES.size)
+    if longer.size:
+        ones = np.ones(longer.size, dtype=np.int64)
+        out[longer] = _bern_exp_unit(ones, 1, bits, k=8)
+    return out
+
+
+def _geometric_exp1(size: int, bits: BitSource) -> IntArray:
+    """G with P(G >= g) = exp(−g): the Bern(exp(−1)) successes before the first failure."""
+    out = np.zeros(size, dtype=np.int64)
+    alive = np.arange(size)
+    while alive.size:
+        block = _bern_exp1(4 * alive.size, bits).reshape(alive.size, 4)
+        all_ones = block.all(axis=1)
+        out[alive] += np.where(all_ones, 4, np.argmin(block, axis=1))
+        alive = alive[all_ones]
+    return out
+
+
 def _bern_exp(num: Any, den: int, bits: BitSource) -> BoolArray:
-    """Bernoulli(exp(−num_i/den)) per sample, num_i >= 0 (CKS Alg. 1)."""
+    """Bernoulli(exp(−num_i/den)) per sample, num_i >= 0 (CKS Alg. 1).
+
+    exp(−γ) = exp(−floor γ)·exp(−frac γ): the fractional part by `_bern_exp_unit`, the
+    integer part as [G >= floor γ] with G from `_geometric_exp1` (P(G >= w) = exp(−w)), only
+    for the samples whose fractional part came up 1.
+    """
+    if den >= SMALL:
+        num = np.asarray(num, dtype=object)
     whole = num // den
     out = _bern_exp_unit(num - whole * den, den, bits)
-    ones = np.ones(1, dtype=np.int64)
-    for j in range(1, int(whole.max(initial=0)) + 1):
-        trial = np.flatnonzero(out & (whole >= j))
-        if trial.size == 0:
-            break
-        out[trial] = _bern_exp_unit(np.broadcast_to(ones, trial.size), 1, bits)
+    trial = np.flatnonzero(out & (whole > 0))
+    if trial.size:
+        out[trial] = _geometric_exp1(trial.size, bits) >= whole[trial]
     return out
 
 
@@ -123,18 +163,6 @@ def bernoulli_exp(gamma: Rational, bits: BitSource, size: int) -> BoolArray:
     return _bern_exp(num, g.denominator, bits)
 
 
-def _geometric_exp1(size: int, bits: BitSource) -> IntArray:
-    """The number of Bern(exp(−1)) successes before the first failure (CKS Alg. 2, V)."""
-    out = np.zeros(size, dtype=np.int64)
-    alive = np.arange(size)
-    ones = np.ones(1, dtype=np.int64)
-    while alive.size:
-        go = _bern_exp_unit(np.broadcast_to(ones, alive.size), 1, bits)
-        out[alive[go]] += 1
-        alive = alive[go]
-    return out
-
-
 def _laplace(t: int, s: int, bits: BitSource, size: int) -> IntArray:
     """P(y) ∝ exp(−|y|·s/t) for integers s, t >= 1 (CKS Alg. 2)."""
     out = np.empty(size, dtype=np.int64)
@@ -143,14 +171,16 @@ def _laplace(t: int, s: int, bits: BitSource, size: int) -> IntArray:
         u = bits.below(t, pending.size)
         keep = np.flatnonzero(_bern_exp_unit(u, t, bits))
         v = _geometric_exp1(keep.size, bits)
-        top = t * (int(v.max(initial=0)) + 1)
+        top = max(t * (int(v.max(initial=0)) + 1), s)
         x = _ints(u[keep], top) + t * _ints(v, top)
         y = np.asarray(x // s).astype(np.int64)
         negative = bits.below(2, keep.size) == 1
         ok = ~(negative & (y == 0))
         done = pending[keep[ok]]
         out[done] = np.where(negative[ok], -y[ok], y[ok])
-        pending = np.setdiff1d(pending, done, assume_unique=True)
+        finished = np.zeros(pending.size, dtype=bool)
+        finished[keep[ok]] = True
+        pending = pending[~finished]
     return out
 
 
