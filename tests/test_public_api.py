@@ -102,6 +102,7 @@ PUBLIC = [
     "DiscreteLaplaceMechanism",
     "PermuteAndFlip",
     "ExactAboveThreshold",
+    "ExactDoubling",
 ]
 
 

@@ -51,7 +51,7 @@ def test_a_mechanism_without_exact_version_is_refused_naming_the_alternative() -
     s = _secure()
     with pytest.raises(InvalidParameter, match="SkellamNoiseReduction"):
         s.brownian(0.0, 1.0, TimeGrid([4.0, 1.0]))
-    with pytest.raises(InvalidParameter, match="gaussian rounds"):
+    with pytest.raises(InvalidParameter, match="ExactDoubling"):
         s.doubling(0.0)
     assert s.spent == 0.0
     assert s.history == ()

@@ -93,6 +93,7 @@ from expost.mechanisms import (
     Transcript,
 )
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+from expost.mechanisms.exact_doubling import ExactDoubling
 from expost.mechanisms.exact_threshold import ExactAboveThreshold
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.odometers import (
@@ -207,4 +208,5 @@ __all__ = [
     "DiscreteLaplaceMechanism",
     "PermuteAndFlip",
     "ExactAboveThreshold",
+    "ExactDoubling",
 ]

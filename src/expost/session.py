@@ -190,7 +190,7 @@ class _Replay:
 
 
 NOT_EXACT = {
-    "doubling": "no exact doubling yet; use gaussian rounds (discrete Gaussian)",
+    "doubling": "use ExactDoubling (discrete Gaussian tries) or gaussian rounds",
     "brownian": "use Skellam noise reduction (SkellamNoiseReduction) on integer values",
     "laplace-noise-reduction": "use Skellam noise reduction (SkellamNoiseReduction)",
     "reduced-above-threshold": "no exact version; use exponential_mechanism rounds",

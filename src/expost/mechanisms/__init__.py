@@ -16,6 +16,10 @@ from expost.mechanisms.exact_additive import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
 )
+from expost.mechanisms.exact_doubling import (
+    ExactDoubling,
+    ExactDoublingTranscript,
+)
 from expost.mechanisms.exact_threshold import (
     ExactAboveThreshold,
 )
@@ -57,6 +61,8 @@ __all__ = [
     "DoublingMethod",
     "DoublingTranscript",
     "ExactAboveThreshold",
+    "ExactDoubling",
+    "ExactDoublingTranscript",
     "ExponentialMechanism",
     "GaussianMechanism",
     "LaplaceMechanism",
