@@ -27,6 +27,7 @@ from expost.exact import (
     SecureBits,
     bernoulli,
     bernoulli_exp,
+    bernoulli_exp_ratio,
     binomial,
     discrete_gaussian,
     discrete_laplace,
@@ -229,7 +230,7 @@ def test_bernoulli_exp_and_laplace_use_float_parameters_exactly(x: float) -> Non
     assert stub.asked == [Fraction(x).denominator]
     scale = 1 / x
     # U = 0; Bern(exp(0)) = 1; V = 0 (its Bern(exp(-1)) draws below 7!: 5039 fails A_2); sign +
-    stub = Scripted([0, 0] + [5039] * 4 + [0])
+    stub = Scripted([0, 0] + [5039] * 2 + [0])
     assert discrete_laplace(scale, stub, 1).tolist() == [0]
     assert stub.asked == [Fraction(scale).numerator] * 2 + [5040, 2]
 
@@ -289,3 +290,46 @@ def test_bad_input_names_the_argument(call: Callable[[], object], name: str) -> 
     with pytest.raises(InvalidParameter) as err:
         call()
     assert err.value.name == name
+
+
+def test_counting_samplers_sum_across_chunk_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    from expost.exact import samplers
+
+    monkeypatch.setattr(samplers, "_CHUNK", 1000)  # many chunks, samples split across none
+    counts = np.tile(np.array([7, 0, 7]), 10_000)
+    x = binomial(counts, Fraction(1, 2), bits(6), counts.size)
+    assert np.all(x[counts == 0] == 0)
+    assert fits(x[counts == 7], lambda k: float(sps.binom.pmf(k, 7, 1 / 2)), 0, 7)
+    assert fits(poisson(3, bits(6), 20_000), lambda k: float(sps.poisson.pmf(k, 3)), 0, 40)
+
+
+def test_bernoulli_exp_ratio_per_sample() -> None:
+    nums = np.tile(np.array([0, 3, 10, 25]), N // 4)
+    x = bernoulli_exp_ratio(nums, 5, bits(13)).reshape(-1, 4)
+    for j, g in enumerate((0, 3, 10, 25)):
+        hits = int(x[:, j].sum())
+        assert proportion_is_consistent(hits, N // 4, math.exp(-g / 5))
+        if g in (3, 10):  # twin n_i + 1 (at 25 the rates differ by 0.0012: no power at this n)
+            assert not proportion_is_consistent(hits, N // 4, math.exp(-(g + 1) / 5))
+    big = np.array([2**70] * 1000, dtype=object)  # Python-int path: exp(-(2**70)/(2**70)) = e^-1
+    assert proportion_is_consistent(
+        int(bernoulli_exp_ratio(big, 2**70, bits(14)).sum()), 1000, math.exp(-1)
+    )
+    with pytest.raises(InvalidParameter):
+        bernoulli_exp_ratio(np.array([-1]), 2, bits(0))
+    with pytest.raises(InvalidParameter):
+        bernoulli_exp_ratio(np.array([0.5]), 2, bits(0))
+    with pytest.raises(InvalidParameter):
+        bernoulli_exp_ratio(np.array([1]), 0, bits(0))
+
+
+@pytest.mark.parametrize("n", [3 * 2**7, 3 * 2**14, 3 * 2**30, 3 * 2**60])  # 1, 2, 4, 8-byte words
+def test_secure_bits_every_word_size_is_uniform(n: int) -> None:
+    x = SecureBits().below(n, 30_000)
+    assert x.dtype == np.int64
+    assert int(x.min()) >= 0
+    assert int(x.max()) < n
+    thirds = x // (n // 3)
+    assert uniform_fits(thirds, 3)
+    assert uniform_fits(x % 8, 8)  # low bits too
+    assert not uniform_fits(np.minimum(thirds, 1), 3)  # twin: the top third never drawn

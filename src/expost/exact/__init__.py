@@ -10,6 +10,7 @@ from expost.exact.bits import BitSource, GeneratorBits, SecureBits
 from expost.exact.samplers import (
     bernoulli,
     bernoulli_exp,
+    bernoulli_exp_ratio,
     binomial,
     discrete_gaussian,
     discrete_laplace,
@@ -23,6 +24,7 @@ __all__ = [
     "SecureBits",
     "bernoulli",
     "bernoulli_exp",
+    "bernoulli_exp_ratio",
     "binomial",
     "discrete_gaussian",
     "discrete_laplace",
