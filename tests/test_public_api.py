@@ -99,6 +99,11 @@ PUBLIC = [
     "GeneratorBits",
     "SecureBits",
     "exact",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "PermuteAndFlip",
+    "ExactAboveThreshold",
+    "ExactDoubling",
 ]
 
 

@@ -62,6 +62,27 @@ def test_session_refuses_without_boundary_and_over_budget() -> None:
     assert session.spent == 0.0
 
 
+def test_secure_session_draws_skellam_integers_from_its_bit_source() -> None:
+    """In the secure mode the session's own bit source drives the exact sampler: the same
+    integers as `run_exact` from the same stream, not the session's numpy rng."""
+    from expost.exact.bits import GeneratorBits
+
+    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI)
+    expected = mechanism.run_exact(120, GeneratorBits(np.random.default_rng(11)))
+    session = PrivateSession(
+        ExPostFilter(10.0, 1e-5),
+        np.random.default_rng(0),
+        bits=GeneratorBits(np.random.default_rng(11)),
+    )
+    run = session.skellam(120, 1, TIMES, stop=RelativeError(0.3), boundary=PSI)
+    assert np.array_equal(run.released, expected.released)
+    floats = PrivateSession(ExPostFilter(10.0, 1e-5), np.random.default_rng(11))
+    other = floats.skellam(120, 1, TIMES, stop=RelativeError(0.3), boundary=PSI)
+    assert not np.array_equal(other.released, expected.released)  # twin: the rng path differs
+    secure = PrivateSession(ExPostFilter(10.0, 1e-5), np.random.default_rng(0), exact=True)
+    assert secure.skellam(120, 1, TIMES, boundary=PSI).released.dtype == np.int64
+
+
 def _exact_last_values(rate: float, n: int) -> np.ndarray:
     from expost.exact.bits import GeneratorBits
 

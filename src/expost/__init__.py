@@ -92,6 +92,10 @@ from expost.mechanisms import (
     SkellamNoiseReduction,
     Transcript,
 )
+from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+from expost.mechanisms.exact_doubling import ExactDoubling
+from expost.mechanisms.exact_threshold import ExactAboveThreshold
+from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.odometers import (
     BrownianOdometer,
     FilterOdometer,
@@ -130,12 +134,16 @@ __all__ = [
     "ConcurrentFilter",
     "Cost",
     "DPCost",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
     "DoublingMethod",
     "DoublingTranscript",
     "EpsilonGrid",
     "ExPost",
     "ExPostCost",
     "ExPostFilter",
+    "ExactAboveThreshold",
+    "ExactDoubling",
     "ExponentialMechanism",
     "ExpostError",
     "FACStitched",
@@ -165,6 +173,7 @@ __all__ = [
     "NormalMixture",
     "NotAStoppingTime",
     "OpenEpsilonGrid",
+    "PermuteAndFlip",
     "PolynomialStitching",
     "PrivacyBoundary",
     "PrivacyFilter",

@@ -33,7 +33,7 @@ from attrs import frozen
 
 from expost._validation import candidates_mask, generator, path_value, point, positive, scores_array
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
-from expost.exact.bits import BitSource
+from expost.exact.bits import BitSource, SecureBits
 from expost.filters import (
     BoundedRangeCost,
     BrownianCost,
@@ -63,6 +63,13 @@ from expost.mechanisms import (
     SkellamNoiseReduction,
     Transcript,
 )
+from expost.mechanisms.exact_additive import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    integers,
+)
+from expost.mechanisms.exact_threshold import ExactAboveThreshold
+from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.skellam_boundary import SkellamPrivacyBoundary
 from expost.stopping import Never, RelativeError, StoppingRule
 
@@ -203,6 +210,15 @@ class _Replay:
 # ----------------------------------------------------------------------------- session
 
 
+NOT_EXACT = {
+    "doubling": "use ExactDoubling (discrete Gaussian tries) or gaussian rounds",
+    "brownian": "use Skellam noise reduction (SkellamNoiseReduction) on integer values",
+    "laplace-noise-reduction": "use Skellam noise reduction (SkellamNoiseReduction)",
+    "reduced-above-threshold": "no exact version; use exponential_mechanism rounds",
+}
+"""Mechanisms refused in secure mode, with the alternative each refusal names."""
+
+
 class PrivateSession:
     """Adaptive private analysis under one filter (FAC Thm 1–2, APC Thm 1–2, 5, Lemma 6.2, B.2).
 
@@ -210,6 +226,14 @@ class PrivateSession:
     source of randomness, ``ledger`` an optional SQLite file, or a ``postgresql://…?ledger=NAME``
     URL, that makes the spend persistent and shareable between processes (`expost.ledger`). The private values passed to the methods are
     used for one release and never stored; results hold only released values.
+
+    By default releases add float noise from ``rng``: for research and simulation (float
+    samplers leak, docs/releasing-safely.md). ``exact=True`` (bits from the OS CSPRNG) or an
+    explicit ``bits`` source is the secure mode: ``gaussian``, ``laplace`` and
+    ``exponential_mechanism`` release integers from the exact mechanisms (discrete Gaussian,
+    discrete Laplace, permute-and-flip), ``above_threshold`` runs `ExactAboveThreshold`, and every
+    other mechanism is refused, naming the
+    alternative, before it spends anything.
     """
 
     def __init__(
@@ -217,12 +241,18 @@ class PrivateSession:
         filter: SessionFilter,
         rng: np.random.Generator,
         ledger: str | os.PathLike[str] | None = None,
+        *,
+        exact: bool = False,
+        bits: BitSource | None = None,
     ) -> None:
         if not isinstance(filter, PrivacyFilter):
             raise InvalidParameter(
                 "filter", filter, "must be a privacy filter (see expost.filters.PrivacyFilter)"
             )
         self._rng = generator(rng)
+        if not isinstance(exact, bool):
+            raise InvalidParameter("exact", exact, "must be True or False")
+        self._bits: BitSource | None = SecureBits() if exact and bits is None else bits
         self._filter: SessionFilter = filter
         self._history: list[Round] = []
         self._running = False
@@ -291,6 +321,12 @@ class PrivateSession:
         run: Callable[[], R],
         realised: Callable[[R], Cost],
     ) -> R:
+        if self._bits is not None and mechanism in NOT_EXACT:
+            raise InvalidParameter(
+                "mechanism",
+                mechanism,
+                f"has no exact version (secure mode): {NOT_EXACT[mechanism]}",
+            )
         if self._running:  # without a ledger the running round's reservation is not recorded
             raise InvalidParameter(
                 "mechanism", mechanism, "a round is running: a stopping rule may not start another"
@@ -308,6 +344,12 @@ class PrivateSession:
         self._settle(key, request, cost)
         self._history.append(Round(len(self._history), mechanism, request, cost, result))
         return result
+
+    def _exact(self, mechanism: str, cost: Cost, run: Callable[[BitSource], R]) -> R:
+        """A secure-mode round: ``run`` draws from the session's bit source."""
+        bits = self._bits
+        assert bits is not None  # only called in secure mode
+        return self._round(mechanism, cost, lambda: run(bits), lambda _: cost)
 
     def _reserve(self, mechanism: str, request: Cost) -> int:
         if self._ledger is None:
@@ -333,14 +375,27 @@ class PrivateSession:
     # -- zCDP and pure DP mechanisms ---------------------------------------------------------
 
     def gaussian(self, value: npt.ArrayLike, sensitivity: float, rho: float) -> npt.NDArray[Any]:
-        """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round, sqrt(2·rho)-GDP."""
+        """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round, sqrt(2·rho)-GDP.
+
+        Secure mode: integer ``value`` + discrete Gaussian N_Z(0, Δ²/(2·rho)) (CKS Thm 4), an
+        integer ``sensitivity``; a rho-zCDP round (not GDP: `DiscreteGaussianMechanism`).
+        """
+        if self._bits is not None:
+            dg, n = DiscreteGaussianMechanism.from_rho(sensitivity, rho), integers("value", value)
+            return self._exact("gaussian", dg.cost(), lambda b: dg.run(n, b))
         mechanism = GaussianMechanism(sensitivity, rho)
         v = point("value", value)
         cost = mechanism.cost()
         return self._round("gaussian", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
 
     def laplace(self, value: npt.ArrayLike, sensitivity: float, eps: float) -> npt.NDArray[Any]:
-        """Release ``value + Lap(Δ1/eps)``: a pure eps-DP round."""
+        """Release ``value + Lap(Δ1/eps)``: a pure eps-DP round.
+
+        Secure mode: integer ``value`` + discrete Laplace noise of scale Δ1/eps (integer Δ1).
+        """
+        if self._bits is not None:
+            dl, n = DiscreteLaplaceMechanism(sensitivity, eps), integers("value", value)
+            return self._exact("laplace", dl.cost(), lambda b: dl.run(n, b))
         mechanism = LaplaceMechanism(sensitivity, eps)
         v = point("value", value)
         cost = mechanism.cost()
@@ -358,7 +413,14 @@ class PrivateSession:
 
         An eps-bounded-range round for monotone scores, 2·eps otherwise (Cesar–Rogers): a
         zCDP filter charges eps²/8, resp. (2·eps)²/8; `GaussianDPFilter` mu(eps/2)², resp. mu(eps)².
+
+        Secure mode: permute-and-flip on integer scores, an eps-DP round whatever ``monotone``
+        says (`PermuteAndFlip`; priced as DPCost(eps), bounded range is not claimed).
         """
+        if self._bits is not None:
+            pf, u = PermuteAndFlip(eps, sensitivity), integers("scores", scores)
+            mask = candidates_mask(candidates, u.shape)
+            return self._exact("exponential", pf.cost(), lambda b: pf.run(u, b, mask))
         mechanism = ExponentialMechanism(eps, monotone, sensitivity)
         s = scores_array(scores, max_ndim=1)
         allowed = candidates_mask(candidates, s.shape)
@@ -372,7 +434,13 @@ class PrivateSession:
     def above_threshold(
         self, utilities: Iterable[float], eps: float, threshold: float, sensitivity: float = 1.0
     ) -> AboveThresholdResult:
-        """AboveThreshold (sparse vector, Lyu et al. 2017): a pure eps-DP round."""
+        """AboveThreshold (sparse vector, Lyu et al. 2017): a pure eps-DP round.
+
+        Secure mode: `ExactAboveThreshold` (integer utilities, threshold and sensitivity).
+        """
+        if self._bits is not None:
+            eat = ExactAboveThreshold(eps, threshold, sensitivity)
+            return self._exact("above-threshold", eat.cost(), lambda b: eat.run(utilities, b))
         mechanism = AboveThreshold(eps, threshold, sensitivity)
         cost = mechanism.cost()
 
@@ -502,8 +570,10 @@ class PrivateSession:
         """Skellam noise reduction on one count (BNR App. E), (ψ(t_stop), delta)-ex-post private
         with a `SkellamPrivacyBoundary` ψ (THEORY §10; needed: without one there is no
         guarantee). Admitted on max ψ over the grid, recorded as `ExPostCost` (ψ(t_stop), delta):
-        filters with an ex-post budget (`ExPostFilter`) charge it. With ``bits`` (e.g.
-        `SecureBits()`) the integers are drawn exactly from it, else from the session's rng."""
+        filters with an ex-post budget (`ExPostFilter`) charge it. In the secure mode
+        (``exact=True`` or the session's ``bits``), or with ``bits`` given here, the integers are
+        drawn exactly from that bit source (Poisson, then binomial thinning); else from the
+        session's rng."""
         if boundary is None:
             raise InvalidParameter(
                 "boundary",
@@ -513,10 +583,11 @@ class PrivateSession:
         mechanism = SkellamNoiseReduction(
             times, rate, sensitivity, Never() if stop is None else stop, boundary
         )
-        if bits is None:
+        source = self._bits if bits is None else bits
+        if source is None:
             run = lambda: mechanism.run(value, self._rng)
         else:
-            run = lambda: mechanism.run_exact(value, bits)
+            run = lambda: mechanism.run_exact(value, source)
         return self._round("skellam", mechanism.cost(), run, _result_cost)
 
     def reduced_above_threshold(

@@ -12,6 +12,17 @@ from expost.mechanisms.doubling import (
     DoublingMethod,
     DoublingTranscript,
 )
+from expost.mechanisms.exact_additive import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+)
+from expost.mechanisms.exact_doubling import (
+    ExactDoubling,
+    ExactDoublingTranscript,
+)
+from expost.mechanisms.exact_threshold import (
+    ExactAboveThreshold,
+)
 from expost.mechanisms.exponential import (
     ExponentialMechanism,
 )
@@ -21,6 +32,9 @@ from expost.mechanisms.noise_reduction import (
     PrivacyBoundaryWithDelta,
     SkellamNoiseReduction,
     TimeFunction,
+)
+from expost.mechanisms.permute_and_flip import (
+    PermuteAndFlip,
 )
 from expost.mechanisms.threshold import (
     AboveThreshold,
@@ -41,13 +55,19 @@ __all__ = [
     "BatchTranscript",
     "BrownianNoiseReduction",
     "BrownianThresholdResult",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
     "DoublingBatch",
     "DoublingMethod",
     "DoublingTranscript",
+    "ExactAboveThreshold",
+    "ExactDoubling",
+    "ExactDoublingTranscript",
     "ExponentialMechanism",
     "GaussianMechanism",
     "LaplaceMechanism",
     "LaplaceNoiseReduction",
+    "PermuteAndFlip",
     "PrivacyBoundaryWithDelta",
     "ReducedAboveThreshold",
     "ReducedAboveThresholdResult",
