@@ -28,7 +28,7 @@ from expost.errors import (
     LedgerError,
     LedgerMismatch,
 )
-from expost.ledger import Ledger, LedgerEntry
+from expost.ledger import Ledger, LedgerEntry, open_ledger
 from expost.ledger.sqlite import _create
 from tests.ledger_worker import CONFIG, budget_decide, spent
 from tests.workers import Workers
@@ -465,8 +465,9 @@ def test_sigkill_inside_decide_writes_nothing_and_frees_the_lock(
         assert ledger.append("round", _round()).index == 2
 
 
-def test_sigkill_mid_run_loses_no_committed_round(tmp_path: Path, workers: Workers) -> None:
-    path = tmp_path / "l"
+def test_sigkill_mid_run_loses_no_committed_round(ledger_target: str, workers: Workers) -> None:
+    """On both backends (the `ledger_target` fixture: SQLite file, PostgreSQL ledger)."""
+    path = ledger_target
     printed: list[int] = []
     for _ in range(2):
         proc = workers.start("loop", path)
@@ -477,7 +478,7 @@ def test_sigkill_mid_run_loses_no_committed_round(tmp_path: Path, workers: Worke
         rest, _ = proc.communicate()
         printed += [int(line) for line in rest.splitlines(keepends=True) if line.endswith("\n")]
         assert proc.returncode == -signal.SIGKILL
-        with Ledger.open(path, CONFIG) as ledger:
+        with open_ledger(path, CONFIG) as ledger:
             indices = [e.index for e in ledger.entries()]
         assert printed == list(range(len(printed)))
         assert indices[: len(printed)] == printed

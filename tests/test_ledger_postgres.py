@@ -127,23 +127,6 @@ def test_processes_cannot_jointly_overspend_even_when_some_are_killed(
     assert len(entries) == math.floor(budget / cost)  # the survivors spent the rest
 
 
-def test_sigkill_mid_run_loses_no_committed_round(ledger_target: str, workers: Workers) -> None:
-    printed: list[int] = []
-    for _ in range(2):
-        proc = workers.start("loop", ledger_target)
-        goal = len(printed) + 30
-        while len(printed) < goal:
-            printed.append(int(workers.line(proc)))
-        proc.send_signal(signal.SIGKILL)
-        rest, _ = proc.communicate()
-        printed += [int(x) for x in rest.splitlines(keepends=True) if x.endswith("\n")]
-        with open_ledger(ledger_target, CONFIG) as ledger:
-            indices = [e.index for e in ledger.entries()]
-        assert printed == list(range(len(printed)))
-        assert indices[: len(printed)] == printed
-        assert len(indices) - len(printed) in (0, 1)
-
-
 def test_a_writer_waits_for_the_lock_held_during_decide(
     ledger_target: str, workers: Workers
 ) -> None:

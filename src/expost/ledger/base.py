@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from types import MappingProxyType, TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
 
 from attrs import field, frozen
 
 from expost.errors import InvalidParameter, LedgerCorrupted
 
 __all__ = [
+    "ClosesOnExit",
     "Decide",
     "LedgerBackend",
     "LedgerEntry",
@@ -109,6 +111,25 @@ def entry_from_row(path: Path | str, row: tuple[object, ...]) -> LedgerEntry:
         raise LedgerCorrupted(path, f"round {index} has a malformed timestamp {created!r}")
     record = frozen_json(parse_object(path, f"the record of round {index}", text))
     return LedgerEntry(index, kind, record, created)
+
+
+class ClosesOnExit(ABC):
+    """``with ledger:`` closes it on the way out, whatever the backend."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 @runtime_checkable

@@ -33,13 +33,13 @@ import json
 import re
 import time
 from collections.abc import Callable, Mapping
-from types import TracebackType
-from typing import Any, Final, Self, TypeVar
+from typing import Any, Final, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from expost._validation import positive
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerError, LedgerMismatch
 from expost.ledger.base import (
+    ClosesOnExit,
     Decide,
     LedgerEntry,
     canonical,
@@ -116,7 +116,7 @@ def _error(where: str, exc: Exception) -> LedgerError:
     return LedgerError(f"PostgreSQL ledger {where!r} could not be used: {exc}".strip())
 
 
-class PostgresLedger:
+class PostgresLedger(ClosesOnExit):
     """An open PostgreSQL ledger; create it with `PostgresLedger.open` (or `open_ledger`)."""
 
     def __init__(self, url: str, name: str, shown: str, config: Mapping[str, Any]) -> None:
@@ -311,17 +311,6 @@ class PostgresLedger:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._entries)} rounds read"

@@ -29,12 +29,12 @@ import sqlite3
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final
 
 from expost._validation import positive
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerError, LedgerMismatch
 from expost.ledger.base import (
+    ClosesOnExit,
     Decide,
     LedgerEntry,
     canonical,
@@ -196,7 +196,7 @@ def _verify(conn: sqlite3.Connection, path: Path) -> str:
     return canonical("stored config", parse_object(path, "the stored config", meta.get("config")))
 
 
-class Ledger:
+class Ledger(ClosesOnExit):
     """An open ledger file; create it with `Ledger.open`, use as a context manager."""
 
     def __init__(self, path: Path, conn: sqlite3.Connection, config: Mapping[str, Any]) -> None:
@@ -340,17 +340,6 @@ class Ledger:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._conn is None else f"{len(self._entries)} rounds read"
