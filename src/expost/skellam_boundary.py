@@ -35,7 +35,7 @@ from expost._validation import (
 )
 from expost.errors import InvalidParameter
 
-__all__ = ["SkellamPrivacyBoundary"]
+__all__ = ["SkellamLogPmf", "SkellamPrivacyBoundary"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -132,9 +132,9 @@ class SkellamPrivacyBoundary:
         """z*(t) as used (never above the exact one): the last noise value z with M_t(z) >= 1/delta."""
         m = self.rate * positive("t", t)
         _mean_limit("t", np.array(m), t)
-        return self._z_star(_LogPmf(m), self.weights())
+        return self._z_star(SkellamLogPmf(m), self.weights())
 
-    def _z_star(self, logp: _LogPmf, w: FloatArray) -> int:
+    def _z_star(self, logp: SkellamLogPmf, w: FloatArray) -> int:
         target = math.log(1.0 / self.delta)
         # Lowering M by the pmf error and the float error of the sum keeps z* on the safe side.
         slack = (w.size + 4) * 2.0**-52
@@ -172,7 +172,7 @@ class SkellamPrivacyBoundary:
         return lo
 
     def _psi_at(self, mean: float, w: FloatArray) -> float:
-        logp = _LogPmf(mean)
+        logp = SkellamLogPmf(mean)
         z = self._z_star(logp, w) + 1
         d = np.arange(1, self.sensitivity + 1)
         top = float(logp.at(np.array([z]))[0])
@@ -282,7 +282,7 @@ def _log_ive(n: FloatArray, x: float, ive: object) -> FloatArray:
     return direct
 
 
-class _LogPmf:
+class SkellamLogPmf:
     """log p_t(z) for X(t) ~ Skellam(m, m): log ive(|z|, 2m), cached on a window of z."""
 
     __slots__ = ("_cache", "_lo", "mean")

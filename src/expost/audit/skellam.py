@@ -39,7 +39,7 @@ from expost.audit.registry import (
     register_at_deltas,
 )
 from expost.processes import sample_skellam_grid
-from expost.skellam_boundary import SkellamPrivacyBoundary, _LogPmf
+from expost.skellam_boundary import SkellamLogPmf, SkellamPrivacyBoundary
 
 __all__ = ["skellam_deploy_audits", "skellam_paper_audits"]
 
@@ -60,7 +60,7 @@ def _losses(times: FloatArray, z: npt.NDArray[np.int64], d: int) -> FloatArray:
     """ℓ_t(z) = log p_t(z) − log p_t(z − d) for each grid column."""
     out = np.empty(z.shape)
     for k, t in enumerate(times):
-        logp = _LogPmf(_RATE * float(t))
+        logp = SkellamLogPmf(_RATE * float(t))
         out[:, k] = logp.at(z[:, k]) - logp.at(z[:, k] - d)
     return out
 
@@ -110,7 +110,7 @@ def _mixture_runs(
     j = np.arange(1, w.size + 1)
     for k in np.unique(stop[hit]).astype(int):
         rows = hit[stop[hit] == k]
-        logp = _LogPmf(_RATE * float(times[k]))
+        logp = SkellamLogPmf(_RATE * float(times[k]))
         zk = z[rows, k]
         ratio = np.exp(logp.at(zk[:, None] + j[None, :]) - logp.at(zk)[:, None])
         out[rows] = total / (ratio @ w)
