@@ -25,11 +25,10 @@ from expost.boundaries import (
     apc_psi,
 )
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
+from tests.rounding_audit import DIGITS, N, audit, log_uniform
 
 FloatArray = npt.NDArray[np.float64]
 Mp = Any  # an mpmath number
-DIGITS = 50
-N = 2000
 PER = 10  # points per boundary: N/PER boundaries, each evaluated on an array (vectorised path)
 # The most a value may lie above the exact one, in its ulps (ulp(x) >= 2⁻⁵³·x): the proven
 # error plus the ulps added, g's then ψ's (boundaries._LINE_ULPS, _MIXTURE_ULPS, _PSI_ULPS).
@@ -39,52 +38,15 @@ LINEAR_PSI_ULPS = LINE_ULPS + 4 + 5 * 2  # g's excess, ψ's < 4u, then 5 ulps
 MIXTURE_PSI_ULPS = MIXTURE_ULPS + 4 + 5 * 2
 
 
-def _ulps_above(
-    got: Sequence[float], want: Sequence[Mp], scale: Sequence[float] | None
-) -> FloatArray:
-    """(got − want)/ulp(want)/scale for each pair, in 50-digit arithmetic: < 0 is unsafe (UP)."""
-    out = []
-    with mp.workdps(DIGITS):
-        for k, (g, w) in enumerate(zip(got, want, strict=True)):
-            unit = math.ulp(float(w)) * (1.0 if scale is None else scale[k])
-            out.append(float((mp.mpf(g) - w) / unit))
-    return np.array(out)
-
-
-def audit(
-    got: Sequence[float],
-    want: Sequence[Mp],
-    up: bool,
-    *,
-    ulps: float,
-    twin: Sequence[float],
-    twin_want: Sequence[Mp] | None = None,
-    scale: Sequence[float] | None = None,
-) -> None:
-    """No result on the unsafe side, none more than ``ulps`` (times ``scale``) beyond; the
-    twin (round-to-nearest) must show at least one unsafe result."""
-    sign = 1.0 if up else -1.0
-    gap = sign * _ulps_above(got, want, scale)
-    assert len(gap) >= N
-    assert np.sum(gap < 0.0) == 0, f"{np.sum(gap < 0.0)} unsafe, worst {gap.min()} ulps"
-    assert gap.max() <= ulps, f"up to {gap.max()} ulps from the exact value"
-    twin_gap = sign * _ulps_above(twin, want if twin_want is None else twin_want, None)
-    assert np.sum(twin_gap < 0.0) > 0, "the check did not catch the round-to-nearest twin"
-
-
-def _log_uniform(rng: np.random.Generator, lo: float, hi: float, size: int) -> FloatArray:
-    return np.exp(rng.uniform(math.log(lo), math.log(hi), size))
-
-
 def _draw(seed: int) -> dict[str, FloatArray]:
     rng = np.random.default_rng(seed)
     n = N // PER
     return {
-        "a": _log_uniform(rng, 1e-6, 1e3, n),
-        "r": _log_uniform(rng, 1e-8, 1e8, n),
-        "delta": _log_uniform(rng, 1e-300, 0.9, n),
-        "sens": _log_uniform(rng, 1e-3, 1e3, n),
-        "t": _log_uniform(rng, 1e-9, 1e12, N).reshape(n, PER),
+        "a": log_uniform(rng, 1e-6, 1e3, n),
+        "r": log_uniform(rng, 1e-8, 1e8, n),
+        "delta": log_uniform(rng, 1e-300, 0.9, n),
+        "sens": log_uniform(rng, 1e-3, 1e3, n),
+        "t": log_uniform(rng, 1e-9, 1e12, N).reshape(n, PER),
     }
 
 
@@ -228,8 +190,8 @@ def test_mixture_privacy_boundary_is_an_upper_bound() -> None:
 def test_boundary_delta_is_an_upper_bound() -> None:
     """``delta`` of a line boundary is exp(−2ab) rounded up; ``for_delta``'s b is rounded up."""
     rng = np.random.default_rng(6)
-    a = _log_uniform(rng, 1e-6, 1e3, N)
-    deltas = _log_uniform(rng, 1e-300, 0.9, N)
+    a = log_uniform(rng, 1e-6, 1e3, N)
+    deltas = log_uniform(rng, 1e-300, 0.9, N)
     lines = [LineCrossing.for_delta(x, d) for x, d in zip(a, deltas, strict=True)]
     with mp.workdps(DIGITS):
         want_delta = [mp.exp(-2 * mp.mpf(x.a) * mp.mpf(x.b)) for x in lines]
@@ -253,7 +215,7 @@ def test_boundary_delta_is_an_upper_bound() -> None:
 def _levels(rng: np.random.Generator, floor: Sequence[float]) -> FloatArray:
     """Levels eps from just above the boundary's floor (its asymptote, or 0) to far above it."""
     return np.array(
-        [f + f * x + x for f, x in zip(floor, _log_uniform(rng, 1e-6, 1e3, N), strict=True)]
+        [f + f * x + x for f, x in zip(floor, log_uniform(rng, 1e-6, 1e3, N), strict=True)]
     )
 
 
@@ -296,7 +258,7 @@ def test_mixture_time_for_meets_its_level() -> None:
     rng = np.random.default_rng(8)
     p = _draw(8)
     psis = _mixture_boundaries(p) * PER
-    eps = _log_uniform(rng, 1e-4, 1e3, N)
+    eps = log_uniform(rng, 1e-4, 1e3, N)
     got = [b.time_for(float(e)) for b, e in zip(psis, eps, strict=True)]
     assert all(b(t) <= e for b, t, e in zip(psis, got, eps, strict=True))
     twin = [
@@ -321,7 +283,7 @@ def test_time_grid_from_boundary_meets_each_level() -> None:
     checked = 0
     for b in _linear_boundaries(p)[:100] + _mixture_boundaries(p)[:100]:
         floor = b.sensitivity * b.a if isinstance(b, LinearPrivacyBoundary) else 0.0
-        levels = np.sort(floor * (1.0 + 1e-3) + _log_uniform(rng, 1e-3, 1e2, PER))
+        levels = np.sort(floor * (1.0 + 1e-3) + log_uniform(rng, 1e-3, 1e2, PER))
         grid = TimeGrid.from_boundary(b, levels)
         psi = b(grid.array)
         assert np.all(psi <= levels)
@@ -345,7 +307,7 @@ def _square_down_exact(x: float) -> float:
 def _clip_levels(seed: int) -> FloatArray:
     """max_eps over the whole range a grid accepts (eps²/4 normal, eps² finite), tiny to huge."""
     rng = np.random.default_rng(seed)
-    return _log_uniform(rng, 4e-154, 1.3e154, N)
+    return log_uniform(rng, 4e-154, 1.3e154, N)
 
 
 def test_clipped_grids_end_at_the_largest_float_below_max_eps_squared() -> None:

@@ -1,0 +1,59 @@
+"""The safe-side check of the rounding audit (issue 21), shared by tests/test_rounding_*.py.
+
+A value is checked against a 50-digit mpmath reference computed in the test: none may lie on
+the unsafe side, none more than a stated number of ulps beyond the exact value, and a planted
+round-to-nearest twin must show at least one unsafe result (so the check can fail).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import mpmath as mp
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+Mp = Any  # an mpmath number
+DIGITS = 50
+N = 2000  # inputs per function
+
+
+def log_uniform(rng: np.random.Generator, lo: float, hi: float, size: int) -> FloatArray:
+    """``size`` draws log-uniform on [lo, hi]."""
+    return np.exp(rng.uniform(math.log(lo), math.log(hi), size))
+
+
+def _ulps_above(
+    got: Sequence[float], want: Sequence[Mp], scale: Sequence[float] | None
+) -> FloatArray:
+    """(got − want)/ulp(want)/scale for each pair, in 50-digit arithmetic: < 0 is unsafe (UP)."""
+    out = []
+    with mp.workdps(DIGITS):
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            unit = math.ulp(float(w)) * (1.0 if scale is None else scale[k])
+            out.append(float((mp.mpf(g) - w) / unit))
+    return np.array(out)
+
+
+def audit(
+    got: Sequence[float],
+    want: Sequence[Mp],
+    up: bool,
+    *,
+    ulps: float,
+    twin: Sequence[float],
+    twin_want: Sequence[Mp] | None = None,
+    scale: Sequence[float] | None = None,
+) -> None:
+    """No result on the unsafe side, none more than ``ulps`` (times ``scale``) beyond; the
+    twin (round-to-nearest) must show at least one unsafe result."""
+    sign = 1.0 if up else -1.0
+    gap = sign * _ulps_above(got, want, scale)
+    assert len(gap) >= N
+    assert np.sum(gap < 0.0) == 0, f"{np.sum(gap < 0.0)} unsafe, worst {gap.min()} ulps"
+    assert gap.max() <= ulps, f"up to {gap.max()} ulps from the exact value"
+    twin_gap = sign * _ulps_above(twin, want if twin_want is None else twin_want, None)
+    assert np.sum(twin_gap < 0.0) > 0, "the check did not catch the round-to-nearest twin"
