@@ -448,17 +448,19 @@ def test_laplace_transcript_fields() -> None:
     transcript = mechanism.run([1.0, -1.0], np.random.default_rng(1))
     assert transcript.stop_index == 2
     assert transcript.released.shape == (3, 2)
-    assert transcript.cost == ExPostCost(0.5 / 1.0, 0.0, eps_max=0.5 / 0.25)
+    # Δ1/scale, one division rounded up: one ulp above the exact 0.5 and 2 (issue 21)
+    half, two = math.nextafter(0.5, math.inf), math.nextafter(2.0, math.inf)
+    assert transcript.cost == ExPostCost(half, 0.0, eps_max=two)
     assert transcript.cost == mechanism.cost_at(1.0)
-    assert mechanism.cost() == ExPostCost(2.0, 0.0, eps_max=2.0)
-    assert transcript.ex_post == ExPost(0.5)
-    assert np.array_equal(transcript.eps, [0.125, 0.25, 0.5])
-    assert mechanism.guarantee() == PureDP(2.0)
+    assert mechanism.cost() == ExPostCost(two, 0.0, eps_max=two)
+    assert transcript.ex_post == ExPost(half)
+    assert np.array_equal(transcript.eps, np.nextafter([0.125, 0.25, 0.5], math.inf))
+    assert mechanism.guarantee() == PureDP(two)
     assert mechanism.loss() == LaplaceNoiseReductionLoss(0.25, 0.5)
     batch = mechanism.run_batch([1.0, -1.0], 20, np.random.default_rng(1))
     assert np.all(batch.stop_index == 2)
     assert batch.cost is not None
-    assert np.all(batch.cost == 0.5)
+    assert np.all(batch.cost == half)
     assert batch.delta == 0.0
 
 

@@ -28,6 +28,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
+from expost.rounding import nudge_up, up_array, up_mp
 
 __all__ = [
     "Boundary",
@@ -53,6 +54,17 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_HALF_PI = math.sqrt(0.5 * math.pi)
+# Directed rounding (issue 21): every boundary value is rounded up. Where every product and
+# quotient of an evaluation stays a normal float, each IEEE operation errs by at most u = 2⁻⁵³
+# relative and libm's log and log1p (glibc; NumPy's SIMD umath) by < 4 ulp <= 8u relative, so
+# a proven count of ulps moves the float value above the exact one (`up_array`). Elsewhere
+# (under- or overflow, NaN) the value is recomputed in interval arithmetic (mpmath ``iv``).
+_NORMAL = float(np.finfo(np.float64).tiny)
+_IV_PREC = 160  # bits of the interval fallback: far more than its rounding to float needs
+_LINE_ULPS = 3  # a·v + b: two roundings, < 2u relative
+_MIXTURE_ULPS = 8  # two-sided mixture: < 7u relative (derivation in `_two_sided_mixture`)
+_PSI_ULPS = 5  # Δ²/(2t) + (Δ/t)·G given an upper bound G on g: < 4u relative (`_psi`)
+_LEVEL_MARGIN = 2.0**-48  # `LinearPrivacyBoundary` solves at eps·(1 − this), below ψ's rounding
 
 
 def _points(name: str, value: npt.ArrayLike, *, strict: bool) -> FloatArray:
@@ -69,6 +81,40 @@ def _points(name: str, value: npt.ArrayLike, *, strict: bool) -> FloatArray:
 def _shaped(value: object, out: FloatArray) -> float | FloatArray:
     if isinstance(value, int | float | np.number):
         return float(out)
+    return out
+
+
+def _iv(compute: Any) -> Any:
+    """``compute(iv)`` evaluated in mpmath's interval context at _IV_PREC bits."""
+    from mpmath import iv  # lazy: only the rare under/overflowing inputs need it
+
+    prec = iv.prec
+    iv.prec = _IV_PREC
+    try:
+        return compute(iv)
+    finally:
+        iv.prec = prec
+
+
+def _iv_up(compute: Any) -> float:
+    """The smallest float >= the upper end of the interval ``compute(iv)``."""
+    from mpmath import mp  # lazy: only the rare under/overflowing inputs need it
+
+    return up_mp(mp.make_mpf(_iv(compute)._mpi_[1]))  # the exact upper end, not rounded
+
+
+def _upper(
+    values: FloatArray,
+    ulps: int,
+    lost: npt.NDArray[np.bool_],
+    points: FloatArray,
+    exact: Any,
+) -> FloatArray:
+    """``values`` moved up by ``ulps`` (a proven bound on their rounding error), except where
+    ``lost`` (an intermediate left the normal range): there ``_iv_up(exact(point))``."""
+    out: FloatArray = np.array(up_array(values, ulps), dtype=np.float64)
+    for i in np.flatnonzero(lost):
+        out.flat[i] = _iv_up(exact(float(points.flat[i])))
     return out
 
 
@@ -93,7 +139,10 @@ class PrivacyBoundary(Protocol):
 
 
 class _MartingaleBoundary(ABC):
-    """Shared vectorised evaluation on v >= 0; subclasses define ``_g``."""
+    """Shared vectorised evaluation on v >= 0; subclasses define ``_g``, an upper bound on g(v).
+
+    Rounding: every float g(v) returned is >= the exact g(v) (issue 21), within a few ulps.
+    """
 
     __slots__ = ()
 
@@ -114,29 +163,62 @@ _DELTA = field(converter=as_float, validator=validator(open_probability))
 
 @frozen
 class LineCrossing(_MartingaleBoundary):
-    """g(v) = a·v + b: ``P(∃v: S_v >= a·v + b) <= exp(−2ab)`` (BNR App. A; equality for BM)."""
+    """g(v) = a·v + b: ``P(∃v: S_v >= a·v + b) <= exp(−2ab)`` (BNR App. A; equality for BM).
+
+    Rounding: g(v) up (two roundings: 3 ulps), ``delta`` up, ``for_delta``'s b up.
+    """
 
     a: float = _POSITIVE
     b: float = _POSITIVE
 
     @classmethod
     def for_delta(cls, a: float, delta: float) -> Self:
-        """The line of slope ``a`` crossed with probability ``delta``: b = log(1/delta)/(2a)."""
-        a = positive("a", a)
-        return cls(a, math.log(1.0 / open_probability("delta", delta)) / (2.0 * a))
+        """The line of slope ``a`` crossed with probability <= ``delta``: b = log(1/delta)/(2a),
+        rounded up (a larger b only lowers the crossing probability)."""
+        a, d = positive("a", a), open_probability("delta", delta)
+        return cls(a, _iv_up(lambda iv: -iv.log(iv.mpf(d)) / (2 * iv.mpf(a))))
 
     @property
     def delta(self) -> float:
-        """The crossing probability exp(−2ab)."""
-        return math.exp(-2.0 * self.a * self.b)
+        """The crossing probability exp(−2ab), rounded up."""
+        return _crossing(self.a, self.b)
 
     def _g(self, v: FloatArray) -> FloatArray:
-        return self.a * v + self.b
+        product = self.a * v
+        lost = ~(product >= _NORMAL) & (v != 0.0)
+        return _upper(product + self.b, _LINE_ULPS, lost, v, self._g_iv)
+
+    def _g_iv(self, v: float) -> Any:
+        return lambda iv: iv.mpf(self.a) * iv.mpf(v) + iv.mpf(self.b)
+
+
+def _crossing(a: float, b: float) -> float:
+    """exp(−2ab) rounded up (the exact product 2ab is not a float: interval arithmetic)."""
+    return _iv_up(lambda iv: iv.exp(-2 * iv.mpf(a) * iv.mpf(b)))
 
 
 def _two_sided_mixture(v: FloatArray, r: float, delta: float) -> FloatArray:
-    """sqrt(2(v + r)·log((1/delta)·sqrt((v + r)/r))), written with log1p for accuracy."""
-    return np.sqrt((v + r) * (2.0 * math.log(1.0 / delta) + np.log1p(v / r)))
+    """sqrt((v + r)·(−2·log(delta) + log1p(v/r))), rounded up by _MIXTURE_ULPS.
+
+    Error (first order, u = 2⁻⁵³): −2·log(delta) <= 8u (libm); log1p(v/r) <= 8u + u (its
+    condition number x/((1 + x)·log1p(x)) is <= 1; an underflowed v/r adds < 2⁻¹⁰⁷⁵ against a
+    sum >= 2⁻⁵²); their sum <= 10u; the product with v + r <= 12u; sqrt halves it, plus its
+    own u: < 7u, i.e. < 7 ulps of the result. An underflowed product goes to intervals.
+    """
+    product = (v + r) * (-2.0 * math.log(delta) + np.log1p(v / r))
+    lost = ~(product >= _NORMAL)
+    return _upper(np.sqrt(product), _MIXTURE_ULPS, lost, v, _two_sided_iv(r, delta))
+
+
+def _two_sided_iv(r: float, delta: float) -> Any:
+    def at(v: float) -> Any:
+        def compute(iv: Any) -> Any:
+            total = iv.mpf(v) + iv.mpf(r)
+            return iv.sqrt(total * (iv.log(total / iv.mpf(r)) - 2 * iv.log(iv.mpf(delta))))
+
+        return compute
+
+    return at
 
 
 def _one_sided_mixture(v: FloatArray, r: float, delta: float) -> FloatArray:
@@ -272,13 +354,18 @@ def apc_psi(v: Points, gamma: float, delta: float) -> FloatArray: ...
 def apc_psi(v: float | Points, gamma: float, delta: float) -> float | FloatArray:
     """ψ(v; γ, delta) = sqrt((v + γ)·log((v + γ)/(delta²·γ))) (APC Lemma 6.1, eq. 1, Thm 4).
 
-    It equals the two-sided `NormalMixture` with r = γ, and that is how it is computed.
+    It equals the two-sided `NormalMixture` with r = γ, and that is how it is computed; so it is
+    rounded up (never below the exact ψ, within 8 ulps of it).
     """
     return NormalMixture(positive("gamma", gamma), delta, sides=2)(v)
 
 
 class _PrivacyBoundaryBase(ABC):
-    """ψ(t) = Δ²/(2t) + (Δ/t)·g(t) for a martingale boundary g of W (BNR Thm 3.4, 3.6)."""
+    """ψ(t) = Δ²/(2t) + (Δ/t)·g(t) for a martingale boundary g of W (BNR Thm 3.4, 3.6).
+
+    Rounding: ψ(t) is rounded up, never below the exact ψ(t) (issue 21); ``time_for`` returns
+    a time at which ψ, as computed here, is <= the level (so the exact ψ is too).
+    """
 
     __slots__ = ()
     sensitivity: float
@@ -286,9 +373,29 @@ class _PrivacyBoundaryBase(ABC):
     @abstractmethod
     def _martingale(self) -> _MartingaleBoundary: ...
 
+    @abstractmethod
+    def _g_iv(self, t: float) -> Any: ...
+
     def _psi(self, t: FloatArray) -> FloatArray:
+        """Rounded up by _PSI_ULPS from an upper bound G on g: Δ·Δ/(2t) errs by <= 2u relative
+        (or, underflowed, by < u·ψ), Δ/t by u, its product with G by u more, the sum by u: < 4u.
+        """
         d = self.sensitivity
-        return d * d / (2.0 * t) + (d / t) * self._martingale()._g(t)
+        ratio = d / t
+        second = ratio * self._martingale()._g(t)
+        lost = ~(ratio >= _NORMAL) | ~(second >= _NORMAL) | (d * d < _NORMAL)
+        return _upper(d * d / (2.0 * t) + second, _PSI_ULPS, lost, t, self._psi_iv)
+
+    def _psi_iv(self, t: float) -> Any:
+        def compute(iv: Any) -> Any:
+            d, time = iv.mpf(self.sensitivity), iv.mpf(t)
+            return d * d / (2 * time) + d / time * self._g_iv(t)(iv)
+
+        return compute
+
+    def _nudged(self, t: float, eps: float) -> float:
+        """``t`` moved up until ψ(t), as this library computes it, is <= eps."""
+        return nudge_up(t, lambda x: bool(self._psi(np.array(x)) <= eps))
 
     @overload
     def __call__(self, t: float) -> float: ...
@@ -321,11 +428,15 @@ class MixturePrivacyBoundary(_PrivacyBoundaryBase):
     def _martingale(self) -> _MartingaleBoundary:
         return NormalMixture(self.r, self.delta, sides=2)
 
+    def _g_iv(self, t: float) -> Any:
+        return _two_sided_iv(self.r, self.delta)(t)
+
     def time_for(self, eps: float) -> float:
         """The smallest t with ψ(t) <= eps (BNR Cor 3.7, corrected; THEORY §3).
 
         ψ decreases from ∞ to 0, so this is the root of ψ(t) = eps, found by Brent's method.
-        The result is never below the exact root and within 1e-12 relative of it. (BNR
+        Rounding: the result is never below the exact root and within 1e-12 relative of it, and
+        ψ(result) <= eps holds for ψ as computed here (checked; moved up until it does). (BNR
         Cor 3.7 prints inf{t: ψ(t) >= eps}, which would be 0.)
         """
         from scipy.optimize import brentq  # lazy: keeps `import expost` fast
@@ -338,7 +449,7 @@ class MixturePrivacyBoundary(_PrivacyBoundaryBase):
             if not math.isfinite(hi):
                 raise InvalidParameter("eps", eps, "is too small: ψ(t) <= eps has no finite t")
         root = brentq(lambda t: float(self._psi(np.array(t))) - e, lo, hi, xtol=1e-300, rtol=_RTOL)
-        return min(float(root) * (1.0 + _RTOL), hi)
+        return self._nudged(min(float(root) * (1.0 + _RTOL), hi), e)
 
     @classmethod
     def tuned_for(cls, eps: float, delta: float, sensitivity: float = 1.0) -> Self:
@@ -368,7 +479,10 @@ class MixturePrivacyBoundary(_PrivacyBoundaryBase):
 
 @frozen
 class LinearPrivacyBoundary(_PrivacyBoundaryBase):
-    """ψ(t) = (Δ/t)(Δ/2 + b) + Δ·a, a delta-privacy boundary with delta = exp(−2ab) (BNR Thm 3.6)."""
+    """ψ(t) = (Δ/t)(Δ/2 + b) + Δ·a, a delta-privacy boundary with delta = exp(−2ab) (BNR Thm 3.6).
+
+    Rounding: ψ(t) up (within 8 ulps), ``delta`` up, ``from_delta``'s b up.
+    """
 
     a: float = _POSITIVE
     b: float = _POSITIVE
@@ -382,24 +496,38 @@ class LinearPrivacyBoundary(_PrivacyBoundaryBase):
 
     @property
     def delta(self) -> float:
-        """The failure probability exp(−2ab)."""
-        return math.exp(-2.0 * self.a * self.b)
+        """The failure probability exp(−2ab), rounded up."""
+        return _crossing(self.a, self.b)
 
     def _martingale(self) -> _MartingaleBoundary:
         return LineCrossing(self.a, self.b)
 
+    def _g_iv(self, t: float) -> Any:
+        return LineCrossing(self.a, self.b)._g_iv(t)
+
     def _times(self, name: str, levels: object, e: FloatArray) -> FloatArray:
+        """Solved at eps·(1 − _LEVEL_MARGIN), which leaves room for ψ's rounding (< 2⁻⁴⁹
+        relative); then each time is checked against ψ as computed here and moved up if needed."""
         d = self.sensitivity
-        if np.any(e <= d * self.a):
+        target = e * (1.0 - _LEVEL_MARGIN)
+        if np.any(target <= d * self.a):
             raise InvalidParameter(
-                name, levels, f"must exceed the boundary's asymptote Δ·a = {d * self.a!r}"
+                name,
+                levels,
+                f"must exceed the boundary's asymptote Δ·a = {d * self.a!r} "
+                f"by more than {_LEVEL_MARGIN!r} relative (rounding)",
             )
-        return d * (d / 2.0 + self.b) / (e - d * self.a)
+        times: FloatArray = np.asarray(d * (d / 2.0 + self.b) / (target - d * self.a))
+        for i in np.flatnonzero(~(self._psi(times) <= e)):
+            times.flat[i] = self._nudged(float(times.flat[i]), float(e.flat[i]))
+        return times
 
     def time_for(self, eps: float) -> float:
         """The smallest t with ψ(t) <= eps: t = Δ(Δ/2 + b)/(eps − Δa) (BNR Cor 3.7, corrected).
 
         (BNR Cor 3.7 prints inf{t: ψ(t) >= eps}, which would be 0; ψ decreases in t.)
+        Rounding: never below the exact root, above it by about 2⁻⁴⁸·eps/(eps − Δa) relative;
+        ψ(result) <= eps holds for ψ as computed here.
         """
         return float(self._times("eps", eps, np.array(positive("eps", eps))))
 

@@ -37,6 +37,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
+from expost.rounding import up_array
 
 __all__ = [
     "ClippedGrids",
@@ -50,6 +51,7 @@ FloatArray = npt.NDArray[np.float64]
 
 _MAX_POINTS = 10_000_000
 _TINY = float(np.finfo(np.float64).tiny)
+_PRICE_ULPS = 3  # Δ·Δ/(2t): two roundings, < 2u relative (or < 2⁻¹⁰⁷⁴ absolute once subnormal)
 
 
 @runtime_checkable
@@ -96,26 +98,30 @@ class TimeGrid:
         return self.times[-1]
 
     def rho_for(self, sensitivity: float = 1.0) -> FloatArray:
-        """The cost Δ²/(2t) of stopping at each time (APC Thm 3, BNR Thm 3.4)."""
+        """The cost Δ²/(2t) of stopping at each time (APC Thm 3, BNR Thm 3.4), rounded up."""
         s = positive("sensitivity", sensitivity)
-        return read_only(s**2 / (2.0 * self.array))
+        return read_only(up_array(s * s / (2.0 * self.array), _PRICE_ULPS))
 
     def max_rho_for(self, sensitivity: float = 1.0) -> float:
-        """The worst-case cost Δ²/(2·t_min) a filter must afford (APC Lemma 6.2, Thm 5 cond. (3))."""
+        """The worst-case cost Δ²/(2·t_min) a filter must afford (APC Lemma 6.2, Thm 5 cond. (3)),
+        rounded up."""
         s = positive("sensitivity", sensitivity)
-        return s**2 / (2.0 * self.smallest)
+        return float(up_array(s * s / (2.0 * self.smallest), _PRICE_ULPS))
 
     def eps_for(self, sensitivity: float = 1.0) -> FloatArray:
-        """The privacy level Δ/sqrt(t) of each time."""
+        """The privacy level Δ/sqrt(t) of each time, rounded up (sqrt's u/2 and the quotient's u
+        relative: 3 ulps)."""
         s = positive("sensitivity", sensitivity)
-        return read_only(s / np.sqrt(self.array))
+        return read_only(up_array(s / np.sqrt(self.array), _PRICE_ULPS))
 
     @classmethod
     def from_boundary(cls, boundary: HasTimeFor, levels: npt.ArrayLike) -> TimeGrid:
         """The times at which a privacy boundary ψ reaches the ex-post levels E1 < E2 < … .
 
         t_k = boundary.time_for(E_k), the smallest t with ψ(t) <= E_k, so stopping at t_k carries
-        the ex-post bound E_k (BNR Cor 3.7, as corrected in THEORY §3).
+        the ex-post bound E_k (BNR Cor 3.7, as corrected in THEORY §3). Rounding: the library's
+        boundaries return times at which ψ, as computed (rounded up), is <= E_k, never below the
+        exact smallest time.
         """
         if not isinstance(boundary, HasTimeFor):
             raise InvalidParameter("boundary", boundary, "must have a time_for(eps) method")
@@ -130,6 +136,31 @@ class TimeGrid:
                 f"boundary.time_for maps them to {times!r}, which are not positive, finite "
                 "and strictly decreasing",
             ) from exc
+
+
+_SPLIT = 2.0**27 + 1.0  # Veltkamp's splitter for float64
+_SMALL = 2.0**-450  # below it x is scaled up by _SCALE (exactly) so that the split cannot underflow
+_SCALE = 2.0**600
+
+
+def _square_down(x: npt.ArrayLike) -> FloatArray:
+    """The largest float <= x² (x > 0, x² finite), elementwise: the clipping level of a grid.
+
+    Rounding: down (a budget's "largest admissible" level). x·x = p + e exactly with p = fl(x·x)
+    and e from Dekker's product over Veltkamp's split; p is kept iff e >= 0, else moved down one
+    ulp. Small x is scaled by a power of two first and back after (exact while x² is normal; a
+    subnormal x² is moved down one more ulp).
+    """
+    v = np.asarray(x, dtype=np.float64)
+    scale = np.where(v < _SMALL, _SCALE, 1.0)
+    w = v * scale
+    p = w * w
+    c = _SPLIT * w
+    hi = c - (c - w)
+    lo = w - hi
+    err = ((hi * hi - p) + 2.0 * hi * lo) + lo * lo
+    out: FloatArray = np.where(err >= 0.0, p, np.nextafter(p, 0.0)) / scale / scale
+    return np.where(out < _TINY, np.nextafter(out, 0.0), out)
 
 
 def _times_of(eps2: FloatArray, sensitivity: float) -> FloatArray:
@@ -287,9 +318,13 @@ class EpsilonGrid:
         return self._eps2[-1] / 2.0
 
     def clip(self, max_eps: float) -> EpsilonGrid:
-        """The points with eps <= ``max_eps``: what a budget admitting ``max_eps`` allows."""
+        """The points with eps <= ``max_eps``: what a budget admitting ``max_eps`` allows.
+
+        Rounding: a point is kept iff its stored eps² <= max_eps² exactly (never one whose
+        price eps²/2 exceeds max_eps²/2; a rounded sqrt(eps²) <= max_eps could admit one).
+        """
         m = positive("max_eps", max_eps)
-        keep = self.eps <= m
+        keep = self.eps2 <= _square_down(m)
         if not keep[0]:
             raise InvalidParameter(
                 "max_eps",
@@ -390,11 +425,15 @@ class OpenEpsilonGrid:
         return math.sqrt(self.start)
 
     def clip(self, max_eps: float) -> EpsilonGrid:
-        """Close the grid at the largest level ``max_eps`` the budget allows."""
+        """Close the grid at the largest level ``max_eps`` the budget allows.
+
+        Rounding: the grid ends at the largest float <= max_eps² (exactly), so no point's price
+        eps²/2 exceeds max_eps²/2.
+        """
         m = positive("max_eps", max_eps)
-        top = m * m
-        if not math.isfinite(top):
+        if not math.isfinite(m * m):
             raise InvalidParameter("max_eps", max_eps, "is too large: max_eps² overflows")
+        top = float(_square_down(m))
         if top < self.start:
             raise InvalidParameter(
                 "max_eps",
@@ -408,15 +447,17 @@ class OpenEpsilonGrid:
         else:
             assert self.ratio is not None  # checked at construction
             eps2 = _geometric(self.start, top, self.ratio)
-        eps2 = eps2[np.sqrt(eps2) <= m]
         return EpsilonGrid._build(eps2, self.sensitivity, "max_eps", max_eps)
 
     def clip_each(self, max_eps: npt.ArrayLike) -> ClippedGrids:
-        """``clip`` at a different level per trial, as rows of one common length (`ClippedGrids`)."""
+        """``clip`` at a different level per trial, as rows of one common length (`ClippedGrids`).
+
+        Rounding: as `clip`, row i ends at the largest float <= max_eps[i]² (exactly).
+        """
         m = np.asarray(max_eps, dtype=np.float64)
-        top = m * m
-        if m.ndim != 1 or m.size == 0 or not np.all(np.isfinite(top)) or np.any(m <= 0.0):
+        if m.ndim != 1 or m.size == 0 or not np.all(np.isfinite(m * m)) or np.any(m <= 0.0):
             raise InvalidParameter("max_eps", m.shape, "must be a non-empty 1-d array of eps > 0")
+        top = _square_down(m)
         if np.any(top < self.start):
             raise InvalidParameter(
                 "max_eps", max_eps, f"gives max_eps² < start = {self.start!r} for some trial"

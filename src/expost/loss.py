@@ -15,6 +15,14 @@ law of L for one mechanism and one pair of neighbours at a given distance, with:
 
 ``delta_for_eps`` takes eps >= 0 only: the hockey-stick divergence is defined for every
 real eps, but DP parameters are nonnegative and ``eps_for_delta`` searches [0, ∞).
+
+Rounding (issue 21): for the Gaussian, Brownian, Laplace and Laplace noise-reduction losses,
+``delta_for_eps``, ``eps_for_delta``, ``renyi`` and the closed-form levels (``rho``, ``eps``,
+``ex_post_bound``) are rounded up: never below the exact value of the float inputs, within a few
+ulps of it. Transcendental values come from mpmath at a precision that is doubled until two
+evaluations agree (`_mp_up`); ``eps_for_delta`` checks its answer against the rounded-up
+``delta_for_eps``. `SkellamLoss` sums a truncated support (omitted mass < 1e-15) and is not
+rounded.
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from fractions import Fraction
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +49,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
+from expost.rounding import nudge_up, up_exact, up_mp
 
 __all__ = [
     "BrownianLoss",
@@ -53,6 +63,7 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 
 _SKELLAM_TAIL = 5e-16  # omitted Skellam mass on each side of the truncated support
+_RTOL = 4.0 * float(np.finfo(np.float64).eps)  # brentq's smallest relative tolerance
 
 
 @runtime_checkable
@@ -106,27 +117,63 @@ def _order(alpha: float) -> float:
     return a
 
 
+_UNDERFLOW_Z = 41.0  # Φ(−z) < 2⁻¹⁰⁷⁴ for z > 40 (Mills: Φ(−z) <= φ(z)/z); 1 of slack
+_SMALLEST = math.ulp(0.0)  # the smallest positive float, 2⁻¹⁰⁷⁴
+_MP_START = 128  # bits of the first mpmath evaluation
+_MP_MARGIN = 2.0**-64  # relative widening above the disagreement tolerance of `_mp_up`
+
+
+def _mp_up(value: Callable[[], Any], start: int = _MP_START) -> float:
+    """The float >= ``value()`` (mpmath, exact value > 0): evaluated at P and 2P bits, P doubling
+    from ``start`` until the two agree to 2⁻⁶⁴ relative, then widened by 2⁻⁶⁴ and rounded up.
+
+    If the evaluation at P bits has lost k bits to cancellation its error is about 2^(k−P), so
+    agreement to 2⁻⁶⁴ means k <= P − 64 and the 2P-bit value is off by about 2^(k−2P) <= 2^(−64−P),
+    far inside the widening. This is precision doubling, not an interval proof; the rounding audit
+    (tests/test_rounding_loss.py) checks the results against 50-digit references."""
+    import mpmath as mp  # lazy: keeps `import expost` fast
+
+    prec = start
+    while True:
+        with mp.workprec(prec):
+            low = value()
+        with mp.workprec(2 * prec):
+            high = value()
+            if high > 0 and abs(high - low) <= high * _MP_MARGIN:
+                return up_mp(high * (1 + mp.mpf(_MP_MARGIN)))
+        prec *= 2
+
+
 def _renyi_from_cgf(cgf: Callable[[float], float], alpha: float) -> float:
     a = _order(alpha)
     return cgf(a - 1.0) / (a - 1.0)
 
 
-def _eps_for_delta(delta_for_eps: Callable[[float], float], delta: float) -> float:
-    """Invert the nonincreasing, continuous privacy profile by bracketing and Brent's method."""
+def _eps_for_delta(
+    delta_for_eps: Callable[[float], float],
+    delta: float,
+    search: Callable[[float], float] | None = None,
+) -> float:
+    """Invert the nonincreasing, continuous privacy profile by bracketing and Brent's method.
+
+    ``search`` (default ``delta_for_eps``) is a fast float version used for the search; the root
+    is then moved up until ``delta_for_eps`` (rounded up) is <= delta: the answer is never
+    below the exact smallest eps.
+    """
     from scipy.optimize import brentq  # lazy: keeps `import expost` fast
 
     d = open_probability("delta", delta)
     if delta_for_eps(0.0) <= d:
         return 0.0
+    fast = delta_for_eps if search is None else search
     hi = 1.0
-    while delta_for_eps(hi) > d:
+    while fast(hi) > d:
         hi *= 2.0
-    while hi > 1e-300 and delta_for_eps(hi / 2.0) <= d:
+    while hi > 1e-300 and fast(hi / 2.0) <= d:
         hi /= 2.0
-    lo = hi / 2.0  # delta_for_eps(lo) > d >= delta_for_eps(hi)
-    return float(
-        brentq(lambda e: delta_for_eps(e) - d, lo, hi, xtol=1e-15 * lo, rtol=1e-14, maxiter=500)
-    )
+    lo = hi / 2.0  # fast(lo) > d >= fast(hi)
+    root = brentq(lambda e: fast(e) - d, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
+    return nudge_up(float(root), lambda e: delta_for_eps(e) <= d)
 
 
 @frozen
@@ -154,7 +201,7 @@ class GaussianLoss:
         dist = positive("sensitivity", sensitivity)
         if distance is not None:
             dist = positive("distance", distance)
-        return cls(dist**2 / (2.0 * s**2))
+        return cls(up_exact(Fraction(dist) ** 2 / (2 * Fraction(s) ** 2)))  # rounded up
 
     @property
     def mean(self) -> float:
@@ -174,8 +221,8 @@ class GaussianLoss:
         return x * (1.0 + x) * self.rho
 
     def renyi(self, alpha: float) -> float:
-        """alpha·rho (Bun–Steinke)."""
-        return _order(alpha) * self.rho
+        """alpha·rho (Bun–Steinke), rounded up (exactly: the smallest float >= it)."""
+        return up_exact(Fraction(_order(alpha)) * Fraction(self.rho))
 
     def tail(self, e: float) -> float:
         """Φ((rho − e)/sqrt(2rho))."""
@@ -185,14 +232,28 @@ class GaussianLoss:
         return float(special.ndtr((self.rho - x) / math.sqrt(2.0 * self.rho)))
 
     def delta_for_eps(self, eps: float) -> float:
-        """Balle–Wang (2018); for eps > rho via erfcx, free of cancellation at large eps.
+        """Balle–Wang (2018): Φ(−eps/μ + μ/2) − e^eps·Φ(−eps/μ − μ/2), μ = sqrt(2rho), rounded up
+        (mpmath, `_mp_up`; the exact value is > 0: the Gaussian mechanism is never pure DP)."""
+        import mpmath as mp  # lazy: keeps `import expost` fast
 
-        With x1 = eps/μ − μ/2 and x2 = eps/μ + μ/2 one has x2²/2 − eps = x1²/2, so
-        delta = ½·exp(−x1²/2)·(erfcx(x1/√2) − erfcx(x2/√2)).
+        e, rho = nonnegative("eps", eps), self.rho
+        if e / math.sqrt(2.0 * rho) - math.sqrt(rho / 2.0) > _UNDERFLOW_Z:
+            return _SMALLEST  # delta <= Φ(−z) <= φ(z)/z < 1e-348: below every positive float
+
+        def value() -> Any:
+            mu = mp.sqrt(2 * mp.mpf(rho))
+            x = mp.mpf(e) / mu
+            return mp.ncdf(mu / 2 - x) - mp.exp(e) * mp.ncdf(-x - mu / 2)
+
+        return _mp_up(value)
+
+    def _delta_float(self, e: float) -> float:
+        """`delta_for_eps` in floats (the search of `eps_for_delta`); for eps > rho via erfcx,
+        free of cancellation at large eps. With x1 = eps/μ − μ/2 and x2 = eps/μ + μ/2 one has
+        x2²/2 − eps = x1²/2, so delta = ½·exp(−x1²/2)·(erfcx(x1/√2) − erfcx(x2/√2)).
         """
         from scipy import special  # lazy: keeps `import expost` fast
 
-        e = nonnegative("eps", eps)
         mu = math.sqrt(2.0 * self.rho)
         x1, x2 = e / mu - mu / 2.0, e / mu + mu / 2.0
         if x1 < 0.0:
@@ -204,7 +265,8 @@ class GaussianLoss:
         return max(float(delta), 0.0)
 
     def eps_for_delta(self, delta: float) -> float:
-        return _eps_for_delta(self.delta_for_eps, delta)
+        """The smallest eps with delta_for_eps(eps) <= delta, rounded up (`_eps_for_delta`)."""
+        return _eps_for_delta(self.delta_for_eps, delta, self._delta_float)
 
 
 def _exp_remainder(x: float) -> float:
@@ -236,8 +298,8 @@ class LaplaceLoss:
 
     @property
     def eps(self) -> float:
-        """ε = distance/scale, the pure-DP level and the bound on |L|."""
-        return self.distance / self.scale
+        """ε = distance/scale, the pure-DP level and the bound on |L|, rounded up."""
+        return up_exact(Fraction(self.distance) / Fraction(self.scale))
 
     @property
     def mean(self) -> float:
@@ -282,8 +344,20 @@ class LaplaceLoss:
         return float(special.logsumexp([x1, x2, x1 + log_g])) - math.log(2.0)
 
     def renyi(self, alpha: float) -> float:
-        """log(α/(2α−1)·e^{(α−1)ε} + (α−1)/(2α−1)·e^{−αε})/(α − 1)."""
-        return _renyi_from_cgf(self.cgf, alpha)
+        """log(α/(2α−1)·e^{(α−1)ε} + (α−1)/(2α−1)·e^{−αε})/(α − 1), rounded up (mpmath, with
+        ε = distance/scale exact; it starts with the bits that the cancellation at small ε and
+        at α near 1 needs)."""
+        import mpmath as mp  # lazy: keeps `import expost` fast
+
+        a, d, b = _order(alpha), self.distance, self.scale
+
+        def value() -> Any:
+            e, al = mp.mpf(d) / mp.mpf(b), mp.mpf(a)
+            inner = al * mp.exp((al - 1) * e) + (al - 1) * mp.exp(-al * e)
+            return mp.log(inner / (2 * al - 1)) / (al - 1)
+
+        lost = 2 * max(0, -math.frexp(d / b)[1]) + max(0, -math.frexp(a - 1.0)[1])
+        return _mp_up(value, _MP_START + lost)
 
     def tail(self, e: float) -> float:
         """1 for e < −ε; 1 − ½·exp(−(ε − e)/2) for −ε <= e < ε; 0 for e >= ε."""
@@ -295,12 +369,20 @@ class LaplaceLoss:
         return 1.0 - 0.5 * math.exp(-(self.eps - x) / 2.0)
 
     def delta_for_eps(self, eps: float) -> float:
-        """1 − exp(−(ε − eps)/2) for eps < ε, else 0."""
-        x = nonnegative("eps", eps)
-        return max(-math.expm1(-(self.eps - x) / 2.0), 0.0)
+        """1 − exp(−(ε − eps)/2) for eps < ε, else 0; rounded up (ε = distance/scale exact)."""
+        import mpmath as mp  # lazy: keeps `import expost` fast
+
+        x, d, b = nonnegative("eps", eps), self.distance, self.scale
+        if Fraction(x) * Fraction(b) >= Fraction(d):
+            return 0.0
+        return _mp_up(lambda: -mp.expm1(-(mp.mpf(d) / mp.mpf(b) - x) / 2))
+
+    def _delta_float(self, x: float) -> float:
+        return max(-math.expm1(-(self.distance / self.scale - x) / 2.0), 0.0)
 
     def eps_for_delta(self, delta: float) -> float:
-        return _eps_for_delta(self.delta_for_eps, delta)
+        """The smallest eps with delta_for_eps(eps) <= delta, rounded up (`_eps_for_delta`)."""
+        return _eps_for_delta(self.delta_for_eps, delta, self._delta_float)
 
 
 class _Delegating(ABC):
@@ -353,8 +435,8 @@ class BrownianLoss(_Delegating):
 
     @property
     def rho(self) -> float:
-        """Δ²/(2t), the zCDP cost of stopping at t."""
-        return self.distance**2 / (2.0 * self.time)
+        """Δ²/(2t), the zCDP cost of stopping at t, rounded up (the smallest float >= it)."""
+        return up_exact(Fraction(self.distance) ** 2 / (2 * Fraction(self.time)))
 
     @property
     def law(self) -> GaussianLoss:
@@ -383,8 +465,8 @@ class LaplaceNoiseReductionLoss(_Delegating):
 
     @property
     def ex_post_bound(self) -> float:
-        """d/t (BNR Prop 4.2)."""
-        return self.distance / self.scale
+        """d/t (BNR Prop 4.2), rounded up (the smallest float >= it)."""
+        return up_exact(Fraction(self.distance) / Fraction(self.scale))
 
     @property
     def law(self) -> LaplaceLoss:

@@ -33,6 +33,7 @@ from expost.boundaries import PrivacyBoundary
 from expost.errors import InvalidParameter
 from expost.exact import samplers
 from expost.exact.bits import BitSource
+from expost.filters._exact import rho_of_brownian
 from expost.filters.costs import BrownianCost, ExPostCost
 from expost.grids import (
     EpsilonGrid,
@@ -50,6 +51,7 @@ from expost.processes import (
     sample_skellam_grid,
 )
 from expost.processes.privacy_time import CHUNK, lazy_brownian_walk, shared_columns
+from expost.rounding import up_array
 from expost.skellam_boundary import SkellamPrivacyBoundary
 from expost.stopping import (
     BatchStoppingRule,
@@ -198,10 +200,11 @@ class BrownianNoiseReduction:
         return float(self.times[-1])
 
     def guarantee(self) -> ZCDP:
-        """Worst case over the grid: rho = Δ²/(2 t_min) zCDP (APC Thm 3)."""
+        """Worst case over the grid: rho = Δ²/(2 t_min) zCDP (APC Thm 3), rounded up (an
+        `EpsilonGrid`'s eps²/2 is exact)."""
         if isinstance(self.grid, EpsilonGrid):
             return ZCDP(self.grid.max_rho)
-        return ZCDP(self.sensitivity**2 / (2.0 * self.smallest_time))
+        return ZCDP(rho_of_brownian(self.smallest_time, self.sensitivity))
 
     def cost_at(self, time: float) -> BrownianCost:
         """The run stopped at ``time``: Δ²/(2t)-zCDP (APC Thm 3/5), with a boundary ψ also
@@ -272,7 +275,7 @@ class BrownianNoiseReduction:
         times = iterates.times
         t = float(times[-1])
         if self.adaptive:
-            eps = self.sensitivity / np.sqrt(times)
+            eps = TimeGrid(times).eps_for(self.sensitivity)  # rounded up, as a grid's
         else:
             eps = self._grid_arrays()[2][: times.size]
         return Transcript(iterates.values, times, eps, stopped, self.cost_at(t), self._ex_post(t))
@@ -368,14 +371,18 @@ class LaplaceNoiseReduction:
         return np.array(self.scales)
 
     def guarantee(self) -> PureDP:
-        """Worst case over the scales: (Δ1/t_min)-DP."""
-        return PureDP(self.sensitivity / self.scales[-1])
+        """Worst case over the scales: (Δ1/t_min)-DP, rounded up."""
+        return PureDP(float(self._eps(np.array(self.scales[-1]))))
+
+    def _eps(self, scales: FloatArray) -> FloatArray:
+        """Δ1/scale rounded up: one division errs by < 1/2 ulp, so 1 ulp up is above it."""
+        return up_array(self.sensitivity / scales, 1)
 
     def cost_at(self, scale: float) -> ExPostCost:
         """The run stopped at ``scale``: (Δ1/scale)-ex-post private, and (Δ1/t_min)-DP whatever
-        the stop (BNR Prop 4.2)."""
+        the stop (BNR Prop 4.2); both rounded up."""
         t = positive("scale", scale)
-        return ExPostCost(self.sensitivity / t, 0.0, eps_max=self.sensitivity / self.scales[-1])
+        return ExPostCost(float(self._eps(np.array(t))), 0.0, eps_max=self.guarantee().eps)
 
     def cost(self) -> ExPostCost:
         """The worst case, ``cost_at(t_min)``."""
@@ -402,7 +409,7 @@ class LaplaceNoiseReduction:
             lambda t: t * t,
         )
         times = iterates.times
-        eps = self.sensitivity / times
+        eps = self._eps(times)
         cost = self.cost_at(float(times[-1]))
         return Transcript(iterates.values, times, eps, stopped, cost, ExPost(cost.bound))
 
@@ -419,7 +426,7 @@ class LaplaceNoiseReduction:
         index, stopped = _stop_points(
             first_stops(rule, iterates, scales**2, self.sensitivity), scales.size - 1
         )
-        eps = self.sensitivity / scales[index]
+        eps = self._eps(scales[index])
         values = iterates[np.arange(n), index]
         return BatchTranscript(index, values, scales[index], eps, stopped, eps, eps, 0.0)
 
