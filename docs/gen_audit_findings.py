@@ -96,6 +96,16 @@ SECTIONS: list[tuple[str, tuple[str, ...], str]] = [
         "Laplace noise reduction is audited as a probability-0 claim: one violation refutes it.",
     ),
     (
+        "Skellam noise reduction (beyond the papers, THEORY §10)",
+        ("skellam-boundary",),
+        (
+            "The Skellam privacy boundary (a mixture over integer shifts, tuned for ex-post level 1) "
+            "under the uniform adversary, the z-score rule and a fixed stop. Planted bugs: the "
+            "boundary built for 10·delta; the rate misstated by 2×. Proof: "
+            "[Skellam noise reduction](mechanisms/skellam.md)."
+        ),
+    ),
+    (
         "Mechanisms: DP lower bounds and loss tails",
         ("laplace", "gaussian", "exponential"),
         (
