@@ -475,7 +475,7 @@ def test_sigkill_mid_run_loses_no_committed_round(ledger_target: str, workers: W
         while len(printed) < target:
             printed.append(int(workers.line(proc)))
         proc.send_signal(signal.SIGKILL)
-        rest, _ = proc.communicate()
+        rest, _ = workers.finish(proc)
         printed += [int(line) for line in rest.splitlines(keepends=True) if line.endswith("\n")]
         assert proc.returncode == -signal.SIGKILL
         with open_ledger(path, CONFIG) as ledger:

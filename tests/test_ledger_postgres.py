@@ -112,7 +112,7 @@ def test_processes_cannot_jointly_overspend_even_when_some_are_killed(
                     break
                 admitted[int(text)] = f"w{k}"
             proc.send_signal(signal.SIGKILL)
-            rest, _ = proc.communicate()
+            rest, _ = workers.finish(proc)
             lines = [x for x in rest.splitlines(keepends=True) if x.endswith("\n")]
             admitted |= {int(x): f"w{k}" for x in lines if x.strip() not in ("done", "")}
             continue
@@ -187,7 +187,7 @@ def test_a_connection_cut_mid_transaction_writes_nothing(pg_server: Any, workers
         " WHERE state = 'idle in transaction' AND pid <> pg_backend_pid()",
     )
     workers.send(holder)  # its INSERT and COMMIT now meet a closed connection
-    _, err = holder.communicate()
+    _, err = workers.finish(holder)
     assert holder.returncode != 0
     assert "LedgerError" in err
     with open_ledger(url, CONFIG) as ledger:
@@ -227,7 +227,7 @@ def test_server_killed_and_restarted_loses_no_admitted_round(
     writer = workers.start("loop", url)
     printed = [int(workers.line(writer)) for _ in range(20)]
     os.kill(pg_server.get_pid(), signal.SIGKILL)
-    rest, err = writer.communicate()  # the writer meets the dead server mid-run
+    rest, err = workers.finish(writer)  # the writer meets the dead server mid-run
     printed += [int(x) for x in rest.splitlines(keepends=True) if x.endswith("\n")]
     assert writer.returncode != 0
     assert "LedgerError" in err

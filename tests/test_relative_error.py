@@ -103,10 +103,13 @@ def test_load_counts_rejects_bad_files(tmp_path: Path, name: str, text: str) -> 
 
 
 def test_clip_each_rows_are_the_clipped_grids() -> None:
-    caps = np.sqrt([1e-4, 1.0000001e-4, 0.0123, 1.3, 2.706])
+    # start = 2⁻¹⁴ is a float's square, so the first cap closes the grid at its first point exactly
+    # (clipping keeps eps² <= max_eps² exactly: sqrt(1e-4)² is below the float 1e-4, issue 21)
+    start = 2.0**-14
+    caps = np.sqrt([start, 1.0000001e-4, 0.0123, 1.3, 2.706])
     for open_grid in (
-        OpenEpsilonGrid("linear", 1e-4, num=1000),
-        OpenEpsilonGrid("geometric", 1e-4, ratio=1.0103),
+        OpenEpsilonGrid("linear", start, num=1000),
+        OpenEpsilonGrid("geometric", start, ratio=1.0103),
     ):
         rows = open_grid.clip_each(caps)
         table = rows.eps2()

@@ -393,8 +393,8 @@ def _expected_request(f: SessionFilter, r: Request) -> Cost | None:
     if isinstance(r.grid, OpenEpsilonGrid) and r.grid.num == 1:
         return _charge_bm(f, r, d * d / r.grid.start)  # a one-point grid is its start
     if isinstance(r.grid, OpenEpsilonGrid):
-        # the last point is exactly the budget's max eps
-        return _charge_bm(f, r, BrownianCost.from_eps(top, d).time)
+        # the last point is the budget's max eps, its square rounded down (tests/test_grids.py)
+        return _charge_bm(f, r, r.grid.clip(top).times.smallest)
     eps2 = r.grid.eps2[r.grid.eps <= top]
     return _charge_bm(f, r, d * d / eps2[-1])
 
@@ -855,7 +855,7 @@ def test_sigkill_loses_no_admitted_round(ledger_target: str, workers: Workers) -
     workers.send(proc)
     printed = [int(workers.line(proc)) for _ in range(4)]
     proc.send_signal(signal.SIGKILL)
-    rest, _ = proc.communicate()
+    rest, _ = workers.finish(proc)
     assert proc.returncode == -signal.SIGKILL
     printed += [int(line) for line in rest.splitlines(keepends=True) if line.endswith("\n")]
     assert printed == list(range(len(printed)))

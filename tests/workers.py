@@ -44,6 +44,18 @@ class Workers:
         return text.strip()
 
     @staticmethod
+    def finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
+        """The rest of stdout and stderr once ``proc`` ends (killed or not), then wait for it.
+
+        Not ``communicate()``: it reads the pipe's file descriptor and would lose the lines that
+        ``line``'s buffered reader has already taken from the pipe but not returned.
+        """
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = proc.stdout.read(), proc.stderr.read()
+        proc.wait()
+        return out, err
+
+    @staticmethod
     def send(proc: subprocess.Popen[str]) -> None:
         assert proc.stdin is not None
         proc.stdin.write("go\n")
