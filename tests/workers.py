@@ -50,7 +50,8 @@ class Workers:
         Not ``communicate()``: it reads the pipe's file descriptor and would lose the lines that
         ``line``'s buffered reader has already taken from the pipe but not returned.
         """
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         out, err = proc.stdout.read(), proc.stderr.read()
         proc.wait()
         return out, err
