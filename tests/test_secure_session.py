@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from expost import GaussianDPFilter, PrivateSession, TimeGrid, ZCDPFilter
+from expost import GaussianDPFilter, PrivateSession, TimeGrid, ZCDPCost, ZCDPFilter
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.exact.bits import GeneratorBits
 
@@ -51,10 +51,25 @@ def test_a_mechanism_without_exact_version_is_refused_naming_the_alternative() -
     s = _secure()
     with pytest.raises(InvalidParameter, match="SkellamNoiseReduction"):
         s.brownian(0.0, 1.0, TimeGrid([4.0, 1.0]))
-    with pytest.raises(InvalidParameter, match="ExactDoubling"):
-        s.doubling(0.0)
+    with pytest.raises(InvalidParameter, match="SkellamNoiseReduction"):
+        s.laplace_noise_reduction(0.0, 1.0, [4.0, 1.0])
     assert s.spent == 0.0
     assert s.history == ()
+
+
+def test_secure_doubling_runs_discrete_gaussian_tries_at_the_float_methods_price() -> None:
+    """Same cap and rho as the float method; integer tries; refused on a float value first."""
+    secure, plain = _secure(), PrivateSession(ZCDPFilter(1.0), np.random.default_rng(0))
+    with pytest.raises(InvalidParameter, match="value"):
+        secure.doubling(2.5)
+    assert secure.spent == 0.0
+    never = lambda _released: False  # noqa: E731 -- every try is made: the whole cap is charged
+    exact = secure.doubling(40, 1.0, 1e-3, 2.0, stop=never)
+    floats = plain.doubling(40.0, 1.0, 1e-3, 2.0, stop=never)
+    assert exact.released.dtype == np.int64
+    assert exact.released.shape == floats.released.shape  # the same cap: 9 tries within rho = 1
+    assert secure.history[0].request == ZCDPCost(floats.cost.rho)
+    assert secure.spent == plain.spent
 
 
 def test_float_values_are_refused_before_any_spend() -> None:

@@ -68,6 +68,7 @@ from expost.mechanisms.exact_additive import (
     DiscreteLaplaceMechanism,
     integers,
 )
+from expost.mechanisms.exact_doubling import ExactDoubling, ExactDoublingTranscript
 from expost.mechanisms.exact_threshold import ExactAboveThreshold
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.skellam_boundary import SkellamPrivacyBoundary
@@ -211,7 +212,6 @@ class _Replay:
 
 
 NOT_EXACT = {
-    "doubling": "use ExactDoubling (discrete Gaussian tries) or gaussian rounds",
     "brownian": "use Skellam noise reduction (SkellamNoiseReduction) on integer values",
     "laplace-noise-reduction": "use Skellam noise reduction (SkellamNoiseReduction)",
     "reduced-above-threshold": "no exact version; use exponential_mechanism rounds",
@@ -456,13 +456,20 @@ class PrivateSession:
         start_eps2: float = 1e-4,
         ratio: float = 2.0,
         stop: StoppingRule | Callable[..., bool] | None = None,
-    ) -> DoublingTranscript:
+    ) -> DoublingTranscript | ExactDoublingTranscript:
         """The doubling method (APC Sec. 7.1): fresh Gaussian tries, eps² × ratio, all paid.
 
         The tries go up to the largest eps² whose total the budget still admits; the round is
-        charged the sum of the tries made.
+        charged the sum of the tries made. Secure mode: `ExactDoubling`, the same levels, rule,
+        cap and rho with discrete Gaussian tries on an integer value (CKS Thm 4), charged as
+        `ZCDPCost`.
         """
         rule = RelativeError(0.1) if stop is None else stop
+        if self._bits is not None:
+            n = integers("value", value)
+            exact = ExactDoubling(self._doubling_cap(sensitivity, start_eps2, ratio, rule))
+            bits = self._bits
+            return self._round("doubling", exact.cost(), lambda: exact.run(n, bits), _result_cost)
         v = point("value", value)
         cap = self._doubling_cap(sensitivity, start_eps2, ratio, rule)
         request = cap.cost()

@@ -19,7 +19,7 @@ from attrs import field, frozen
 from expost._validation import candidates_mask, positive_int
 from expost.errors import InvalidParameter
 from expost.exact.bits import BitSource
-from expost.exact.samplers import bernoulli_exp
+from expost.exact.samplers import bernoulli_exp_ratio
 from expost.filters.costs import DPCost
 from expost.guarantees import PureDP
 from expost.mechanisms.exact_additive import exact_sensitivity, integers, rational, up
@@ -74,11 +74,15 @@ class PermuteAndFlip:
         n = positive_int("trials", trials)
         allowed = candidates_mask(candidates, u.shape)
         mask = np.ones(u.shape, bool) if allowed is None else np.asarray(allowed, bool)
-        best = int(u[mask].max())
+        allowed_at = np.flatnonzero(mask)
+        best = int(u[allowed_at].max())
+        g = self.eps / (2 * self.sensitivity)  # γ_i = g·(u* − u_i), all over g's denominator
+        gaps = [g.numerator * (best - int(v)) for v in u[allowed_at]]
+        wide = max(gaps) >= 2**62  # int64 while it cannot overflow, else Python ints
+        numerators = np.tile(np.array(gaps, dtype=object if wide else np.int64), n)
         heads = np.zeros((n, u.size), bool)
-        for i in np.flatnonzero(mask):
-            gamma = self.eps * (best - int(u[i])) / (2 * self.sensitivity)
-            heads[:, i] = bernoulli_exp(gamma, bits, n)
+        coins = bernoulli_exp_ratio(numerators, g.denominator, bits)
+        heads[:, allowed_at] = coins.reshape(n, allowed_at.size)
         return _uniform_head(heads, bits)
 
 
