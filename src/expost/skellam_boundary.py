@@ -18,6 +18,7 @@ by that (so the z* used is never above the exact one) and raises ψ by it.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal, Self, overload
 
@@ -117,8 +118,7 @@ class SkellamPrivacyBoundary:
         mean = self.rate * times
         _mean_limit("t", mean, t)
         unique, inverse = np.unique(mean, return_inverse=True)
-        w = self.weights()
-        psi = np.array([self._psi_at(float(m), w) for m in unique])
+        psi = np.array([_psi_memo(self, float(m)) for m in unique])
         out = psi[inverse].reshape(times.shape)
         if isinstance(t, int | float | np.number):
             return float(out)
@@ -280,6 +280,13 @@ def _log_ive(n: FloatArray, x: float, ive: object) -> FloatArray:
         core = nu / (s + z) + nu * np.log(z / (1.0 + s))  # ν·η − x without cancellation
         direct[tail] = core - 0.5 * np.log(2.0 * math.pi * nu) - 0.5 * np.log(s) + np.log(series)
     return direct
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _psi_memo(boundary: SkellamPrivacyBoundary, mean: float) -> float:
+    """ψ at λt = ``mean``: a pure function of the (frozen) boundary and the mean, memoised
+    because sessions evaluate it again on the same grid every round (about 2 ms a point)."""
+    return boundary._psi_at(mean, boundary.weights())
 
 
 class SkellamLogPmf:

@@ -50,8 +50,10 @@ from expost.session import PrivateSession
 from expost.stopping import RelativeError
 
 __all__ = [
+    "ALL_METHODS",
     "DEFAULT_SIZES",
     "DEFAULT_TRIALS",
+    "EXACT_METHODS",
     "METHODS",
     "TRIAL_CHUNK",
     "Method",
@@ -63,12 +65,17 @@ __all__ = [
     "run_batch",
     "run_interactive",
     "summarise",
+    "within_alpha",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
-Method = Literal["bm", "doubling"]
+Method = Literal["bm", "doubling", "doubling-exact", "skellam"]
 METHODS: tuple[Method, ...] = ("bm", "doubling")
+"""The paper's methods, float samplers, batch engine."""
+EXACT_METHODS: tuple[Method, ...] = ("doubling-exact", "skellam")
+"""Exact samplers, one secure session per trial (`expost.apps.relative_error_exact`)."""
+ALL_METHODS: tuple[Method, ...] = METHODS + EXACT_METHODS
 DEFAULT_SIZES = (8_000, 16_000, 32_000, 64_000, 128_000)
 DEFAULT_TRIALS = 1_000
 _DOUBLING_RATIO = 2.0  # eps² doubles each try (APC Sec. 7.1)
@@ -112,6 +119,8 @@ class Settings:
     mechanism its bounded-range price mu(eps_EM/2)²). Both methods run under the one chosen.
     Budgets and spends are in rho units either way (mu²/2 under gdp: a BM stopped at eps² costs
     eps²/2 in both).
+    ``skellam_level``: the ex-post level the Skellam boundary is tuned for (the exact table's
+    ``skellam`` method, `expost.apps.relative_error_exact`).
     """
 
     alpha: float = field(default=0.1, converter=as_float, validator=validator(positive))
@@ -128,6 +137,7 @@ class Settings:
         validator=validators.optional(validator(positive)),
     )
     accounting: Literal["zcdp", "gdp"] = field(default="zcdp", validator=validator(_accounting))
+    skellam_level: float = field(default=1.0, converter=as_float, validator=validator(positive))
     _filter: UnifiedFilter | GaussianDPFilter = field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -208,8 +218,9 @@ class TrialResults:
         return out
 
 
-def _precise(released: FloatArray, truth: FloatArray, alpha: float) -> npt.NDArray[np.bool_]:
-    """|ŷ/y − 1| < alpha, written so that a true count of 0 is never precise."""
+def within_alpha(released: FloatArray, truth: FloatArray, alpha: float) -> npt.NDArray[np.bool_]:
+    """|ŷ/y − 1| < alpha (APC Sec. 7.2's precision), written so that a true count of 0 is never
+    precise."""
     result: npt.NDArray[np.bool_] = np.abs(released - truth) < alpha * truth
     return result
 
@@ -221,7 +232,7 @@ def _histograms(counts: npt.ArrayLike) -> FloatArray:
     return c
 
 
-def _method(value: object) -> Method:
+def _method(value: object) -> Literal["bm", "doubling"]:
     if value not in METHODS:
         raise InvalidParameter("method", value, "must be 'bm' or 'doubling'")
     return "bm" if value == "bm" else "doubling"
@@ -269,7 +280,7 @@ def _session_trial(
             ok, value = d.stopped, float(d.value)
         if ok:
             returned += 1
-            precise += bool(_precise(np.array(value), np.array(y), settings.alpha))
+            precise += bool(within_alpha(np.array(value), np.array(y), settings.alpha))
     spent = session.spent
     assert isinstance(spent, float)  # both filters spend one additive unit
     return returned, precise, spent / settings.unit
@@ -315,7 +326,7 @@ def run_batch(
         y = data[active, choice]
         budget, ok, value = release(budget, active, y, settings, g)
         returned[active] += ok
-        precise[active] += ok & _precise(value, y, settings.alpha)
+        precise[active] += ok & within_alpha(value, y, settings.alpha)
     return TrialResults(returned, precise, np.array(budget.spent))
 
 
@@ -371,6 +382,7 @@ class Row:
     precision_mean: float
     precision_sd: float
     spend_mean: float
+    unit: str = "rho"  # of spend_mean: "eps" (ex-post) for the skellam method
 
 
 @frozen
@@ -402,6 +414,7 @@ class Report:
             "stop_alpha": s.stop_alpha,
             "filter": s.accounting,
             "conversion": s.conversion if s.accounting == "zcdp" else None,
+            "skellam_level": s.skellam_level,
         }
         rows = [
             {
@@ -413,6 +426,7 @@ class Report:
                 "precision_mean": r.precision_mean,
                 "precision_sd": r.precision_sd,
                 "spend_mean": r.spend_mean,
+                "unit": r.unit,
             }
             for r in self.rows
         ]
@@ -431,7 +445,8 @@ def _sd(x: npt.NDArray[Any]) -> float:
 
 
 def summarise(n: int, method: Method, results: TrialResults) -> Row:
-    """Mean and standard deviation over trials (APC Figure 2), and the mean rho spent."""
+    """Mean and standard deviation over trials (APC Figure 2), and the mean spend (rho; ex-post
+    eps for ``skellam``)."""
     p = results.precision
     return Row(
         n,
@@ -442,6 +457,7 @@ def summarise(n: int, method: Method, results: TrialResults) -> Row:
         float(p.mean()),
         _sd(p),
         float(results.spent.mean()),
+        "eps" if method == "skellam" else "rho",
     )
 
 
@@ -451,23 +467,45 @@ batch of 1,000 trials keeps the engine's rounds vectorised); the sizes run in pa
 
 
 def _chunk(
-    settings: Settings, n: int, fixed: FloatArray | None, trials: int, ss: np.random.SeedSequence
+    settings: Settings,
+    n: int,
+    fixed: FloatArray | None,
+    trials: int,
+    ss: np.random.SeedSequence,
+    methods: tuple[Method, ...],
 ) -> tuple[TrialResults, ...]:
-    """``trials`` trials of every method at size n, from the chunk's stream ``ss``.
+    """``trials`` trials of each of ``methods`` at size n, from the chunk's stream ``ss``.
 
     The chunk's data (a Zipf data set per trial, or the fixed histogram) is shared by the
-    methods (a paired comparison); each method has its own child stream.
+    methods (a paired comparison); each method has its own child stream, fixed by its place in
+    `ALL_METHODS` (adding a method leaves the others' rows unchanged).
     """
-    data_seed, *method_seeds = ss.spawn(1 + len(METHODS))
+    data_seed, *method_seeds = ss.spawn(1 + len(ALL_METHODS))
     data = (
         zipf_counts(np.random.default_rng(data_seed), n, trials)
         if fixed is None
         else np.broadcast_to(fixed, (trials, fixed.shape[1]))
     )
     return tuple(
-        run_batch(data, method, settings, np.random.default_rng(seed))
-        for method, seed in zip(METHODS, method_seeds, strict=True)
+        _engine(method)(data, method, settings, np.random.default_rng(seed))
+        for method, seed in ((m, method_seeds[ALL_METHODS.index(m)]) for m in methods)
     )
+
+
+def _engine(method: Method) -> Callable[..., TrialResults]:
+    """The batch engine for the paper's methods; the exact ones run one session per trial."""
+    if method in METHODS:
+        return run_batch
+    from expost.apps.relative_error_exact import run_exact  # imports this module
+
+    return run_exact
+
+
+def _methods(value: Sequence[str]) -> tuple[Method, ...]:
+    chosen = tuple(m for m in ALL_METHODS if m in value)
+    if not value or len(chosen) != len(set(value)):
+        raise InvalidParameter("methods", value, f"must be a non-empty subset of {ALL_METHODS}")
+    return chosen
 
 
 def _joined(parts: Sequence[TrialResults]) -> TrialResults:
@@ -487,10 +525,12 @@ def reproduce(
     progress: Callable[[int, int], None] | None = None,
     execution: Execution | None = None,
     chunk: int = TRIAL_CHUNK,
+    methods: Sequence[str] = METHODS,
 ) -> Report:
-    """Run both methods at each size with the batch engine (APC Figure 2).
+    """Run ``methods`` at each size (APC Figure 2): by default the paper's two, batch engine;
+    `EXACT_METHODS` add the exact-sampler versions (`expost.apps.relative_error_exact`).
 
-    Trial i at size n uses a fresh Zipf data set, the same for both methods (a paired
+    Trial i at size n uses a fresh Zipf data set, the same for every method (a paired
     comparison); with ``counts`` the one histogram is used by every trial and n = its total.
     The trials of size n are cut into chunks of ``chunk`` with streams spawned from
     ``SeedSequence(seed, spawn_key=(n,))`` (`expost.execution`), so a row depends on the seed,
@@ -498,6 +538,7 @@ def reproduce(
     processes, Dask). ``progress(done, total)`` is told the chunks done.
     """
     s = Settings() if settings is None else settings
+    chosen = _methods(methods)
     k = positive_int("trials", trials)
     width = positive_int("chunk", chunk)
     began = time.perf_counter()
@@ -509,7 +550,7 @@ def reproduce(
         cells = [(round(float(user.sum())), user)]
     per_cell = chunk_sizes(k, width)
     chunks = [
-        (s, n, fixed, size, ss)
+        (s, n, fixed, size, ss, chosen)
         for n, fixed in cells
         for size, ss in zip(
             per_cell, np.random.SeedSequence(seed, spawn_key=(n,)).spawn(len(per_cell)), strict=True
@@ -520,7 +561,7 @@ def reproduce(
     rows: list[Row] = []
     for c, (n, _) in enumerate(cells):
         mine = parts[c * len(per_cell) : (c + 1) * len(per_cell)]
-        rows += [summarise(n, m, _joined([p[i] for p in mine])) for i, m in enumerate(METHODS)]
+        rows += [summarise(n, m, _joined([p[i] for p in mine])) for i, m in enumerate(chosen)]
     return Report(tuple(rows), seed, time.perf_counter() - began, s)
 
 

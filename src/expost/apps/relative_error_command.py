@@ -15,8 +15,10 @@ from expost._progress import ProgressLine
 from expost._scale_cli import add_execution_arguments, execution_of
 from expost.apps.data import load_counts
 from expost.apps.relative_error import (
+    ALL_METHODS,
     DEFAULT_SIZES,
     DEFAULT_TRIALS,
+    EXACT_METHODS,
     METHODS,
     Report,
     Settings,
@@ -24,7 +26,10 @@ from expost.apps.relative_error import (
 )
 from expost.errors import InvalidParameter
 
-__all__ = ["add_parser", "plot", "run", "table"]
+__all__ = ["EXACT_TRIALS", "add_parser", "plot", "run", "table"]
+
+EXACT_TRIALS = 100
+"""Default trials per size when exact methods run (one secure session per trial: slower)."""
 
 
 def _budget(settings: Settings, report: Report) -> str:
@@ -41,18 +46,24 @@ def table(report: Report, settings: Settings) -> str:
         f"{settings.grid} grid of {settings.grid_size}"
         + ("" if settings.stop_alpha is None else f", rule checked at {settings.stop_alpha:g}")
     )
+    if any(r.method == "skellam" for r in report.rows):
+        head += (
+            f"\nskellam: ExPostFilter({settings.eps:g}, {settings.delta:g}), boundary tuned for "
+            f"level {settings.skellam_level:g}; exact methods select by permute-and-flip at "
+            f"eps_EM/2 = {settings.eps_em / 2:g}"
+        )
     lines = [
         head,
         (
-            f"{'n':>8}  {'method':<8} {'trials':>6}  {'results':>15}  {'precision':>15}  "
-            f"{'rho spent':>9}"
+            f"{'n':>8}  {'method':<14} {'trials':>6}  {'results':>15}  {'precision':>15}  "
+            f"{'spent':>13}"
         ),
     ]
     for r in report.rows:
         lines.append(
-            f"{r.n:>8}  {r.method:<8} {r.trials:>6}  "
+            f"{r.n:>8}  {r.method:<14} {r.trials:>6}  "
             f"{r.results_mean:>7.2f} ± {r.results_sd:<5.2f}  "
-            f"{r.precision_mean:>7.4f} ± {r.precision_sd:<5.4f}  {r.spend_mean:>9.4f}"
+            f"{r.precision_mean:>7.4f} ± {r.precision_sd:<5.4f}  {r.spend_mean:>9.4f} {r.unit:<3}"
         )
     lines.append(f"seed {report.seed}, {report.seconds:.2f} s")
     return "\n".join(lines)
@@ -66,9 +77,16 @@ def plot(report: Report, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    labels = {"bm": "Brownian noise reduction", "doubling": "doubling (Gaussian)"}
-    for method, marker in zip(METHODS, ("o", "s"), strict=True):
+    labels = {
+        "bm": "Brownian noise reduction",
+        "doubling": "doubling (Gaussian)",
+        "doubling-exact": "doubling (discrete Gaussian, exact)",
+        "skellam": "Skellam noise reduction (exact, ex-post filter)",
+    }
+    for method, marker in zip(ALL_METHODS, ("o", "s", "^", "D"), strict=True):
         rows = [r for r in report.rows if r.method == method]
+        if not rows:
+            continue
         n = [r.n for r in rows]
         axes[0].errorbar(
             n, [r.results_mean for r in rows], [r.results_sd for r in rows],
@@ -111,9 +129,11 @@ def add_parser(sub: Any) -> None:
         "relative-error",
         help="APC Sec. 7: counts released to relative error, BM vs doubling (Figure 2)",
         description="Release as many Zipf counts as possible within relative error alpha "
-        "under one (eps, delta) budget: Brownian noise reduction vs the doubling method.",
+        "under one (eps, delta) budget: Brownian noise reduction vs the doubling method; "
+        "--exact adds the same with exact integer samplers (discrete Gaussian doubling, Skellam).",
     )
-    p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help="trials per size (1000)")
+    p.add_argument("--trials", type=int, default=None,
+                   help=f"trials per size ({DEFAULT_TRIALS}; {EXACT_TRIALS} with exact methods)")  # fmt: skip
     p.add_argument("--sizes", type=int, nargs="+", default=None, metavar="N",
                    help="data sizes (default 8000 16000 32000 64000 128000)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
@@ -136,6 +156,12 @@ def add_parser(sub: Any) -> None:
                    help="one filter for both methods: zcdp (the paper's) or gdp")  # fmt: skip
     p.add_argument("--stop-alpha", type=float, default=None, metavar="A",
                    help="relative error the stopping rule checks (default --alpha)")  # fmt: skip
+    p.add_argument("--exact", action="store_true",
+                   help="add the exact-sampler methods (doubling-exact, skellam) beside the float ones")  # fmt: skip
+    p.add_argument("--mechanism", choices=EXACT_METHODS, action="append", default=[],
+                   help="add one exact-sampler method (repeatable)")  # fmt: skip
+    p.add_argument("--skellam-level", type=float, default=1.0,
+                   help="ex-post level the Skellam boundary is tuned for (1)")  # fmt: skip
     p.add_argument("--no-plot", action="store_true", help="skip the figure")
     add_execution_arguments(p)
     p.set_defaults(run=run)
@@ -146,15 +172,22 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = Settings(
             args.alpha, args.eps_em, args.eps, args.delta, args.start_eps2, args.grid_size,
-            args.grid, args.conversion, args.stop_alpha, args.accounting,
+            args.grid, args.conversion, args.stop_alpha, args.accounting, args.skellam_level,
         )  # fmt: skip
+        exact = EXACT_METHODS if args.exact else tuple(args.mechanism)
+        methods = METHODS + tuple(m for m in EXACT_METHODS if m in exact)
+        trials = (
+            args.trials if args.trials is not None else (EXACT_TRIALS if exact else DEFAULT_TRIALS)
+        )
         if args.counts is not None and args.sizes is not None:
             raise InvalidParameter("sizes", args.sizes, "does not apply with --counts")
         counts = None if args.counts is None else load_counts(args.counts)
         sizes = DEFAULT_SIZES if args.sizes is None else tuple(args.sizes)
         progress = _Progress()
         execution = execution_of(args)
-        report = reproduce(sizes, args.trials, args.seed, settings, counts, progress, execution)
+        report = reproduce(
+            sizes, trials, args.seed, settings, counts, progress, execution, methods=methods
+        )
     except (InvalidParameter, ImportError) as exc:
         print(f"expost reproduce relative-error: {exc}", file=sys.stderr)
         return 2
