@@ -374,7 +374,7 @@ def test_cli_table_json_and_figure(tmp_path: Path, capsys: pytest.CaptureFixture
     assert data["settings"] == {
         "alpha": 0.1, "eps_em": 0.1, "eps": 10.0, "delta": 1e-6, "start_eps2": 1e-4,
         "grid_size": 1000, "grid": "linear", "stop_alpha": None, "filter": "zcdp",
-        "conversion": "bun-steinke",
+        "conversion": "bun-steinke", "skellam_level": 1.0,
     }  # fmt: skip
     assert math.isclose(data["rho"], 1.35301, rel_tol=1e-5)
     assert math.isclose(data["em_rho"], 0.1**2 / 8, rel_tol=1e-12)
@@ -383,7 +383,7 @@ def test_cli_table_json_and_figure(tmp_path: Path, capsys: pytest.CaptureFixture
     ]  # fmt: skip
     assert set(data["rows"][0]) == {
         "n", "method", "trials", "results_mean", "results_sd", "precision_mean",
-        "precision_sd", "spend_mean",
+        "precision_sd", "spend_mean", "unit",
     }  # fmt: skip
     gdp = tmp_path / "gdp.json"
     gdp_args = [*args[:4], "--sizes", "8000", "--filter", "gdp", "--json", str(gdp)]
