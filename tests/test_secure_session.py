@@ -63,7 +63,7 @@ def test_secure_doubling_runs_discrete_gaussian_tries_at_the_float_methods_price
     with pytest.raises(InvalidParameter, match="value"):
         secure.doubling(2.5)
     assert secure.spent == 0.0
-    never = lambda _released: False  # noqa: E731 -- every try is made: the whole cap is charged
+    never = lambda _released: False  # every try is made: the whole cap is charged
     exact = secure.doubling(40, 1.0, 1e-3, 2.0, stop=never)
     floats = plain.doubling(40.0, 1.0, 1e-3, 2.0, stop=never)
     assert exact.released.dtype == np.int64
