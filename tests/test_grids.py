@@ -472,7 +472,10 @@ def test_clip_to_exactly_the_first_point() -> None:
 def test_closed_clip_keeps_exactly_the_affordable_prefix(eps: list[float], max_eps: float) -> None:
     eps.sort()
     g = EpsilonGrid(eps)
-    affordable = [e for e in eps if e <= max_eps]
+    # a point is affordable iff its stored eps² (its price ×2) is <= max_eps² exactly (issue 21):
+    # EpsilonGrid([1.9]).eps2 = fl(1.9²) lies above 1.9², so clip(1.9) drops that point
+    top = Fraction(max_eps) ** 2
+    affordable = [e for e, e2 in zip(eps, g.eps2.tolist(), strict=True) if Fraction(e2) <= top]
     if not affordable:
         with pytest.raises(InvalidParameter, match="does not allow even the cheapest") as exc:
             g.clip(max_eps)
