@@ -47,12 +47,13 @@ def audit(
     twin: Sequence[float],
     twin_want: Sequence[Mp] | None = None,
     scale: Sequence[float] | None = None,
+    n: int = N,
 ) -> None:
     """No result on the unsafe side, none more than ``ulps`` (times ``scale``) beyond; the
-    twin (round-to-nearest) must show at least one unsafe result."""
+    twin (round-to-nearest) must show at least one unsafe result. ``n``: the inputs required."""
     sign = 1.0 if up else -1.0
     gap = sign * _ulps_above(got, want, scale)
-    assert len(gap) >= N
+    assert len(gap) >= n
     assert np.sum(gap < 0.0) == 0, f"{np.sum(gap < 0.0)} unsafe, worst {gap.min()} ulps"
     assert gap.max() <= ulps, f"up to {gap.max()} ulps from the exact value"
     twin_gap = sign * _ulps_above(twin, want if twin_want is None else twin_want, None)

@@ -22,6 +22,7 @@ from expost.exact.bits import BitSource
 from expost.exact.samplers import discrete_gaussian, discrete_laplace
 from expost.filters.costs import DPCost, ZCDPCost
 from expost.guarantees import ZCDP, PureDP
+from expost.mechanisms.discrete_gaussian_dp import discrete_gaussian_delta, discrete_gaussian_eps
 
 __all__ = [
     "DiscreteGaussianMechanism",
@@ -138,8 +139,8 @@ class DiscreteGaussianMechanism(_ExactAdditive):
     Its cost is ZCDPCost(rho), not `GaussianCost`: the discrete Gaussian is not exactly
     mu-GDP with mu = Δ/σ (its privacy loss is a discrete variable, not N(rho, 2rho)), so
     `GaussianDPFilter`, which prices only Gaussian rounds, refuses it; every zCDP-based filter
-    prices it as the continuous Gaussian of the same rho. (CKS also give an exact (eps, delta)
-    curve for it, tighter than the zCDP conversion; this library does not compute it yet.)
+    prices it as the continuous Gaussian of the same rho. Its exact (eps, delta) curve on a scalar
+    query (CKS Thm 7), tighter than the zCDP conversion: `delta_for_eps`, `eps_for_delta`.
     """
 
     sensitivity: int = field(converter=exact_sensitivity)
@@ -164,6 +165,16 @@ class DiscreteGaussianMechanism(_ExactAdditive):
     def cost(self) -> ZCDPCost:
         """ZCDPCost(rho): priced as a zCDP round by every filter that takes one (not as GDP)."""
         return ZCDPCost(self.rho)
+
+    def delta_for_eps(self, eps: float) -> float:
+        """delta(eps) on a scalar query, exactly by CKS Thm 7, rounded up
+        (`discrete_gaussian_dp.discrete_gaussian_delta`; σ² <= 1e10)."""
+        return discrete_gaussian_delta(self.sigma2, self.sensitivity, eps)
+
+    def eps_for_delta(self, delta: float) -> float:
+        """The smallest eps with delta_for_eps(eps) <= delta on a scalar query (CKS Thm 7), rounded
+        up. For vector queries use the zCDP guarantee (`guarantee`)."""
+        return discrete_gaussian_eps(self.sigma2, self.sensitivity, delta)
 
     def _noise(self, bits: BitSource, size: int) -> IntArray:
         return discrete_gaussian(self.sigma2, bits, size)
