@@ -401,3 +401,26 @@ def test_cli_is_seeded_and_checks_its_arguments(tmp_path: Path) -> None:
     assert runs[0] == runs[1]
     assert main(["reproduce", "erm", "--task", "ridge", "--data", "breast_cancer"]) == 2
     assert main(["reproduce", "erm", "--runs", "1"]) == 2
+
+
+def test_printed_ex_post_losses_are_upper_bounds(small_logistic: LogisticRegression) -> None:
+    """Issue 21: the LNR bounds Δ1/t and the AboveThreshold sums E_N + 0.5 are rounded up, never
+    below the exact rationals; each round-to-nearest twin falls below somewhere."""
+    from fractions import Fraction
+
+    from expost.apps.erm.simulation import _COST
+    from expost.mechanisms.noise_reduction import LaplaceNoiseReduction
+
+    mechanisms = Mechanisms.build(small_logistic, LEVELS)
+    np.testing.assert_array_equal(mechanisms.bounds["LNR"], mechanisms.lnr.ex_post_bounds())
+    scales = np.geomspace(100.0, 0.01, 2000)
+    exact = [Fraction(3.0) / Fraction(t) for t in scales.tolist()]
+    bounds = LaplaceNoiseReduction(scales, 3.0).ex_post_bounds().tolist()
+    assert all(Fraction(b) >= q for b, q in zip(bounds, exact, strict=True))
+    nearest = (3.0 / scales).tolist()
+    assert any(Fraction(b) < q for b, q in zip(nearest, exact, strict=True))
+    levels = np.geomspace(0.01, 50.0, 2000)
+    want = [Fraction(x) + Fraction(0.5) for x in levels.tolist()]
+    sums = _COST["above_threshold"](levels).tolist()
+    assert all(Fraction(s) >= w for s, w in zip(sums, want, strict=True))
+    assert any(Fraction(s) < w for s, w in zip((levels + 0.5).tolist(), want, strict=True))

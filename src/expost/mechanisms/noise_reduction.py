@@ -378,6 +378,10 @@ class LaplaceNoiseReduction:
         """Δ1/scale rounded up: one division errs by < 1/2 ulp, so 1 ulp up is above it."""
         return up_array(self.sensitivity / scales, 1)
 
+    def ex_post_bounds(self) -> FloatArray:
+        """The ex-post bound Δ1/t of stopping at each scale t, rounded up (BNR Prop 4.2)."""
+        return self._eps(self.array)
+
     def cost_at(self, scale: float) -> ExPostCost:
         """The run stopped at ``scale``: (Δ1/scale)-ex-post private, and (Δ1/t_min)-DP whatever
         the stop (BNR Prop 4.2); both rounded up."""

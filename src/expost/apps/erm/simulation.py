@@ -37,6 +37,7 @@ from expost.processes import (
     sample_brownian_grid_privacy_time,
     sample_laplace_grid,
 )
+from expost.rounding import up, up_array
 from expost.stopping import WhenPublicUtility
 
 __all__ = [
@@ -102,7 +103,7 @@ class Mechanisms:
         grid = TimeGrid.from_boundary(boundary, e)
         bm = BrownianNoiseReduction(grid, task.l2_sensitivity, boundary=boundary)
         lnr = LaplaceNoiseReduction(task.l1_sensitivity / e, task.l1_sensitivity)
-        bounds = {"BM": np.asarray(boundary(bm.times)), "LNR": lnr.sensitivity / lnr.array}
+        bounds = {"BM": np.asarray(boundary(bm.times)), "LNR": lnr.ex_post_bounds()}
         return cls(bm, lnr, boundary, bounds)
 
 
@@ -140,11 +141,12 @@ def _path_losses(
 
 _COST: dict[Checker, Callable[[FloatArray], FloatArray]] = {
     "public": lambda level: level,
-    "above_threshold": lambda level: level + ABOVE_THRESHOLD_EPS,
+    "above_threshold": lambda level: up_array(level + ABOVE_THRESHOLD_EPS),  # a sum: 1 ulp up
     "reduced_above_threshold": lambda level: 2.0 * level,
 }
 """Ex-post loss of each checker stopped at level E_N: E_N (the mechanism alone), E_N + 0.5
-(basic composition with AboveThreshold, APC Lemma B.1), 2E_N (BNR Thm 5.1, Cor 5.2)."""
+(basic composition with AboveThreshold, APC Lemma B.1), 2E_N (BNR Thm 5.1, Cor 5.2); rounded up
+(E_N is already an upper bound, the sum is moved 1 ulp up, doubling is exact)."""
 
 
 def halts(
@@ -357,7 +359,7 @@ def single_run(
         at = AboveThreshold(ABOVE_THRESHOLD_EPS, -target, task.utility_sensitivity)
         index = at.run(utilities, rng).stop_index
         stop = last if index is None else index
-        return float(bounds[stop]) + ABOVE_THRESHOLD_EPS, index is not None
+        return up(float(bounds[stop]) + ABOVE_THRESHOLD_EPS), index is not None
     rat = ReducedAboveThreshold(-target, float(bounds[-1]), task.utility_sensitivity)
     if method == "BM":
         result = rat.run_with_brownian(
