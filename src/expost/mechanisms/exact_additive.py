@@ -23,6 +23,7 @@ from expost.exact.samplers import discrete_gaussian, discrete_laplace
 from expost.filters.costs import DPCost, ZCDPCost
 from expost.guarantees import ZCDP, PureDP
 from expost.mechanisms.discrete_gaussian_dp import discrete_gaussian_delta, discrete_gaussian_eps
+from expost.rounding import up_exact
 
 __all__ = [
     "DiscreteGaussianMechanism",
@@ -50,8 +51,7 @@ def rational(name: str, value: object) -> Fraction:
 
 def up(q: Fraction) -> float:
     """The least float >= q: how a rational eps or rho is reported (the safe side)."""
-    x = float(q)
-    return x if Fraction(x) >= q else math.nextafter(x, math.inf)
+    return up_exact(q)
 
 
 def integers(name: str, value: npt.ArrayLike) -> IntArray:
