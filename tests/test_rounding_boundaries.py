@@ -16,6 +16,7 @@ from typing import Any
 import mpmath as mp
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from expost.boundaries import (
     LinearPrivacyBoundary,
@@ -149,42 +150,58 @@ def _plain_psi(sens: float, g: float, t: float) -> float:
     return sens * sens / (2.0 * t) + (sens / t) * g
 
 
-def test_linear_privacy_boundary_is_an_upper_bound() -> None:
-    p = _draw(4)
-    psis = _linear_boundaries(p)
+def _audit_psi(
+    psis: Sequence[Any],
+    times: FloatArray,
+    mp_g: Callable[[Any, float], Mp],
+    float_g: Callable[[Any, float], float],
+    ulps: float,
+) -> None:
+    """ψ(t) = Δ²/(2t) + (Δ/t)·g(t) of each boundary at its row of times, against mpmath; the
+    twin is the same formula in floats, rounded to nearest."""
     got, want = _values(
-        lambda i: psis[i](p["t"][i]),
-        lambda i, j: mp_psi(
-            mp_line(psis[i].a, psis[i].b, p["t"][i, j]), psis[i].sensitivity, p["t"][i, j]
-        ),
+        lambda i: psis[i](times[i]),
+        lambda i, j: mp_psi(mp_g(psis[i], times[i, j]), psis[i].sensitivity, times[i, j]),
     )
     twin = [
-        _plain_psi(b.sensitivity, b.a * t + b.b, t)
-        for b, row in zip(psis, p["t"], strict=True)
+        _plain_psi(b.sensitivity, float_g(b, t), t)
+        for b, row in zip(psis, times, strict=True)
         for t in row
     ]
-    audit(got, want, True, ulps=LINEAR_PSI_ULPS, twin=twin)
+    audit(got, want, True, ulps=ulps, twin=twin)
 
 
-def test_mixture_privacy_boundary_is_an_upper_bound() -> None:
-    p = _draw(5)
-    psis = _mixture_boundaries(p)
-    got, want = _values(
-        lambda i: psis[i](p["t"][i]),
-        lambda i, j: mp_psi(
-            mp_mixture(psis[i].r, psis[i].delta, p["t"][i, j]), psis[i].sensitivity, p["t"][i, j]
-        ),
-    )
-    twin = [
-        _plain_psi(
-            b.sensitivity,
-            math.sqrt((t + b.r) * (2.0 * math.log(1.0 / b.delta) + math.log1p(t / b.r))),
-            t,
-        )
-        for b, row in zip(psis, p["t"], strict=True)
-        for t in row
-    ]
-    audit(got, want, True, ulps=MIXTURE_PSI_ULPS, twin=twin)
+PsiCase = tuple[
+    int,
+    Callable[[dict[str, FloatArray]], Sequence[Any]],
+    Callable[[Any, float], Mp],
+    Callable[[Any, float], float],
+    float,
+]
+PSI_CASES: dict[str, PsiCase] = {
+    "linear": (
+        4,
+        _linear_boundaries,
+        lambda b, t: mp_line(b.a, b.b, t),
+        lambda b, t: b.a * t + b.b,
+        LINEAR_PSI_ULPS,
+    ),
+    "mixture": (
+        5,
+        _mixture_boundaries,
+        lambda b, t: mp_mixture(b.r, b.delta, t),
+        lambda b, t: math.sqrt((t + b.r) * (2.0 * math.log(1.0 / b.delta) + math.log1p(t / b.r))),
+        MIXTURE_PSI_ULPS,
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", PSI_CASES)
+def test_privacy_boundary_psi_is_an_upper_bound(kind: str) -> None:
+    """`LinearPrivacyBoundary` and `MixturePrivacyBoundary` ψ(t), rounded up."""
+    seed, build, mp_g, float_g, ulps = PSI_CASES[kind]
+    p = _draw(seed)
+    _audit_psi(build(p), p["t"], mp_g, float_g, ulps)
 
 
 def test_boundary_delta_is_an_upper_bound() -> None:
