@@ -58,6 +58,7 @@ __all__ = [
     "LaplaceNoiseReductionLoss",
     "PrivacyLoss",
     "SkellamLoss",
+    "eps_for_delta_of",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -149,7 +150,7 @@ def _renyi_from_cgf(cgf: Callable[[float], float], alpha: float) -> float:
     return cgf(a - 1.0) / (a - 1.0)
 
 
-def _eps_for_delta(
+def eps_for_delta_of(
     delta_for_eps: Callable[[float], float],
     delta: float,
     search: Callable[[float], float] | None = None,
@@ -265,8 +266,8 @@ class GaussianLoss:
         return max(float(delta), 0.0)
 
     def eps_for_delta(self, delta: float) -> float:
-        """The smallest eps with delta_for_eps(eps) <= delta, rounded up (`_eps_for_delta`)."""
-        return _eps_for_delta(self.delta_for_eps, delta, self._delta_float)
+        """The smallest eps with delta_for_eps(eps) <= delta, rounded up (`eps_for_delta_of`)."""
+        return eps_for_delta_of(self.delta_for_eps, delta, self._delta_float)
 
 
 def _exp_remainder(x: float) -> float:
@@ -381,8 +382,8 @@ class LaplaceLoss:
         return max(-math.expm1(-(self.distance / self.scale - x) / 2.0), 0.0)
 
     def eps_for_delta(self, delta: float) -> float:
-        """The smallest eps with delta_for_eps(eps) <= delta, rounded up (`_eps_for_delta`)."""
-        return _eps_for_delta(self.delta_for_eps, delta, self._delta_float)
+        """The smallest eps with delta_for_eps(eps) <= delta, rounded up (`eps_for_delta_of`)."""
+        return eps_for_delta_of(self.delta_for_eps, delta, self._delta_float)
 
 
 class _Delegating(ABC):
@@ -586,4 +587,4 @@ class SkellamLoss:
         return float(np.dot(self._p[above], -np.expm1(x - self._loss[above])))
 
     def eps_for_delta(self, delta: float) -> float:
-        return _eps_for_delta(self.delta_for_eps, delta)
+        return eps_for_delta_of(self.delta_for_eps, delta)

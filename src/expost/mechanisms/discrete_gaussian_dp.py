@@ -26,9 +26,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from expost._validation import nonnegative, open_probability
+from expost._validation import nonnegative
 from expost.errors import InvalidParameter
-from expost.rounding import nudge_up, up_mp
+from expost.loss import eps_for_delta_of
+from expost.rounding import up_mp
 
 __all__ = ["discrete_gaussian_delta", "discrete_gaussian_eps"]
 
@@ -86,20 +87,7 @@ def discrete_gaussian_delta(sigma2: Fraction, sensitivity: int, eps: float) -> f
 
 
 def discrete_gaussian_eps(sigma2: Fraction, sensitivity: int, delta: float) -> float:
-    """The smallest eps with delta(eps) <= delta (CKS Thm 7), rounded up: the float found by
-    bisection is moved up until the rounded-up `discrete_gaussian_delta` is <= delta."""
-    from scipy.optimize import brentq  # lazy: keeps `import expost` fast
-
+    """The smallest eps with delta(eps) <= delta (CKS Thm 7), rounded up: the profile's root,
+    moved up until the rounded-up `discrete_gaussian_delta` is <= delta (`eps_for_delta_of`)."""
     _arguments(sigma2, sensitivity)
-    target = open_probability("delta", delta)
-
-    def excess(eps: float) -> float:
-        return discrete_gaussian_delta(sigma2, sensitivity, eps) - target
-
-    if excess(0.0) <= 0.0:
-        return 0.0
-    hi = 1.0
-    while excess(hi) > 0.0:
-        hi *= 2.0
-    root = brentq(excess, 0.0, hi, xtol=1e-300, rtol=4.0 * 2.0**-52, maxiter=500)
-    return nudge_up(float(root), lambda x: excess(x) <= 0.0)
+    return eps_for_delta_of(lambda e: discrete_gaussian_delta(sigma2, sensitivity, e), delta)
