@@ -17,6 +17,7 @@ The samplers are the same code for both sources.
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from typing import Protocol
 
 import numpy as np
@@ -44,11 +45,12 @@ def _check(n: int, size: int) -> None:
         raise InvalidParameter("size", size, "must be an integer >= 0")
 
 
-class _Source:
+class _Source(ABC):
     """Shared dispatch: small n from the source's native draw, large n from 62-bit chunks."""
 
+    @abstractmethod
     def _small(self, n: int, size: int) -> npt.NDArray[np.int64]:
-        raise NotImplementedError
+        """``size`` uniform integers below n <= SMALL from the source's native draw."""
 
     def below(self, n: int, size: int) -> npt.NDArray[np.int64]:
         n, size = int(n), int(size)

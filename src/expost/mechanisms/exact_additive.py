@@ -10,6 +10,7 @@ floats are converted exactly). Reported eps and rho are floats rounded up from t
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from fractions import Fraction
 
 import numpy as np
@@ -79,13 +80,14 @@ def _sigma2(value: Fraction | float) -> Fraction:
     return rational("sigma2", value)
 
 
-class _ExactAdditive:
+class _ExactAdditive(ABC):
     """f(x) + integer noise: ``run`` shaped like the value, ``run_batch`` with a trials axis."""
 
     __slots__ = ()
 
+    @abstractmethod
     def _noise(self, bits: BitSource, size: int) -> IntArray:
-        raise NotImplementedError
+        """``size`` draws of the noise."""
 
     def run(self, value: npt.ArrayLike, bits: BitSource) -> IntArray:
         """One release f(x) + noise, shaped like the integer ``value``."""
