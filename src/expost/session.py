@@ -345,11 +345,19 @@ class PrivateSession:
         self._history.append(Round(len(self._history), mechanism, request, cost, result))
         return result
 
-    def _exact(self, mechanism: str, cost: Cost, run: Callable[[BitSource], R]) -> R:
-        """A secure-mode round: ``run`` draws from the session's bit source."""
+    def _exact(
+        self,
+        mechanism: str,
+        cost: Cost,
+        run: Callable[[BitSource], R],
+        realised: Callable[[R], Cost] | None = None,
+    ) -> R:
+        """A secure-mode round: ``run`` draws from the session's bit source; it is charged
+        ``realised(result)``, by default the requested ``cost``."""
         bits = self._bits
         assert bits is not None  # only called in secure mode
-        return self._round(mechanism, cost, lambda: run(bits), lambda _: cost)
+        charge = (lambda _: cost) if realised is None else realised
+        return self._round(mechanism, cost, lambda: run(bits), charge)
 
     def _reserve(self, mechanism: str, request: Cost) -> int:
         if self._ledger is None:
@@ -468,13 +476,10 @@ class PrivateSession:
         if self._bits is not None:
             n = integers("value", value)
             exact = ExactDoubling(self._doubling_cap(sensitivity, start_eps2, ratio, rule))
-            bits = self._bits
-            return self._round("doubling", exact.cost(), lambda: exact.run(n, bits), _result_cost)
+            return self._exact("doubling", exact.cost(), lambda b: exact.run(n, b), _result_cost)
         v = point("value", value)
         cap = self._doubling_cap(sensitivity, start_eps2, ratio, rule)
-        request = cap.cost()
-
-        return self._round("doubling", request, lambda: cap.run(v, self._rng), _result_cost)
+        return self._round("doubling", cap.cost(), lambda: cap.run(v, self._rng), _result_cost)
 
     def _doubling_cap(
         self, sensitivity: float, start_eps2: float, ratio: float, rule: object

@@ -77,9 +77,11 @@ class PermuteAndFlip:
         allowed_at = np.flatnonzero(mask)
         best = int(u[allowed_at].max())
         g = self.eps / (2 * self.sensitivity)  # γ_i = g·(u* − u_i), all over g's denominator
-        gaps = [g.numerator * (best - int(v)) for v in u[allowed_at]]
-        wide = max(gaps) >= 2**62  # int64 while it cannot overflow, else Python ints
-        numerators = np.tile(np.array(gaps, dtype=object if wide else np.int64), n)
+        gaps = best - u[allowed_at]  # int64, >= 0
+        if g.numerator * int(gaps.max()) < 2**62:  # γ's numerators fit in int64
+            numerators = np.tile(g.numerator * gaps, n)
+        else:
+            numerators = np.tile(gaps.astype(object) * g.numerator, n)  # Python ints
         heads = np.zeros((n, u.size), bool)
         coins = bernoulli_exp_ratio(numerators, g.denominator, bits)
         heads[:, allowed_at] = coins.reshape(n, allowed_at.size)
