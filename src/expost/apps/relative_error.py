@@ -42,7 +42,14 @@ from expost.apps.batch_budget import BatchBudget
 from expost.apps.data import zipf_counts
 from expost.errors import InvalidParameter
 from expost.execution import Execution, chunk_sizes, map_chunks
-from expost.filters import BrownianCost, Conversion, GaussianCost, GaussianDPFilter, UnifiedFilter
+from expost.filters import (
+    BrownianCost,
+    Conversion,
+    Cost,
+    GaussianCost,
+    GaussianDPFilter,
+    UnifiedFilter,
+)
 from expost.grids import OpenEpsilonGrid
 from expost.mechanisms import DoublingMethod, ExponentialMechanism
 from expost.mechanisms.trials import brownian_trials
@@ -65,6 +72,7 @@ __all__ = [
     "run_batch",
     "run_interactive",
     "summarise",
+    "walk",
     "within_alpha",
 ]
 
@@ -253,34 +261,53 @@ def run_interactive(
     )
 
 
+def walk(
+    session: PrivateSession,
+    counts: npt.NDArray[Any],
+    alpha: float,
+    selection: tuple[float, Cost],
+    cheapest: Cost,
+    release: Callable[[float], tuple[bool, float]],
+) -> tuple[int, int]:
+    """One trial of the protocol in ``session``: while the budget pays a selection (eps, cost)
+    plus the ``cheapest`` release, pick the top count left and ``release`` it (stopped?, value).
+    Returns (counts returned, how many of them within ``alpha``)."""
+    eps, cost = selection
+    left = np.ones(counts.size, dtype=np.bool_)
+    returned = precise = 0
+    while left.any():
+        f = session.filter
+        if not (f.admits(cost) and f.spend(cost).admits(cheapest)):
+            break
+        i = session.exponential_mechanism(counts, eps, monotone=True, candidates=left)
+        left[i] = False
+        y = float(counts[i])
+        ok, value = release(y)
+        if ok:
+            returned += 1
+            precise += bool(within_alpha(np.array(value), np.array(y), alpha))
+    return returned, precise
+
+
 def _session_trial(
     counts: FloatArray, method: Method, settings: Settings, rng: np.random.Generator
 ) -> tuple[int, int, float]:
     session = PrivateSession(settings.filter(), rng)
-    em = settings.mechanism.cost()
+
+    def release(y: float) -> tuple[bool, float]:
+        if method == "bm":
+            t = session.brownian(y, 1.0, settings.open_grid(), settings.stop)
+            return t.stopped, float(t.value[0])
+        d = session.doubling(y, 1.0, settings.start_eps2, _DOUBLING_RATIO, settings.stop)
+        return d.stopped, float(d.value)
+
     cheapest = (
         BrownianCost.from_eps(math.sqrt(settings.start_eps2))
         if method == "bm"
         else GaussianCost(settings.start_eps2 / 2.0)
     )
-    left = np.ones(counts.size, dtype=np.bool_)
-    returned = precise = 0
-    while left.any():
-        f = session.filter
-        if not (f.admits(em) and f.spend(em).admits(cheapest)):
-            break
-        i = session.exponential_mechanism(counts, settings.eps_em, monotone=True, candidates=left)
-        left[i] = False
-        y = float(counts[i])
-        if method == "bm":
-            t = session.brownian(y, 1.0, settings.open_grid(), settings.stop)
-            ok, value = t.stopped, float(t.value[0])
-        else:
-            d = session.doubling(y, 1.0, settings.start_eps2, _DOUBLING_RATIO, settings.stop)
-            ok, value = d.stopped, float(d.value)
-        if ok:
-            returned += 1
-            precise += bool(within_alpha(np.array(value), np.array(y), settings.alpha))
+    selection = (settings.eps_em, settings.mechanism.cost())
+    returned, precise = walk(session, counts, settings.alpha, selection, cheapest, release)
     spent = session.spent
     assert isinstance(spent, float)  # both filters spend one additive unit
     return returned, precise, spent / settings.unit

@@ -23,16 +23,15 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from expost._validation import generator, read_only
-from expost.apps.relative_error import EXACT_METHODS, Settings, TrialResults, within_alpha
+from expost.apps.relative_error import EXACT_METHODS, Settings, TrialResults, walk
 from expost.errors import InvalidParameter
 from expost.exact.bits import GeneratorBits
-from expost.filters import Cost, ExPostCost, ExPostFilter, PrivacyFilter, ZCDPCost
+from expost.filters import DPCost, ExPostCost, ExPostFilter, ZCDPCost
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.session import PrivateSession
 from expost.skellam_boundary import SkellamPrivacyBoundary
@@ -43,9 +42,11 @@ FloatArray = npt.NDArray[np.float64]
 _RATE = 1.0
 
 
-def _selection(settings: Settings) -> PermuteAndFlip:
-    """Permute-and-flip at eps_EM/2: the float Gumbel-max's zCDP price (module docstring)."""
-    return PermuteAndFlip(settings.eps_em / 2.0)
+def _selection(settings: Settings) -> tuple[float, DPCost]:
+    """Permute-and-flip's eps_EM/2 and its cost: the float Gumbel-max's zCDP price (module
+    docstring); in secure mode the session's `exponential_mechanism` runs `PermuteAndFlip`."""
+    eps = settings.eps_em / 2.0
+    return eps, PermuteAndFlip(eps).cost()
 
 
 @functools.lru_cache(maxsize=8)
@@ -57,7 +58,7 @@ def skellam_times(settings: Settings) -> FloatArray:
 
 def _rounds(settings: Settings) -> int:
     """The most rounds an ex-post budget eps can hold: each pays at least the selection."""
-    return max(1, math.floor(settings.eps / _selection(settings).cost().eps))
+    return max(1, math.floor(settings.eps / _selection(settings)[1].eps))
 
 
 @functools.lru_cache(maxsize=8)
@@ -92,14 +93,13 @@ def _doubling_trial(
     counts: npt.NDArray[np.int64], settings: Settings, rng: np.random.Generator
 ) -> tuple[int, int, float]:
     session = PrivateSession(settings.filter(), rng, bits=GeneratorBits(rng))
-    em = _selection(settings)
     cheapest = ZCDPCost(settings.start_eps2 / 2.0)
 
-    def release(y: int) -> tuple[bool, float]:
-        d = session.doubling(y, 1, settings.start_eps2, 2.0, settings.stop)
+    def release(y: float) -> tuple[bool, float]:
+        d = session.doubling(int(y), 1, settings.start_eps2, 2.0, settings.stop)
         return d.stopped, float(d.value.reshape(-1)[0])
 
-    returned, hits = _walk(session, counts, settings, em, lambda _f: cheapest, release)
+    returned, hits = walk(session, counts, settings.alpha, _selection(settings), cheapest, release)
     spent = session.spent
     assert isinstance(spent, float)  # a UnifiedFilter spends one additive unit
     return returned, hits, spent
@@ -110,7 +110,6 @@ def _skellam_trial(
 ) -> tuple[int, int, float]:
     f = ExPostFilter(settings.eps, settings.delta)
     session = PrivateSession(f, rng, bits=GeneratorBits(rng))
-    em = _selection(settings)
     psi = skellam_boundary(settings)
     times = skellam_times(settings)
     reach = np.maximum.accumulate(psi.boundary(times))  # max ψ over each prefix of the grid
@@ -119,44 +118,17 @@ def _skellam_trial(
         """How many grid points a release may walk: ψ stays within the eps left."""
         return int(np.searchsorted(reach, left, side="right"))
 
-    def release(y: int) -> tuple[bool, float]:
+    def release(y: float) -> tuple[bool, float]:
         f = session.filter
         assert isinstance(f.remaining, float)
         k = affordable(f.remaining)
         while k > 0 and not f.admits(ExPostCost(float(reach[k - 1]), psi.delta)):
             k -= 1  # the filter's exact sums decide; the float comparison only proposes
-        t = session.skellam(y, 1, times[:k], _RATE, settings.stop, psi)
+        t = session.skellam(int(y), 1, times[:k], _RATE, settings.stop, psi)
         return t.stopped, float(t.value.reshape(-1)[0])
 
     first = ExPostCost(float(reach[0]), psi.delta)
-    returned, hits = _walk(session, counts, settings, em, lambda _f: first, release)
+    returned, hits = walk(session, counts, settings.alpha, _selection(settings), first, release)
     spent = session.spent
     assert isinstance(spent, float)  # ex-post eps (the deltas are fixed: delta/R a round)
     return returned, hits, spent
-
-
-def _walk(
-    session: PrivateSession,
-    counts: npt.NDArray[np.int64],
-    settings: Settings,
-    em: PermuteAndFlip,
-    cheapest: Callable[[PrivacyFilter], Cost],
-    release: Callable[[int], tuple[bool, float]],
-) -> tuple[int, int]:
-    """Rounds of select-then-release while the budget pays a selection and the cheapest release;
-    returns (counts returned, how many of them within alpha)."""
-    left = np.ones(counts.size, dtype=np.bool_)
-    returned = hits = 0
-    eps = float(em.eps)
-    while left.any():
-        f = session.filter
-        if not (f.admits(em.cost()) and f.spend(em.cost()).admits(cheapest(f))):
-            break
-        i = session.exponential_mechanism(counts, eps, monotone=True, candidates=left)
-        left[i] = False
-        y = int(counts[i])
-        ok, value = release(y)
-        if ok:
-            returned += 1
-            hits += bool(within_alpha(np.array(value), np.array(float(y)), settings.alpha))
-    return returned, hits
