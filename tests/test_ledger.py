@@ -406,11 +406,7 @@ def workers() -> Iterator[Workers]:
 def test_processes_cannot_jointly_overspend(tmp_path: Path, workers: Workers) -> None:
     budget, cost, n = 6.1, 0.25, 3
     path = tmp_path / "shared.sqlite"
-    procs = [workers.start("spend", path, budget, cost, f"w{k}") for k in range(n)]
-    for proc in procs:
-        assert workers.line(proc) == "ready"
-    for proc in procs:
-        workers.send(proc)
+    procs = workers.released(*[("spend", path, budget, cost, f"w{k}") for k in range(n)])
     admitted: dict[int, str] = {}
     for k, proc in enumerate(procs):
         while (text := workers.line(proc)) != "done":

@@ -99,11 +99,7 @@ def test_processes_cannot_jointly_overspend_even_when_some_are_killed(
 ) -> None:
     """Fault test (a): four writers on one budget, two SIGKILLed mid-run."""
     budget, cost = 8.0, 0.25
-    procs = [workers.start("spend", ledger_target, budget, cost, f"w{k}") for k in range(4)]
-    for proc in procs:
-        assert workers.line(proc) == "ready"
-    for proc in procs:
-        workers.send(proc)
+    procs = workers.released(*[("spend", ledger_target, budget, cost, f"w{k}") for k in range(4)])
     admitted: dict[int, str] = {}
     for k, proc in enumerate(procs):
         if k < 2:  # killed after its third admitted round (unless the budget ran out first)

@@ -829,11 +829,7 @@ def test_processes_sharing_a_ledger_cannot_jointly_overspend(
     budget, cost = 1.3, 0.125
     path = ledger_target
     _session(ZCDPFilter(budget), ledger=path).close()  # both workers open an existing file
-    procs = [workers.start("loop", path, budget, cost) for _ in range(2)]
-    for proc in procs:
-        assert workers.line(proc) == "ready"
-    for proc in procs:
-        workers.send(proc)
+    procs = workers.released(*[("loop", path, budget, cost)] * 2)
     admitted = 0
     for proc in procs:
         while workers.line(proc) != "done":

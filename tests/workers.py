@@ -56,6 +56,15 @@ class Workers:
         proc.wait()
         return out, err
 
+    def released(self, *commands: tuple[object, ...]) -> list[subprocess.Popen[str]]:
+        """One worker per argument tuple, each told to go once all are ready, so that they race."""
+        procs = [self.start(*args) for args in commands]
+        for proc in procs:
+            assert self.line(proc) == "ready"
+        for proc in procs:
+            self.send(proc)
+        return procs
+
     @staticmethod
     def send(proc: subprocess.Popen[str]) -> None:
         assert proc.stdin is not None
