@@ -24,7 +24,7 @@ __all__ = ["SECTIONS", "main", "render"]
 SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Errors", ("expost.errors",)),
     ("Guarantees and conversions", ("expost.guarantees",)),
-    ("Privacy-loss variables", ("expost.loss",)),
+    ("Privacy-loss variables", ("expost.loss", "expost.skellam_loss")),
     ("Grids and stopping rules", ("expost.grids", "expost.stopping")),
     ("Mechanisms and their results", ("expost.mechanisms",)),
     ("Privacy boundaries", ("expost.boundaries", "expost.skellam_boundary")),

@@ -29,13 +29,14 @@ from expost.errors import InvalidParameter, NotAStoppingTime
 from expost.filters.costs import BrownianCost, ExPostCost
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import ZCDP, ExPost, PureDP
-from expost.loss import BrownianLoss, LaplaceNoiseReductionLoss, SkellamLoss
+from expost.loss import BrownianLoss, LaplaceNoiseReductionLoss
 from expost.mechanisms.noise_reduction import (
     BrownianNoiseReduction,
     LaplaceNoiseReduction,
     SkellamNoiseReduction,
 )
 from expost.mechanisms.transcript import BatchTranscript, Transcript
+from expost.skellam_loss import SkellamLoss
 from expost.stopping import AtIndex, Never, RelativeError, Released
 from tests import stats as st
 

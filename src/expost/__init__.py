@@ -76,7 +76,6 @@ from expost.loss import (
     LaplaceLoss,
     LaplaceNoiseReductionLoss,
     PrivacyLoss,
-    SkellamLoss,
 )
 from expost.mechanisms import (
     AboveThreshold,
@@ -104,6 +103,7 @@ from expost.odometers import (
 )
 from expost.session import PrivateSession, Round
 from expost.skellam_boundary import SkellamPrivacyBoundary
+from expost.skellam_loss import SkellamLoss
 from expost.stopping import (
     AtIndex,
     MemorylessRule,

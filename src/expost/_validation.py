@@ -117,6 +117,20 @@ def generator(rng: object) -> np.random.Generator:
     return rng
 
 
+def sample_count(n: int, rng: object) -> int:
+    """The number of draws ``n`` (a positive int) for a `numpy.random.Generator` ``rng``."""
+    generator(rng)
+    return positive_int("n", n)
+
+
+def renyi_order(alpha: float) -> float:
+    """A Rényi order: finite and > 1."""
+    a = finite("alpha", alpha)
+    if a <= 1.0:
+        raise InvalidParameter("alpha", alpha, "must be > 1")
+    return a
+
+
 def point(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """A finite scalar (0-d) or non-empty 1-d array of reals, shape kept."""
     v = finite_array(name, value)

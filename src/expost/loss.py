@@ -20,9 +20,8 @@ Rounding (issue 21): for the Gaussian, Brownian, Laplace and Laplace noise-reduc
 ``delta_for_eps``, ``eps_for_delta``, ``renyi`` and the closed-form levels (``rho``, ``eps``,
 ``ex_post_bound``) are rounded up: never below the exact value of the float inputs, within a few
 ulps of it. Transcendental values come from mpmath at a precision that is doubled until two
-evaluations agree (`_mp_up`); ``eps_for_delta`` checks its answer against the rounded-up
-``delta_for_eps``. `SkellamLoss` sums a truncated support (omitted mass < 1e-15) and is not
-rounded.
+evaluations agree (`expost.rounding.up_mp_converged`); ``eps_for_delta`` checks its answer
+against the rounded-up ``delta_for_eps``. The Skellam loss is in `expost.skellam_loss`.
 """
 
 from __future__ import annotations
@@ -35,21 +34,20 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
-from attrs import converters, field, frozen, validators
+from attrs import field, frozen
 
 from expost._validation import (
     as_float,
     finite,
     finite_array,
-    generator,
     nonnegative,
     open_probability,
     positive,
-    positive_int,
+    renyi_order,
+    sample_count,
     validator,
 )
-from expost.errors import InvalidParameter
-from expost.rounding import nudge_up, up_exact, up_mp
+from expost.rounding import MP_START, SMALLEST, nudge_up, up_exact, up_mp_converged
 
 __all__ = [
     "BrownianLoss",
@@ -57,13 +55,12 @@ __all__ = [
     "LaplaceLoss",
     "LaplaceNoiseReductionLoss",
     "PrivacyLoss",
-    "SkellamLoss",
+    "delta_up",
     "eps_for_delta_of",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 
-_SKELLAM_TAIL = 5e-16  # omitted Skellam mass on each side of the truncated support
 _RTOL = 4.0 * float(np.finfo(np.float64).eps)  # brentq's smallest relative tolerance
 
 
@@ -106,58 +103,25 @@ class PrivacyLoss(Protocol):
         ...
 
 
-def _draws(n: int, rng: np.random.Generator) -> int:
-    generator(rng)
-    return positive_int("n", n)
-
-
-def _order(alpha: float) -> float:
-    a = finite("alpha", alpha)
-    if a <= 1.0:
-        raise InvalidParameter("alpha", alpha, "must be > 1")
-    return a
-
-
 _UNDERFLOW_Z = 41.0  # Φ(−z) < 2⁻¹⁰⁷⁴ for z > 40 (Mills: Φ(−z) <= φ(z)/z); 1 of slack
-_SMALLEST = math.ulp(0.0)  # the smallest positive float, 2⁻¹⁰⁷⁴
-_MP_START = 128  # bits of the first mpmath evaluation
-_MP_MARGIN = 2.0**-64  # relative widening above the disagreement tolerance of `_mp_up`
 
 
-def _mp_up(value: Callable[[], Any], start: int = _MP_START) -> float:
-    """The float >= ``value()`` (mpmath, exact value > 0): evaluated at P and 2P bits, P doubling
-    from ``start`` until the two agree to 2⁻⁶⁴ relative, then widened by 2⁻⁶⁴ and rounded up.
-
-    If the evaluation at P bits has lost k bits to cancellation its error is about 2^(k−P), so
-    agreement to 2⁻⁶⁴ means k <= P − 64 and the 2P-bit value is off by about 2^(k−2P) <= 2^(−64−P),
-    far inside the widening. This is precision doubling, not an interval proof; the rounding audit
-    (tests/test_rounding_loss.py) checks the results against 50-digit references."""
-    import mpmath as mp  # lazy: keeps `import expost` fast
-
-    prec = start
-    while True:
-        with mp.workprec(prec):
-            low = value()
-        with mp.workprec(2 * prec):
-            high = value()
-            if high > 0 and abs(high - low) <= high * _MP_MARGIN:
-                return up_mp(high * (1 + mp.mpf(_MP_MARGIN)))
-        prec *= 2
-
-
-def _renyi_from_cgf(cgf: Callable[[float], float], alpha: float) -> float:
-    a = _order(alpha)
-    return cgf(a - 1.0) / (a - 1.0)
+def delta_up(value: Callable[[], Any]) -> float:
+    """A hockey-stick divergence rounded up (`up_mp_converged`) and capped at 1, which it never
+    exceeds (it is at most the total variation distance)."""
+    return min(up_mp_converged(value), 1.0)
 
 
 def eps_for_delta_of(
     delta_for_eps: Callable[[float], float],
     delta: float,
     search: Callable[[float], float] | None = None,
+    refine: Callable[[float], float] | None = None,
 ) -> float:
     """Invert the nonincreasing, continuous privacy profile by bracketing and Brent's method.
 
-    ``search`` (default ``delta_for_eps``) is a fast float version used for the search; the root
+    ``search`` (default ``delta_for_eps``) is a fast float version used for the search, and
+    ``refine`` (optional) improves its root (a Newton step on a more accurate profile); the root
     is then moved up until ``delta_for_eps`` (rounded up) is <= delta: the answer is never
     below the exact smallest eps.
     """
@@ -173,8 +137,10 @@ def eps_for_delta_of(
     while hi > 1e-300 and fast(hi / 2.0) <= d:
         hi /= 2.0
     lo = hi / 2.0  # fast(lo) > d >= fast(hi)
-    root = brentq(lambda e: fast(e) - d, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
-    return nudge_up(float(root), lambda e: delta_for_eps(e) <= d)
+    root = float(brentq(lambda e: fast(e) - d, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500))
+    if refine is not None:
+        root = refine(root)
+    return nudge_up(root, lambda e: delta_for_eps(e) <= d)
 
 
 @frozen
@@ -213,7 +179,7 @@ class GaussianLoss:
         return 2.0 * self.rho
 
     def sample(self, n: int, rng: np.random.Generator) -> FloatArray:
-        size = _draws(n, rng)
+        size = sample_count(n, rng)
         return rng.normal(self.rho, math.sqrt(2.0 * self.rho), size)
 
     def cgf(self, lam: float) -> float:
@@ -223,7 +189,7 @@ class GaussianLoss:
 
     def renyi(self, alpha: float) -> float:
         """alpha·rho (Bun–Steinke), rounded up (exactly: the smallest float >= it)."""
-        return up_exact(Fraction(_order(alpha)) * Fraction(self.rho))
+        return up_exact(Fraction(renyi_order(alpha)) * Fraction(self.rho))
 
     def tail(self, e: float) -> float:
         """Φ((rho − e)/sqrt(2rho))."""
@@ -239,14 +205,14 @@ class GaussianLoss:
 
         e, rho = nonnegative("eps", eps), self.rho
         if e / math.sqrt(2.0 * rho) - math.sqrt(rho / 2.0) > _UNDERFLOW_Z:
-            return _SMALLEST  # delta <= Φ(−z) <= φ(z)/z < 1e-348: below every positive float
+            return SMALLEST  # delta <= Φ(−z) <= φ(z)/z < 1e-348: below every positive float
 
         def value() -> Any:
             mu = mp.sqrt(2 * mp.mpf(rho))
             x = mp.mpf(e) / mu
             return mp.ncdf(mu / 2 - x) - mp.exp(e) * mp.ncdf(-x - mu / 2)
 
-        return _mp_up(value)
+        return delta_up(value)
 
     def _delta_float(self, e: float) -> float:
         """`delta_for_eps` in floats (the search of `eps_for_delta`); for eps > rho via erfcx,
@@ -317,7 +283,7 @@ class LaplaceLoss:
         return 3.0 - (4.0 * e + 2.0) * math.exp(-e) - math.exp(-2.0 * e)
 
     def sample(self, n: int, rng: np.random.Generator) -> FloatArray:
-        size = _draws(n, rng)
+        size = sample_count(n, rng)
         y = rng.laplace(0.0, self.scale, size)
         # (|y − d| − |y|)/b written piecewise, exact also where |y| >> d
         return np.clip((self.distance - 2.0 * y) / self.scale, -self.eps, self.eps)
@@ -350,7 +316,7 @@ class LaplaceLoss:
         at α near 1 needs)."""
         import mpmath as mp  # lazy: keeps `import expost` fast
 
-        a, d, b = _order(alpha), self.distance, self.scale
+        a, d, b = renyi_order(alpha), self.distance, self.scale
 
         def value() -> Any:
             e, al = mp.mpf(d) / mp.mpf(b), mp.mpf(a)
@@ -358,7 +324,7 @@ class LaplaceLoss:
             return mp.log(inner / (2 * al - 1)) / (al - 1)
 
         lost = 2 * max(0, -math.frexp(d / b)[1]) + max(0, -math.frexp(a - 1.0)[1])
-        return _mp_up(value, _MP_START + lost)
+        return up_mp_converged(value, MP_START + lost)
 
     def tail(self, e: float) -> float:
         """1 for e < −ε; 1 − ½·exp(−(ε − e)/2) for −ε <= e < ε; 0 for e >= ε."""
@@ -376,7 +342,7 @@ class LaplaceLoss:
         x, d, b = nonnegative("eps", eps), self.distance, self.scale
         if Fraction(x) * Fraction(b) >= Fraction(d):
             return 0.0
-        return _mp_up(lambda: -mp.expm1(-(mp.mpf(d) / mp.mpf(b) - x) / 2))
+        return delta_up(lambda: -mp.expm1(-(mp.mpf(d) / mp.mpf(b) - x) / 2))
 
     def _delta_float(self, x: float) -> float:
         return max(-math.expm1(-(self.distance / self.scale - x) / 2.0), 0.0)
@@ -449,7 +415,7 @@ class BrownianLoss(_Delegating):
         return self.rho + (self.distance / self.time) * values
 
     def sample(self, n: int, rng: np.random.Generator) -> FloatArray:
-        size = _draws(n, rng)
+        size = sample_count(n, rng)
         return self.at(rng.normal(0.0, math.sqrt(self.time), size))
 
 
@@ -472,119 +438,3 @@ class LaplaceNoiseReductionLoss(_Delegating):
     @property
     def law(self) -> LaplaceLoss:
         return LaplaceLoss(self.scale, self.distance)
-
-
-def _skellam_upper_cut(mu1: float, mu2: float) -> int:
-    """The smallest k >= mean with P(Y > k) <= _SKELLAM_TAIL for Y ~ Skellam(mu1, mu2).
-
-    Uses the Chernoff bound P(Y >= k) <= exp(inf_λ≥0 [mu1(e^λ − 1) + mu2(e^−λ − 1) − λk]),
-    whose minimiser is e^λ = (k + sqrt(k² + 4·mu1·mu2))/(2·mu1).
-    """
-    start = math.ceil(mu1 - mu2)
-    width = math.ceil(20.0 * math.sqrt(mu1 + mu2)) + 64
-    while True:
-        k = np.arange(start, start + width, dtype=np.float64)
-        m = k + 1.0
-        lam = np.log((m + np.sqrt(m * m + 4.0 * mu1 * mu2)) / (2.0 * mu1))
-        log_bound = mu1 * np.expm1(lam) + mu2 * np.expm1(-lam) - lam * m
-        ok = np.flatnonzero(log_bound <= math.log(_SKELLAM_TAIL))
-        if ok.size:
-            return int(k[ok[0]])
-        width *= 2
-
-
-@frozen
-class SkellamLoss:
-    """Loss of the Skellam mechanism f(x) + Skellam(mu, mu2), integer neighbour shift d.
-
-    L(y) = log pmf(y) − log pmf(y − d) for y ~ Skellam(mu, mu2) (BNR App. E); ``mu2``
-    defaults to ``mu`` (symmetric noise). Everything but ``sample`` is a sum over the
-    support truncated to [lo, hi] with P(Y < lo), P(Y > hi) <= 5e-16 each (Chernoff
-    bounds), so the omitted mass is below 1e-15; the pmf is not renormalised. ``cgf`` at
-    large |lam| is dominated by the far tails and is then only as good as that truncation.
-    """
-
-    mu: float = field(converter=as_float, validator=validator(positive))
-    distance: int = field(validator=validator(positive_int))
-    mu2: float | None = field(
-        default=None,
-        converter=converters.optional(as_float),
-        validator=validators.optional(validator(positive)),
-    )
-    _lo: int = field(init=False, repr=False, eq=False)
-    _log_p: FloatArray = field(init=False, repr=False, eq=False)
-    _loss: FloatArray = field(init=False, repr=False, eq=False)
-
-    def __attrs_post_init__(self) -> None:
-        from scipy import stats  # lazy: keeps `import expost` fast
-
-        mu1, mu2 = self.mu, self._mu2
-        lo = -_skellam_upper_cut(mu2, mu1)
-        hi = _skellam_upper_cut(mu1, mu2)
-        y = np.arange(lo, hi + 1, dtype=np.float64)
-        log_p = stats.skellam.logpmf(y, mu1, mu2)
-        loss = self._loss_at(y)
-        if not np.all(np.isfinite(loss)):
-            raise InvalidParameter(
-                "distance",
-                self.distance,
-                f"is too large for mu={mu1!r}, mu2={mu2!r}: the pmf at y − distance underflows",
-            )
-        object.__setattr__(self, "_lo", lo)
-        object.__setattr__(self, "_log_p", log_p)
-        object.__setattr__(self, "_loss", loss)
-
-    @property
-    def _mu2(self) -> float:
-        return self.mu if self.mu2 is None else self.mu2
-
-    def _loss_at(self, y: FloatArray) -> FloatArray:
-        from scipy import stats  # lazy: keeps `import expost` fast
-
-        lp = stats.skellam.logpmf
-        loss: FloatArray = lp(y, self.mu, self._mu2) - lp(y - self.distance, self.mu, self._mu2)
-        return loss
-
-    @property
-    def _p(self) -> FloatArray:
-        return np.exp(self._log_p)
-
-    @property
-    def mean(self) -> float:
-        return float(np.dot(self._p, self._loss))
-
-    @property
-    def variance(self) -> float:
-        return float(np.dot(self._p, (self._loss - self.mean) ** 2))
-
-    def sample(self, n: int, rng: np.random.Generator) -> FloatArray:
-        size = _draws(n, rng)
-        idx = rng.poisson(self.mu, size) - rng.poisson(self._mu2, size) - self._lo
-        outside = (idx < 0) | (idx >= self._loss.size)
-        loss = self._loss[np.where(outside, 0, idx)]
-        if outside.any():  # probability < 1e-15 per draw
-            loss[outside] = self._loss_at((idx[outside] + self._lo).astype(np.float64))
-        return loss
-
-    def cgf(self, lam: float) -> float:
-        """logsumexp over the support of log pmf(y) + lam·L(y)."""
-        from scipy import special  # lazy: keeps `import expost` fast
-
-        x = finite("lam", lam)
-        return float(special.logsumexp(self._log_p + x * self._loss))
-
-    def renyi(self, alpha: float) -> float:
-        return _renyi_from_cgf(self.cgf, alpha)
-
-    def tail(self, e: float) -> float:
-        x = finite("e", e)
-        return float(self._p[self._loss > x].sum())
-
-    def delta_for_eps(self, eps: float) -> float:
-        """Σ_{L(y) > eps} pmf(y)·(1 − exp(eps − L(y)))."""
-        x = nonnegative("eps", eps)
-        above = self._loss > x
-        return float(np.dot(self._p[above], -np.expm1(x - self._loss[above])))
-
-    def eps_for_delta(self, delta: float) -> float:
-        return eps_for_delta_of(self.delta_for_eps, delta)

@@ -34,6 +34,8 @@ import numpy.typing as npt
 from expost.errors import InvalidParameter
 
 __all__ = [
+    "MP_START",
+    "SMALLEST",
     "down",
     "down_array",
     "down_exact",
@@ -48,6 +50,7 @@ __all__ = [
     "up_array",
     "up_exact",
     "up_mp",
+    "up_mp_converged",
     "up_ratio",
 ]
 
@@ -245,3 +248,29 @@ def nudge_up(x: float, ok: Callable[[float], bool]) -> float:
 def nudge_down(x: float, ok: Callable[[float], bool]) -> float:
     """The largest float near ``x`` at which the rigorous check ``ok`` holds (a lower bound)."""
     return _nudge(_number(x), ok, -math.inf)
+
+
+SMALLEST = math.ulp(0.0)  # the smallest positive float, 2⁻¹⁰⁷⁴
+MP_START = 128  # bits of the first evaluation of `up_mp_converged`
+_MP_MARGIN = 2.0**-64  # relative widening above the disagreement tolerance of `up_mp_converged`
+
+
+def up_mp_converged(value: Callable[[], Any], start: int = MP_START) -> float:
+    """The float >= ``value()`` (mpmath, exact value > 0): evaluated at P and 2P bits, P doubling
+    from ``start`` until the two agree to 2⁻⁶⁴ relative, then widened by 2⁻⁶⁴ and rounded up.
+
+    If the evaluation at P bits has lost k bits to cancellation its error is about 2^(k−P), so
+    agreement to 2⁻⁶⁴ means k <= P − 64 and the 2P-bit value is off by about 2^(k−2P) <= 2^(−64−P),
+    far inside the widening. This is precision doubling, not an interval proof; the rounding audit
+    (tests/test_rounding_loss.py) checks the results against 50-digit references."""
+    import mpmath as mp  # lazy: comes with sympy, needed only here
+
+    prec = start
+    while True:
+        with mp.workprec(prec):
+            low = value()
+        with mp.workprec(2 * prec):
+            high = value()
+            if high > 0 and abs(high - low) <= high * _MP_MARGIN:
+                return up_mp(high * (1 + mp.mpf(_MP_MARGIN)))
+        prec *= 2

@@ -35,6 +35,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
+from expost.skellam_pmf import log_ive
 
 __all__ = ["SkellamLogPmf", "SkellamPrivacyBoundary"]
 
@@ -42,7 +43,6 @@ FloatArray = npt.NDArray[np.float64]
 
 _LOG_PMF_ERROR = 1e-10  # assumed bound on |log ive − exact| (measured <= 2.3e-13, module doc)
 _LOG_PMF_RELATIVE = 1e-14  # and relative to |log p| (Debye tail: measured 2e-16 relative)
-_UNDERFLOW = -640.0  # below this log ive, the Debye expansion is used (orders >= 60 there)
 _MIN_MEAN = 1e-3  # λt below this is outside the measured range
 _MAX_MEAN = 1e6  # λt above this is outside the measured range of ive's accuracy
 _TAIL_SD = 9.0  # half-normal weights beyond 9 scales are dropped (mass < e^-40; dropping is safe)
@@ -252,36 +252,6 @@ class SkellamPrivacyBoundary:
         return cls(math.exp(float(found.x)), d, sens, lam, "normal")
 
 
-def _log_ive(n: FloatArray, x: float, ive: object) -> FloatArray:
-    """log(I_n(x)·e^(−x)): scipy's ive, or where it would underflow Debye's uniform expansion
-    with u_1..u_4 (DLMF 10.41.3; measured within 2e-16·|value| + 1e-12 of mpmath there)."""
-    with np.errstate(divide="ignore", under="ignore"):
-        direct: FloatArray = np.log(ive(n, x))  # type: ignore[operator]  # scipy ufunc
-    tail = direct < _UNDERFLOW
-    if np.any(tail):
-        nu = n[tail]
-        z = x / nu
-        s = np.sqrt(1.0 + z * z)
-        p = 1.0 / s
-        p2 = p * p
-        u1 = p * (3.0 - 5.0 * p2) / 24.0
-        u2 = p2 * (81.0 - 462.0 * p2 + 385.0 * p2 * p2) / 1152.0
-        u3 = p * p2 * (30375.0 - p2 * (369603.0 - p2 * (765765.0 - 425425.0 * p2))) / 414720.0
-        u4 = (
-            p2
-            * p2
-            * (
-                4465125.0
-                - p2 * (94121676.0 - p2 * (349922430.0 - p2 * (446185740.0 - 185910725.0 * p2)))
-            )
-            / 39813120.0
-        )
-        series = 1.0 + (u1 + (u2 + (u3 + u4 / nu) / nu) / nu) / nu
-        core = nu / (s + z) + nu * np.log(z / (1.0 + s))  # ν·η − x without cancellation
-        direct[tail] = core - 0.5 * np.log(2.0 * math.pi * nu) - 0.5 * np.log(s) + np.log(series)
-    return direct
-
-
 @functools.lru_cache(maxsize=1 << 14)
 def _psi_memo(boundary: SkellamPrivacyBoundary, mean: float) -> float:
     """ψ at λt = ``mean``: a pure function of the (frozen) boundary and the mean, memoised
@@ -300,14 +270,12 @@ class SkellamLogPmf:
         self._cache = np.empty(0)
 
     def at(self, z: npt.NDArray[np.integer] | npt.NDArray[np.int64]) -> FloatArray:
-        from scipy.special import ive  # lazy: keeps `import expost` fast
-
         lo, hi = int(z.min()), int(z.max())
         if self._cache.size == 0 or lo < self._lo or hi >= self._lo + self._cache.size:
             new_lo = min(lo, self._lo) if self._cache.size else lo
             new_hi = max(hi, self._lo + self._cache.size - 1) if self._cache.size else hi
             n = np.abs(np.arange(new_lo, new_hi + 1, dtype=np.float64))
-            self._cache = _log_ive(n, 2.0 * self.mean, ive)
+            self._cache = log_ive(n, 2.0 * self.mean)
             self._lo = new_lo
         out: FloatArray = self._cache[np.asarray(z) - self._lo]
         return out

@@ -41,7 +41,7 @@ from expost.grids import (
     TimeGrid,
 )
 from expost.guarantees import ZCDP, ExPost, PureDP
-from expost.loss import BrownianLoss, LaplaceNoiseReductionLoss, SkellamLoss
+from expost.loss import BrownianLoss, LaplaceNoiseReductionLoss
 from expost.mechanisms.transcript import BatchTranscript, Transcript
 from expost.processes import (
     BrownianPath,
@@ -53,6 +53,7 @@ from expost.processes import (
 from expost.processes.privacy_time import CHUNK, lazy_brownian_walk, shared_columns
 from expost.rounding import up_array
 from expost.skellam_boundary import SkellamPrivacyBoundary
+from expost.skellam_loss import SkellamLoss
 from expost.stopping import (
     BatchStoppingRule,
     MemorylessRule,
