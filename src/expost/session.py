@@ -578,20 +578,24 @@ class PrivateSession:
         stop: StoppingRule | Callable[..., bool] | None = None,
         boundary: SkellamPrivacyBoundary | None = None,
         bits: BitSource | None = None,
+        fixed_delta: float | None = None,
     ) -> Transcript:
         """Skellam noise reduction on one count (BNR App. E), (ψ(t_stop), delta)-ex-post private
-        with a `SkellamPrivacyBoundary` ψ (THEORY §10; needed: without one there is no
-        guarantee). Admitted on max ψ over the grid, recorded as `ExPostCost` (ψ(t_stop), delta):
-        filters with an ex-post budget (`ExPostFilter`) charge it. In the secure mode
-        (``exact=True`` or the session's ``bits``), or with ``bits`` given here, the integers are
-        drawn exactly from that bit source (Poisson, then binomial thinning); else from the
-        session's rng."""
-        if boundary is None:
+        with a `SkellamPrivacyBoundary` ψ (THEORY §10). Admitted on max ψ over the grid, recorded
+        as `ExPostCost` (ψ(t_stop), delta): filters with an ex-post budget (`ExPostFilter`)
+        charge it. Or, with ``fixed_delta`` instead of a boundary, charged the run's fixed
+        `DPCost` (``SkellamNoiseReduction.fixed_cost``: the exact (eps, fixed_delta) at the
+        grid's smallest time) whenever it stops. In the secure mode (``exact=True`` or the
+        session's ``bits``), or with ``bits`` given here, the integers are drawn exactly from
+        that bit source (Poisson, then binomial thinning); else from the session's rng."""
+        if (boundary is None) == (fixed_delta is None):
             raise InvalidParameter(
                 "boundary",
-                None,
-                "a session needs a SkellamPrivacyBoundary (tuned_for(level, delta))",
+                boundary,
+                "give a SkellamPrivacyBoundary (tuned_for(level, delta)) or fixed_delta, not both",
             )
+        if np.size(value) != 1:
+            raise InvalidParameter("value", value, "must be one count")
         mechanism = SkellamNoiseReduction(
             times, rate, sensitivity, Never() if stop is None else stop, boundary
         )
@@ -600,7 +604,10 @@ class PrivateSession:
             run = lambda: mechanism.run(value, self._rng)
         else:
             run = lambda: mechanism.run_exact(value, source)
-        return self._round("skellam", mechanism.cost(), run, _result_cost)
+        if fixed_delta is None:
+            return self._round("skellam", mechanism.cost(), run, _result_cost)
+        fixed = mechanism.fixed_cost(fixed_delta)
+        return self._round("skellam", fixed, run, lambda _: fixed)
 
     def reduced_above_threshold(
         self,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -31,11 +32,12 @@ from expost._validation import (
     sample_count,
     validator,
 )
+from expost.errors import InvalidParameter
 from expost.loss import delta_up, eps_for_delta_of
-from expost.rounding import SMALLEST, up_mp_converged
+from expost.rounding import SMALLEST, neg_log_up, up_exact, up_mp_converged
 from expost.skellam_pmf import log_pmf, log_tail_above, mp_pmf, mp_tail_above
 
-__all__ = ["SkellamLoss"]
+__all__ = ["SkellamLoss", "akl_eps_for_delta", "akl_renyi"]
 
 FloatArray = npt.NDArray[np.float64]
 Mp = Any  # an mpmath number
@@ -304,3 +306,31 @@ class SkellamLoss:
             if q <= 0.5 and log_term <= log_target:
                 return 1 - u, hi
             u *= 2
+
+
+def akl_renyi(alpha: int, mu: float, sensitivity: int) -> float:
+    """Agarwal, Kairouz & Liu (2021)'s Rényi bound for f(x) + Skellam(mu, mu) on one count with
+    integer sensitivity Δ (THEORY §10; their code's form, with Δ₁ = Δ₂ = Δ): for integer
+    alpha > 1, D_alpha <= alpha·Δ²/(4mu) + min(((2alpha − 1)Δ² + 6Δ)/(16mu²), 3Δ/(4mu)), rounded
+    up exactly. The Gaussian term alone (rho-zCDP with rho = Δ²/(4mu)) is not a bound: see
+    ``SkellamLoss.renyi`` near alpha = 1."""
+    if isinstance(alpha, bool) or not isinstance(alpha, int) or alpha < 2:
+        raise InvalidParameter("alpha", alpha, "must be an integer >= 2 (the bound's orders)")
+    m = Fraction(positive("mu", mu))
+    d = Fraction(positive_int("sensitivity", sensitivity))
+    gauss = alpha * d * d / (4 * m)
+    extra = min(((2 * alpha - 1) * d * d + 6 * d) / (16 * m * m), 3 * d / (4 * m))
+    return up_exact(gauss + extra)
+
+
+def akl_eps_for_delta(mu: float, sensitivity: int, delta: float, max_order: int = 256) -> float:
+    """The (eps, delta)-DP that `akl_renyi` gives through Mironov's (2017, Prop. 3) conversion,
+    eps = min over alpha = 2..``max_order`` of D_alpha + log(1/delta)/(alpha − 1), rounded up."""
+    d = open_probability("delta", delta)
+    top = positive_int("max_order", max_order)
+    if top < 2:
+        raise InvalidParameter("max_order", max_order, "must be >= 2")
+    ell = Fraction(neg_log_up(d))
+    return min(
+        up_exact(Fraction(akl_renyi(a, mu, sensitivity)) + ell / (a - 1)) for a in range(2, top + 1)
+    )

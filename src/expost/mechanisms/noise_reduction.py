@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Protocol, cast
+from typing import Literal, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +23,7 @@ from expost._validation import (
     as_float,
     float_tuple,
     generator,
+    open_probability,
     path_value,
     positive,
     positive_decreasing,
@@ -34,7 +35,7 @@ from expost.errors import InvalidParameter
 from expost.exact import samplers
 from expost.exact.bits import BitSource
 from expost.filters._exact import rho_of_brownian
-from expost.filters.costs import BrownianCost, ExPostCost
+from expost.filters.costs import BrownianCost, DPCost, ExPostCost
 from expost.grids import (
     EpsilonGrid,
     OpenEpsilonGrid,
@@ -51,9 +52,9 @@ from expost.processes import (
     sample_skellam_grid,
 )
 from expost.processes.privacy_time import CHUNK, lazy_brownian_walk, shared_columns
-from expost.rounding import up_array
+from expost.rounding import SMALLEST, up_array
 from expost.skellam_boundary import SkellamPrivacyBoundary
-from expost.skellam_loss import SkellamLoss
+from expost.skellam_loss import SkellamLoss, akl_eps_for_delta
 from expost.stopping import (
     BatchStoppingRule,
     MemorylessRule,
@@ -453,8 +454,8 @@ class SkellamNoiseReduction:
     BNR App. E states no privacy guarantee; with a `SkellamPrivacyBoundary` ψ (same rate and
     sensitivity) a run on a scalar query is (ψ(t_stop), delta)-ex-post private for every
     stopping rule (THEORY §10; proof in docs/mechanisms/skellam.md): its transcripts carry
-    ``ex_post`` and an `ExPostCost`. Without one, ``cost`` and ``ex_post`` are None; use
-    ``loss(time=...)``. Values and sensitivity Δ1 are integers. Stopping rules see
+    ``ex_post`` and an `ExPostCost`. Without one, ``cost`` and ``ex_post`` are None; the run
+    still has the fixed (eps, delta) of ``fixed_cost`` (or see ``loss(time=...)``). Values and sensitivity Δ1 are integers. Stopping rules see
     ``times = 2λt``, the noise variance.
     """
 
@@ -495,6 +496,24 @@ class SkellamNoiseReduction:
         (ψ need not be monotone between the integer steps of z*, so the maximum is taken)."""
         psi = self._boundary()
         return ExPostCost(float(np.max(psi.boundary(self.array))), psi.delta)
+
+    def fixed_cost(self, delta: float, method: Literal["exact", "akl"] = "exact") -> DPCost:
+        """The whole run's (eps, delta)-DP, whatever the stopping rule: a stopped run is a
+        post-processing of the run down to the smallest time, whose loss is that of the release
+        at t_min alone (sufficiency, THEORY §10). ``"exact"``: eps = max over shifts
+        1 <= D <= Δ of `SkellamLoss` (λ·t_min, D).eps_for_delta(delta) (symmetric noise: both
+        directions have one law); ``"akl"``: `akl_eps_for_delta` (Agarwal–Kairouz–Liu's Rényi
+        bound, converted). Rounded up. For one count; charge it to any (eps, delta) filter."""
+        d = open_probability("delta", delta)
+        mean = self.rate * self.times[-1]
+        if method == "exact":
+            shifts = range(1, self.sensitivity + 1)
+            eps = max(SkellamLoss(mean, k).eps_for_delta(d) for k in shifts)
+        elif method == "akl":
+            eps = akl_eps_for_delta(mean, self.sensitivity, d)
+        else:
+            raise InvalidParameter("method", method, "must be 'exact' or 'akl'")
+        return DPCost(max(eps, SMALLEST), d)  # eps = 0 only if delta covers the whole run
 
     def _boundary(self) -> SkellamPrivacyBoundary:
         if self.boundary is None:
