@@ -18,7 +18,7 @@ import pytest
 from scipy.optimize import brentq
 
 from expost.rounding import down
-from expost.skellam_loss import SkellamLoss
+from expost.skellam_loss import SkellamLoss, akl_eps_for_delta, akl_renyi
 from expost.skellam_pmf import mp_pmf
 from tests.rounding_audit import DIGITS, N, audit, log_uniform
 
@@ -184,3 +184,46 @@ def test_skellam_renyi_is_an_upper_bound(alphas: str) -> None:
         with mp.workdps(DIGITS):
             want.append(ref_renyi(_Pmf(mu1, mu2), d, float(alpha)))
     audit(got, want, True, ulps=2, twin=twin, n=N // 2)
+
+
+def _mp_akl(alpha: int, mu: float, d: int) -> Mp:
+    m, dd = mp.mpf(mu), mp.mpf(d)
+    extra = min(((2 * alpha - 1) * dd**2 + 6 * dd) / (16 * m**2), 3 * dd / (4 * m))
+    return alpha * dd**2 / (4 * m) + extra
+
+
+def _float_akl(alpha: int, mu: float, d: int) -> float:
+    extra = min(((2 * alpha - 1) * d * d + 6 * d) / (16 * mu * mu), 3 * d / (4 * mu))
+    return alpha * d * d / (4 * mu) + extra
+
+
+def test_akl_renyi_and_eps_are_upper_bounds() -> None:
+    """AKL's bound (a rational: the smallest float above it) and its Mironov conversion (the
+    log rounded up by 2 ulps, then exact sums: within a few ulps); twins: the float formulas."""
+    rng = np.random.default_rng(37)
+    alphas = rng.integers(2, 257, N)
+    mus = log_uniform(rng, 1e-3, 1e6, N)
+    ds = rng.integers(1, 11, N)
+    deltas = log_uniform(rng, 1e-300, 0.5, N)
+    cases = list(zip(alphas.tolist(), mus.tolist(), ds.tolist(), deltas.tolist(), strict=True))
+    with mp.workdps(DIGITS):
+        audit(
+            [akl_renyi(a, m, d) for a, m, d, _ in cases],
+            [_mp_akl(a, m, d) for a, m, d, _ in cases],
+            True,
+            ulps=1,
+            twin=[_float_akl(a, m, d) for a, m, d, _ in cases],
+        )
+        want, twin = [], []
+        for _, m, d, delta in cases:
+            floats = {a: _float_akl(a, m, d) - math.log(delta) / (a - 1) for a in range(2, 257)}
+            twin.append(min(floats.values()))
+            near = [a for a, v in floats.items() if v <= twin[-1] * (1 + 1e-9)]  # holds the min
+            want.append(min(_mp_akl(a, m, d) - mp.log(delta) / (a - 1) for a in near))
+        audit(
+            [akl_eps_for_delta(m, d, delta) for _, m, d, delta in cases],
+            want,
+            True,
+            ulps=4,
+            twin=twin,
+        )

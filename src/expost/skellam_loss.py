@@ -330,7 +330,15 @@ def akl_eps_for_delta(mu: float, sensitivity: int, delta: float, max_order: int 
     top = positive_int("max_order", max_order)
     if top < 2:
         raise InvalidParameter("max_order", max_order, "must be >= 2")
-    ell = Fraction(neg_log_up(d))
+    ell = neg_log_up(d)
+    orders = np.arange(2, top + 1)
+    mu_, sens = positive("mu", mu), positive_int("sensitivity", sensitivity)
+    extra = np.minimum(
+        ((2 * orders - 1) * sens**2 + 6 * sens) / (16 * mu_**2), 3 * sens / (4 * mu_)
+    )
+    approx = orders * sens**2 / (4 * mu_) + extra + ell / (orders - 1)
+    best = int(np.argmin(approx))  # the exact minimum is within rounding of this order's
+    near = orders[max(best - 1, 0) : best + 2].tolist()
     return min(
-        up_exact(Fraction(akl_renyi(a, mu, sensitivity)) + ell / (a - 1)) for a in range(2, top + 1)
+        up_exact(Fraction(akl_renyi(a, mu, sensitivity)) + Fraction(ell) / (a - 1)) for a in near
     )
