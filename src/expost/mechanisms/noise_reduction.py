@@ -52,7 +52,7 @@ from expost.processes import (
     sample_skellam_grid,
 )
 from expost.processes.privacy_time import CHUNK, lazy_brownian_walk, shared_columns
-from expost.rounding import SMALLEST, up_array
+from expost.rounding import SMALLEST, down_exact, up_array
 from expost.skellam_boundary import SkellamPrivacyBoundary
 from expost.skellam_loss import SkellamLoss, akl_eps_for_delta
 from expost.stopping import (
@@ -505,7 +505,7 @@ class SkellamNoiseReduction:
         directions have one law); ``"akl"``: `akl_eps_for_delta` (Agarwal–Kairouz–Liu's Rényi
         bound, converted). Rounded up. For one count; charge it to any (eps, delta) filter."""
         d = open_probability("delta", delta)
-        mean = self.rate * self.times[-1]
+        mean = down_exact(Fraction(self.rate) * Fraction(self.times[-1]))  # less noise: safe
         if method == "exact":
             shifts = range(1, self.sensitivity + 1)
             eps = max(SkellamLoss(mean, k).eps_for_delta(d) for k in shifts)
