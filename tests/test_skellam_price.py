@@ -115,4 +115,3 @@ def test_session_fixed_price_refusals_change_nothing() -> None:
         session.skellam(np.array([1, 2]), 1, times, fixed_delta=1e-7)  # type: ignore[arg-type]
     assert session.history == ()
     assert session.spent == 0.0
-
