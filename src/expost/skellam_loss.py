@@ -41,12 +41,32 @@ __all__ = ["SkellamLoss", "akl_eps_for_delta", "akl_renyi"]
 
 FloatArray = npt.NDArray[np.float64]
 Mp = Any  # an mpmath number
+Number = Any  # a float or an mpmath number
 
 _SUMMARY_TAIL = 5e-16  # omitted mass on each side of the float support (mean, cgf, sample)
 _WINDOW_TAIL_BITS = 72  # the safe-sided sums: bounded tails below 2^-72 of the sum
 _LOG_SMALLEST = math.log(2.0**-1074) - 1.0  # log bounds below this: delta is below 2^-1074
 _FLOAT_LOSS_ERROR = 1e-8  # assumed |float L − L| in the window search (measured <= 1e-12)
 _FLOAT_LOSS_RELATIVE = 1e-12  # and relative to |log p| (both are far above log_ive's error)
+
+
+def _log_hockey_stick(lp: FloatArray, loss: FloatArray, e: float) -> float:
+    """log Σ pmf(y)·(1 − e^(e − L(y))) over the table's y with L(y) > e, in floats (−inf if none)."""
+    from scipy import special  # lazy: keeps `import expost` fast
+
+    keep = loss > e
+    if not keep.any():
+        return -math.inf
+    return float(special.logsumexp(lp[keep] + np.log(-np.expm1(e - loss[keep]))))
+
+
+def _ratio_bound(m1: Number, m2: Number, d: int, u: Number, alpha: Number) -> Number:
+    """q(u) >= T(y − 1)/T(y) for y = 1 − u <= 0, T(y) = pmf(y)^α·pmf(y − d)^(1 − α), and
+    non-increasing in u: (mu2/u)·((u + d)/u + mu1·mu2/(u(u + d + 1)))^(α − 1), from
+    I_(n+1)/I_n <= x/(2n + 2) and its consequence through the recurrence,
+    I_n/I_(n+1) <= 2(n + 1)/x + x/(2n + 4). In floats or mpmath, as the arguments are."""
+    inner = (u + d) / u + m1 * m2 / (u * (u + d + 1))
+    return m2 / u * inner ** (alpha - 1)
 
 
 def _upper_cut(mu1: float, mu2: float, log_mass: float) -> int:
@@ -87,10 +107,10 @@ class SkellamLoss:
         log_mass = math.log(_SUMMARY_TAIL)
         lo = -_upper_cut(self._mu2, self.mu, log_mass)
         hi = _upper_cut(self.mu, self._mu2, log_mass)
-        y = np.arange(lo, hi + 1, dtype=np.float64)
+        log_p, loss = self._table(lo, hi)
         object.__setattr__(self, "_lo", lo)
-        object.__setattr__(self, "_log_p", self._log_pmf(y))
-        object.__setattr__(self, "_loss", self._loss_at(y))
+        object.__setattr__(self, "_log_p", log_p)
+        object.__setattr__(self, "_loss", loss)
 
     @property
     def _mu2(self) -> float:
@@ -208,37 +228,24 @@ class SkellamLoss:
             return SMALLEST
         return delta_up(lambda: self._mp_delta(e, *window)[0])
 
-    def _log_delta_float(self, e: float, lo: int, hi: int) -> float:
-        """log of the float hockey-stick sum over y in [lo, hi] (−inf when no term is positive)."""
-        from scipy import special  # lazy: keeps `import expost` fast
-
+    def _table(self, lo: int, hi: int) -> tuple[FloatArray, FloatArray]:
+        """Float log pmf(y) and L(y) for y in [lo, hi]."""
         y = np.arange(lo, hi + 1, dtype=np.float64)
         lp = self._log_pmf(y)
-        loss = lp - self._log_pmf(y - self.distance)
-        keep = loss > e
-        if not keep.any():
-            return -math.inf
-        return float(special.logsumexp(lp[keep] + np.log(-np.expm1(e - loss[keep]))))
+        return lp, lp - self._log_pmf(y - self.distance)
+
+    def _log_delta_float(self, e: float, lo: int, hi: int) -> float:
+        """log of the float hockey-stick sum over y in [lo, hi] (−inf when no term is positive)."""
+        return _log_hockey_stick(*self._table(lo, hi), e)
 
     def _profile_float(self, delta: float) -> Callable[[float], float]:
         """A fast float delta(eps) for the search of `eps_for_delta`: one table of the loss over
         the y where the pmf's tails hold more than delta·2^-72 (the mass outside is ignored)."""
-        from scipy import special  # lazy: keeps `import expost` fast
-
         log_mass = math.log(delta) - _WINDOW_TAIL_BITS * math.log(2.0)
-        lo = -_upper_cut(self._mu2, self.mu, log_mass)
-        y = np.arange(lo, _upper_cut(self.mu, self._mu2, log_mass) + 1, dtype=np.float64)
-        lp = self._log_pmf(y)
-        loss = lp - self._log_pmf(y - self.distance)
-
-        def profile(e: float) -> float:
-            keep = loss > e
-            if not keep.any():
-                return 0.0
-            gap = np.log(-np.expm1(e - loss[keep]))
-            return math.exp(float(special.logsumexp(lp[keep] + gap)))
-
-        return profile
+        lp, loss = self._table(
+            -_upper_cut(self._mu2, self.mu, log_mass), _upper_cut(self.mu, self._mu2, log_mass)
+        )
+        return lambda e: math.exp(_log_hockey_stick(lp, loss, e))
 
     def eps_for_delta(self, delta: float) -> float:
         """The smallest eps with delta_for_eps(eps) <= delta, rounded up (`eps_for_delta_of`;
@@ -270,23 +277,13 @@ class SkellamLoss:
             al = mp.mpf(a_)
             p = mp_pmf(lo - d, hi, self.mu, self._mu2)  # p[i] = pmf(lo − d + i)
             terms = [p[i + d] ** al * p[i] ** (1 - al) for i in range(hi - lo + 1)]
-            q = self._ratio_bound(al, 1 - lo)
+            q = _ratio_bound(mp.mpf(self.mu), mp.mpf(self._mu2), d, mp.mpf(1 - lo), al)
+            q *= 1 + mp.mpf(2) ** -40  # the evaluation's rounding
             upper = mp_tail_above(hi + 1, self.mu, self._mu2)  # terms <= pmf where L <= 0
             total = mp.fsum(terms) + terms[0] * q / (1 - q) + upper
             return mp.log(total) / (al - 1)
 
         return up_mp_converged(value)
-
-    def _ratio_bound(self, al: Mp, u: int) -> Mp:
-        """q(u) >= T(y − 1)/T(y) for y = 1 − u <= 0, T(y) = pmf(y)^α·pmf(y − d)^(1 − α), and
-        non-increasing in u: (mu2/u)·((u + d)/u + mu1·mu2/(u(u + d + 1)))^(α − 1), from
-        I_(n+1)/I_n <= x/(2n + 2) and its consequence through the recurrence,
-        I_n/I_(n+1) <= 2(n + 1)/x + x/(2n + 4). Widened by 2^-40 for rounding."""
-        import mpmath as mp  # lazy: keeps `import expost` fast
-
-        m1, m2, d = mp.mpf(self.mu), mp.mpf(self._mu2), self.distance
-        inner = mp.mpf(u + d) / u + m1 * m2 / (u * (u + d + 1))
-        return m2 / u * inner ** (al - 1) * (1 + mp.mpf(2) ** -40)
 
     def _renyi_window(self, alpha: float) -> tuple[int, int]:
         """[lo, hi] with lo <= 0: the ratio bound q(1 − lo) <= 1/2 and the term at lo below 2^-72
@@ -297,15 +294,21 @@ class SkellamLoss:
         hi = max(_upper_cut(self.mu, self._mu2, log_target), 0)
         while self._may_exceed(hi, 0.0):  # the upper tail bound needs L <= 0 above hi
             hi = 2 * hi + d
-        m1, m2 = self.mu, self._mu2
         u = 1
         while True:
-            q = m2 / u * ((u + d) / u + m1 * m2 / (u * (u + d + 1))) ** (alpha - 1.0)
+            q = _ratio_bound(self.mu, self._mu2, d, u, alpha)
             y = float(1 - u)
             log_term = alpha * self._log_pmf(y) + (1.0 - alpha) * self._log_pmf(y - d)
             if q <= 0.5 and log_term <= log_target:
                 return 1 - u, hi
             u *= 2
+
+
+def _akl(alpha: Number, mu: Number, d: Number, least: Callable[[Number, Number], Number]) -> Number:
+    """AKL's bound in whatever arithmetic the arguments carry (Fractions, or numpy arrays with
+    ``least = np.minimum``)."""
+    extra = least(((2 * alpha - 1) * d * d + 6 * d) / (16 * mu * mu), 3 * d / (4 * mu))
+    return alpha * d * d / (4 * mu) + extra
 
 
 def akl_renyi(alpha: int, mu: float, sensitivity: int) -> float:
@@ -318,26 +321,23 @@ def akl_renyi(alpha: int, mu: float, sensitivity: int) -> float:
         raise InvalidParameter("alpha", alpha, "must be an integer >= 2 (the bound's orders)")
     m = Fraction(positive("mu", mu))
     d = Fraction(positive_int("sensitivity", sensitivity))
-    gauss = alpha * d * d / (4 * m)
-    extra = min(((2 * alpha - 1) * d * d + 6 * d) / (16 * m * m), 3 * d / (4 * m))
-    return up_exact(gauss + extra)
+    return up_exact(_akl(alpha, m, d, min))
 
 
 def akl_eps_for_delta(mu: float, sensitivity: int, delta: float, max_order: int = 256) -> float:
     """The (eps, delta)-DP that `akl_renyi` gives through Mironov's (2017, Prop. 3) conversion,
-    eps = min over alpha = 2..``max_order`` of D_alpha + log(1/delta)/(alpha − 1), rounded up."""
+    eps = min over alpha = 2..``max_order`` of D_alpha + log(1/delta)/(alpha − 1), rounded up.
+    The order is chosen in floats; it and its neighbours are then rounded up exactly (the exact
+    minimum is within rounding of the float one's order)."""
     d = open_probability("delta", delta)
     top = positive_int("max_order", max_order)
     if top < 2:
         raise InvalidParameter("max_order", max_order, "must be >= 2")
     ell = neg_log_up(d)
     orders = np.arange(2, top + 1)
-    mu_, sens = positive("mu", mu), positive_int("sensitivity", sensitivity)
-    extra = np.minimum(
-        ((2 * orders - 1) * sens**2 + 6 * sens) / (16 * mu_**2), 3 * sens / (4 * mu_)
-    )
-    approx = orders * sens**2 / (4 * mu_) + extra + ell / (orders - 1)
-    best = int(np.argmin(approx))  # the exact minimum is within rounding of this order's
+    sens = positive_int("sensitivity", sensitivity)
+    approx = _akl(orders, positive("mu", mu), sens, np.minimum) + ell / (orders - 1)
+    best = int(np.argmin(approx))
     near = orders[max(best - 1, 0) : best + 2].tolist()
     return min(
         up_exact(Fraction(akl_renyi(a, mu, sensitivity)) + Fraction(ell) / (a - 1)) for a in near
