@@ -1,4 +1,4 @@
-"""Exact Skellam crossing probability (`expost.audit.skellam_crossing`): FFT against direct sums.
+"""Exact Skellam crossing probability (`expost.skellam.crossing`): FFT against direct sums.
 
 A 100-time geometric grid from λT_1 down to 1 (λ = 1, ψ = 0.05) at λT_1 = 10^2 … 10^5: the
 ``method="fft"`` convolutions (O(K log K) per step) against ``method="direct"`` (numpy.convolve,
@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 from timing import median_seconds  # benchmarks/timing.py, a sibling module
 
-from expost.audit.skellam_crossing import Method, SkellamCrossing, skellam_crossing_probability
+from expost.skellam.crossing import Method, SkellamCrossing, skellam_crossing_probability
 
 __all__ = ["main"]
 

@@ -24,10 +24,10 @@ __all__ = ["SECTIONS", "main", "render"]
 SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Errors", ("expost.errors",)),
     ("Guarantees and conversions", ("expost.guarantees",)),
-    ("Privacy-loss variables", ("expost.loss", "expost.skellam_loss")),
+    ("Privacy-loss variables", ("expost.loss", "expost.skellam.loss")),
     ("Grids and stopping rules", ("expost.grids", "expost.stopping")),
     ("Mechanisms and their results", ("expost.mechanisms",)),
-    ("Privacy boundaries", ("expost.boundaries", "expost.skellam_boundary")),
+    ("Privacy boundaries", ("expost.boundaries", "expost.skellam.boundary")),
     ("Costs and filters", ("expost.filters",)),
     ("Odometers", ("expost.odometers",)),
     ("Sessions and the ledger", ("expost.session", "expost.ledger")),
@@ -36,6 +36,10 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
 # Importable from their modules, documented whole.
 BEYOND: list[tuple[str, str]] = [
     ("expost.processes", "Exact path samplers (batched and interactive)."),
+    (
+        "expost.skellam",
+        "The Skellam home: pmf (floats and mpmath), loss, boundary ψ, exact crossing probability.",
+    ),
     ("expost.audit", "Statistical audits of claims, their registry and reports."),
     ("expost.testing", "Strategies, assertions and black-box audits for other libraries."),
     ("expost.testing.adapters", "OpenDP and diffprivlib mechanisms for black-box audits."),

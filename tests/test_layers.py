@@ -15,6 +15,7 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src" / "expost"
 LOWER = [
     *sorted(SRC.joinpath("processes").glob("*.py")),
+    *sorted(SRC.joinpath("skellam").glob("*.py")),  # the Skellam home: used by mechanisms, audits
     *(SRC / name for name in ("grids.py", "stopping.py", "guarantees.py", "loss.py")),
 ]
 UPPER = ("mechanisms", "filters", "session", "odometers", "audit", "apps", "testing", "cli")

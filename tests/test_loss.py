@@ -27,7 +27,7 @@ from expost.loss import (
     LaplaceNoiseReductionLoss,
     PrivacyLoss,
 )
-from expost.skellam_loss import SkellamLoss
+from expost.skellam.loss import SkellamLoss
 from tests import stats as st
 
 N = 100_000

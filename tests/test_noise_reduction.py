@@ -36,7 +36,7 @@ from expost.mechanisms.noise_reduction import (
     SkellamNoiseReduction,
 )
 from expost.mechanisms.transcript import BatchTranscript, Transcript
-from expost.skellam_loss import SkellamLoss
+from expost.skellam.loss import SkellamLoss
 from expost.stopping import AtIndex, Never, RelativeError, Released
 from tests import stats as st
 

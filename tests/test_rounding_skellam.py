@@ -2,7 +2,7 @@
 ``renyi`` are never below a 50-digit reference computed here and within a few ulps of it; each
 check catches its planted float twin.
 
-The reference pmf is independent of `expost.skellam_pmf`'s normalisation: I_n(x) from mpmath's
+The reference pmf is independent of `expost.skellam.pmf`'s normalisation: I_n(x) from mpmath's
 ``besseli`` at the two highest orders of a window, then the recurrence downwards, and sums over
 a window grown until its edge terms are below 1e-70 of the sum.
 """
@@ -18,8 +18,8 @@ import pytest
 from scipy.optimize import brentq
 
 from expost.rounding import down
-from expost.skellam_loss import SkellamLoss, akl_eps_for_delta, akl_renyi
-from expost.skellam_pmf import mp_pmf
+from expost.skellam.loss import SkellamLoss, akl_eps_for_delta, akl_renyi
+from expost.skellam.pmf import mp_pmf
 from tests.rounding_audit import DIGITS, N, audit, log_uniform
 
 Mp = Any

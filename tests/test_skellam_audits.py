@@ -9,7 +9,7 @@ import numpy as np
 from expost.audit import default_registry, run_audits
 from expost.audit.registry import DEPLOY_QUICK, QUICK
 from expost.audit.skellam import _grid, _mixture_runs, _paper_runs
-from expost.skellam_boundary import SkellamPrivacyBoundary
+from expost.skellam.boundary import SkellamPrivacyBoundary
 from tests.stats import z_two_sided
 
 

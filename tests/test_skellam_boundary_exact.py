@@ -19,8 +19,8 @@ import pytest
 
 from expost.audit.rare_event import betting_bounds
 from expost.audit.skellam import _mixture_runs, _paper_runs
-from expost.audit.skellam_crossing import SkellamCrossing, skellam_boundary_crossing
-from expost.skellam_boundary import SkellamPrivacyBoundary
+from expost.skellam.boundary import SkellamPrivacyBoundary
+from expost.skellam.crossing import SkellamCrossing, skellam_boundary_crossing
 
 FloatArray = npt.NDArray[np.float64]
 

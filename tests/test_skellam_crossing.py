@@ -10,6 +10,7 @@ removed (the union bound Σ_n P(ℓ_n > ψ_n)) and a kernel with the wrong thinn
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import mpmath
@@ -17,9 +18,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-import expost.audit.skellam_crossing as sc
+import expost.skellam.crossing as sc
 from expost.errors import InvalidParameter
 from expost.processes.skellam import sample_skellam_grid
+from expost.skellam.pmf import SkellamLogPmf, log_pmf, tail_bound
 from tests.stats import ALPHA, clopper_pearson_lower, clopper_pearson_upper
 
 FloatArray = npt.NDArray[np.float64]
@@ -161,7 +163,7 @@ def test_chernoff_tail_bounds_the_exact_tail(mean: float, k: int) -> None:
             lambda j: mpmath.exp(-2 * mpmath.mpf(mean)) * mpmath.besseli(j, 2 * mean),
             [k + 1, mpmath.inf],
         )
-    bound = sc.skellam_tail_bound(mean, k)
+    bound = tail_bound(mean, k)
     assert float(tail) <= bound
     assert bound < 50 * float(tail) or bound == 1.0  # tight enough to be worth having
 
@@ -220,11 +222,22 @@ def test_direct_method_keeps_tiny_probabilities_accurate() -> None:
 def test_window_cut_meets_the_tolerance() -> None:
     result = sc.skellam_crossing_probability(2.0, [50.0, 10.0], 1, [0.5, 0.5], tolerance=1e-12)
     assert result.truncation <= 1e-12
-    assert (
-        sc.skellam_tail_bound(100.0, result.support - 1)
-        + sc.skellam_tail_bound(20.0, result.support - 1)
-        > 1e-12
-    )
+    assert tail_bound(100.0, result.support - 1) + tail_bound(20.0, result.support - 1) > 1e-12
+
+
+def test_loss_far_in_the_tail_is_the_librarys_one_pmf() -> None:
+    """Regression (issue 28): the crossing's own pmf table gave nan at mean 5, z = 400 (ive
+    underflows there); its loss now comes from the library's one log pmf, finite and within
+    1e-12 of log(I_400(10)/I_399(10)) ≈ −4.38 from mpmath at 40 digits."""
+    with mpmath.workdps(40):
+        reference = float(mpmath.log(mpmath.besseli(400, 10) / mpmath.besseli(399, 10)))
+    ours = float(sc.skellam_loss(5.0, [400], 1)[0])
+    library = float(log_pmf(400.0, 5.0, 5.0) - log_pmf(399.0, 5.0, 5.0))
+    cached = SkellamLogPmf(5.0).at(np.array([400, 399]))
+    assert math.isfinite(ours)
+    assert ours == library == float(cached[0] - cached[1])
+    assert -4.39 < ours < -4.38
+    assert abs(ours - reference) <= 1e-12 * abs(reference)
 
 
 def test_symmetric_in_the_sign_of_the_difference() -> None:

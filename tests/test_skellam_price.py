@@ -14,7 +14,7 @@ from expost import ExPostFilter, PrivateSession, SkellamPrivacyBoundary
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.filters.costs import DPCost
 from expost.mechanisms.noise_reduction import SkellamNoiseReduction
-from expost.skellam_loss import SkellamLoss, akl_eps_for_delta, akl_renyi
+from expost.skellam.loss import SkellamLoss, akl_eps_for_delta, akl_renyi
 
 MEANS = np.geomspace(0.05, 200.0, 10)
 ORDERS = (2, 3, 4, 6, 8, 16, 32)

@@ -102,8 +102,8 @@ from expost.odometers import (
     StitchedOdometer,
 )
 from expost.session import PrivateSession, Round
-from expost.skellam_boundary import SkellamPrivacyBoundary
-from expost.skellam_loss import SkellamLoss
+from expost.skellam.boundary import SkellamPrivacyBoundary
+from expost.skellam.loss import SkellamLoss
 from expost.stopping import (
     AtIndex,
     MemorylessRule,

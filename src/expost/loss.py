@@ -21,7 +21,7 @@ Rounding (issue 21): for the Gaussian, Brownian, Laplace and Laplace noise-reduc
 ``ex_post_bound``) are rounded up: never below the exact value of the float inputs, within a few
 ulps of it. Transcendental values come from mpmath at a precision that is doubled until two
 evaluations agree (`expost.rounding.up_mp_converged`); ``eps_for_delta`` checks its answer
-against the rounded-up ``delta_for_eps``. The Skellam loss is in `expost.skellam_loss`.
+against the rounded-up ``delta_for_eps``. The Skellam loss is in `expost.skellam.loss`.
 """
 
 from __future__ import annotations

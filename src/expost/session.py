@@ -71,7 +71,7 @@ from expost.mechanisms.exact_additive import (
 from expost.mechanisms.exact_doubling import ExactDoubling, ExactDoublingTranscript
 from expost.mechanisms.exact_threshold import ExactAboveThreshold
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
-from expost.skellam_boundary import SkellamPrivacyBoundary
+from expost.skellam.boundary import SkellamPrivacyBoundary
 from expost.stopping import Never, RelativeError, StoppingRule
 
 __all__ = ["PrivateSession", "Round", "SessionFilter", "filter_from_description"]

@@ -34,7 +34,7 @@ from expost.exact.bits import GeneratorBits
 from expost.filters import DPCost, ExPostCost, ExPostFilter, ZCDPCost
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.session import PrivateSession
-from expost.skellam_boundary import SkellamPrivacyBoundary
+from expost.skellam.boundary import SkellamPrivacyBoundary
 
 __all__ = ["run_exact", "skellam_boundary", "skellam_times"]
 

@@ -39,7 +39,8 @@ from expost.audit.registry import (
     register_at_deltas,
 )
 from expost.processes import sample_skellam_grid
-from expost.skellam_boundary import SkellamLogPmf, SkellamPrivacyBoundary
+from expost.skellam.boundary import SkellamPrivacyBoundary
+from expost.skellam.pmf import SkellamLogPmf
 
 __all__ = ["skellam_deploy_audits", "skellam_paper_audits"]
 

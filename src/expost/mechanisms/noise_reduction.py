@@ -53,8 +53,8 @@ from expost.processes import (
 )
 from expost.processes.privacy_time import CHUNK, lazy_brownian_walk, shared_columns
 from expost.rounding import SMALLEST, down_exact, up_array
-from expost.skellam_boundary import SkellamPrivacyBoundary
-from expost.skellam_loss import SkellamLoss, akl_eps_for_delta
+from expost.skellam.boundary import SkellamPrivacyBoundary
+from expost.skellam.loss import SkellamLoss, akl_eps_for_delta
 from expost.stopping import (
     BatchStoppingRule,
     MemorylessRule,

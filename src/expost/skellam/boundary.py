@@ -10,7 +10,7 @@ in z; with z*(t) = max{z : M_t(z) >= 1/delta}, ψ(t) = max_D ℓ_t(z*(t) + 1) ha
 {loss > ψ} ⊆ {M >= 1/delta}: a delta-privacy boundary (BNR Def 3.5) for every stopping rule and
 grid. D < 0 mirrors (p_t is symmetric). The full proof is in docs/mechanisms/skellam.md.
 
-Safe side: log p_t = log ive(|z|, 2λt) (scipy, Amos) has absolute error below 2.3e-13 in the
+Safe side: log p_t = log ive(|z|, 2λt) (`expost.skellam.pmf`: scipy, Amos) has absolute error below 2.3e-13 in the
 measured range (2λt in [2e-3, 2e6], against 30-digit mpmath); where ive underflows, Debye's
 expansion is within 2e-16·|log p| + 1e-12. The code assumes 1e-10 + 1e-14·|log p|, lowers M
 by that (so the z* used is never above the exact one) and raises ψ by it.
@@ -35,9 +35,9 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.skellam_pmf import log_ive
+from expost.skellam.pmf import SkellamLogPmf
 
-__all__ = ["SkellamLogPmf", "SkellamPrivacyBoundary"]
+__all__ = ["SkellamPrivacyBoundary"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -257,31 +257,3 @@ def _psi_memo(boundary: SkellamPrivacyBoundary, mean: float) -> float:
     """ψ at λt = ``mean``: a pure function of the (frozen) boundary and the mean, memoised
     because sessions evaluate it again on the same grid every round (about 2 ms a point)."""
     return boundary._psi_at(mean, boundary.weights())
-
-
-class SkellamLogPmf:
-    """log p_t(z) for X(t) ~ Skellam(m, m): log ive(|z|, 2m), cached on a window of z."""
-
-    __slots__ = ("_cache", "_lo", "mean")
-
-    def __init__(self, mean: float) -> None:
-        self.mean = mean
-        self._lo = 0
-        self._cache = np.empty(0)
-
-    def at(self, z: npt.NDArray[np.integer] | npt.NDArray[np.int64]) -> FloatArray:
-        lo, hi = int(z.min()), int(z.max())
-        if self._cache.size == 0 or lo < self._lo or hi >= self._lo + self._cache.size:
-            new_lo = min(lo, self._lo) if self._cache.size else lo
-            new_hi = max(hi, self._lo + self._cache.size - 1) if self._cache.size else hi
-            n = np.abs(np.arange(new_lo, new_hi + 1, dtype=np.float64))
-            self._cache = log_ive(n, 2.0 * self.mean)
-            self._lo = new_lo
-        out: FloatArray = self._cache[np.asarray(z) - self._lo]
-        return out
-
-    def finite_left(self, lo: int, hi: int) -> int:
-        """The smallest z in [lo, hi] with a finite log pmf (the pmf is unimodal at 0)."""
-        z = np.arange(lo, hi + 1)
-        finite = np.flatnonzero(np.isfinite(self.at(z)))
-        return int(z[finite[0]])

@@ -1,9 +1,15 @@
-"""The Skellam pmf in floats and in mpmath, and Chernoff bounds on its tails.
+"""The Skellam pmf, the one implementation: floats (first half) and mpmath (second half).
 
 Y ~ Skellam(mu1, mu2) = P1 − P2 for independent Poisson variables of means mu1, mu2 has
 p(y) = exp(−(√mu1 − √mu2)²)·(mu1/mu2)^(y/2)·ive(|y|, x), x = 2√(mu1·mu2) (Skellam 1946), with
-ive(n, x) = I_n(x)·e^(−x). Used by `expost.loss.SkellamLoss` (its safe-sided hockey-stick and
-Rényi divergences) and by `expost.skellam_boundary`.
+ive(n, x) = I_n(x)·e^(−x). Used by `expost.skellam.loss.SkellamLoss` (its safe-sided
+hockey-stick and Rényi divergences), `expost.skellam.boundary`, `expost.skellam.crossing` and
+the audits (`expost.audit.skellam`).
+
+Floats: `log_ive` (scipy's ive, Debye's expansion where it underflows, so log p is finite
+for every integer y), `log_pmf`, `pmf`, `SkellamLogPmf` (a cached window of the symmetric
+log pmf), Chernoff tail bounds `log_tail_above` and `tail_bound`. Exact (mpmath, at the working
+precision): `mp_pmf` (Miller's backward recurrence) and `mp_tail_above`.
 """
 
 from __future__ import annotations
@@ -14,13 +20,26 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["log_ive", "log_pmf", "log_tail_above", "mp_pmf", "mp_tail_above"]
+from expost._validation import positive
+
+__all__ = [
+    "SkellamLogPmf",
+    "log_ive",
+    "log_pmf",
+    "log_tail_above",
+    "mp_pmf",
+    "mp_tail_above",
+    "pmf",
+    "tail_bound",
+]
 
 FloatArray = npt.NDArray[np.float64]
 Mp = Any  # an mpmath number
 
 _UNDERFLOW = -640.0  # below this log ive, the Debye expansion is used (orders >= 60 there)
 _MILLER_EXTRA_BITS = 64  # Miller's start: I_N/I_n below 2^-(prec + this) for the orders used
+
+# -- floats ----------------------------------------------------------------------------------
 
 
 def log_ive(n: FloatArray, x: float) -> FloatArray:
@@ -65,6 +84,42 @@ def log_pmf(y: npt.ArrayLike, mu1: float, mu2: float) -> FloatArray:
     return out
 
 
+def pmf(y: npt.ArrayLike, mu1: float, mu2: float) -> FloatArray:
+    """p(y) in floats: exp(`log_pmf`) (relative error that of `log_ive`, an absolute error in
+    the log, plus |log p|·2^-53 from the exponential; 0 or subnormal far in the tails)."""
+    out: FloatArray = np.exp(log_pmf(y, mu1, mu2))
+    return out
+
+
+class SkellamLogPmf:
+    """log p_t(z) for X(t) ~ Skellam(m, m) (`log_pmf` at mu1 = mu2 = m: log ive(|z|, 2m)),
+    computed once on a window of z that grows as asked."""
+
+    __slots__ = ("_cache", "_lo", "mean")
+
+    def __init__(self, mean: float) -> None:
+        self.mean = mean
+        self._lo = 0
+        self._cache = np.empty(0)
+
+    def at(self, z: npt.NDArray[np.integer] | npt.NDArray[np.int64]) -> FloatArray:
+        lo, hi = int(z.min()), int(z.max())
+        if self._cache.size == 0 or lo < self._lo or hi >= self._lo + self._cache.size:
+            new_lo = min(lo, self._lo) if self._cache.size else lo
+            new_hi = max(hi, self._lo + self._cache.size - 1) if self._cache.size else hi
+            states = np.arange(new_lo, new_hi + 1, dtype=np.float64)
+            self._cache = log_pmf(states, self.mean, self.mean)
+            self._lo = new_lo
+        out: FloatArray = self._cache[np.asarray(z) - self._lo]
+        return out
+
+    def finite_left(self, lo: int, hi: int) -> int:
+        """The smallest z in [lo, hi] with a finite log pmf (the pmf is unimodal at 0)."""
+        z = np.arange(lo, hi + 1)
+        finite = np.flatnonzero(np.isfinite(self.at(z)))
+        return int(z[finite[0]])
+
+
 def _chernoff_log(k: FloatArray, mu1: float, mu2: float) -> FloatArray:
     """inf over λ >= 0 of mu1(e^λ − 1) + mu2(e^−λ − 1) − λk: log P(Y >= k) is at most this."""
     lam = np.maximum(np.log((k + np.sqrt(k * k + 4.0 * mu1 * mu2)) / (2.0 * mu1)), 0.0)
@@ -75,6 +130,18 @@ def _chernoff_log(k: FloatArray, mu1: float, mu2: float) -> FloatArray:
 def log_tail_above(k: npt.ArrayLike, mu1: float, mu2: float) -> FloatArray:
     """An upper bound (Chernoff, in floats) on log P(Y >= k); 0 for k at or below the mean."""
     return np.minimum(_chernoff_log(np.asarray(k, dtype=np.float64), mu1, mu2), 0.0)
+
+
+def tail_bound(mean: float, k: int) -> float:
+    """Chernoff bound on P(|X| > k) for X ~ Skellam(mean, mean): 2·exp(`log_tail_above`(k + 1)),
+    at most 1. With μ1 = μ2 = μ the exponent is −I(k + 1), I(a) = a·asinh(a/(2μ)) −
+    sqrt(a² + 4μ²) + 2μ, the Legendre transform of the cumulant generating function."""
+    mu = positive("mean", mean)
+    log_bound = float(log_tail_above(float(k + 1), mu, mu))
+    return min(1.0, 2.0 * math.exp(log_bound))
+
+
+# -- exact (mpmath) --------------------------------------------------------------------------
 
 
 def mp_tail_above(k: int, mu1: float, mu2: float) -> Mp:

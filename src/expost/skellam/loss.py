@@ -5,7 +5,7 @@ L(y) = log p(y) − log p(y − d). The Skellam pmf is log-concave (a convolutio
 Poisson pmfs), so L is non-increasing in y: {L > eps} is a lower interval of y.
 
 ``delta_for_eps``, ``eps_for_delta`` and ``renyi`` are rounded up: the pmf comes from
-`expost.skellam_pmf.mp_pmf` on a window of y, and every term outside the window is bounded
+`expost.skellam.pmf.mp_pmf` on a window of y, and every term outside the window is bounded
 above (Chernoff bounds, and a ratio bound from I_(n+1)/I_n <= x/(2n + 2)) and added; the sum is
 evaluated at P and 2P bits until the two agree (`expost.rounding.up_mp_converged`).
 """
@@ -35,7 +35,7 @@ from expost._validation import (
 from expost.errors import InvalidParameter
 from expost.loss import delta_up, eps_for_delta_of
 from expost.rounding import SMALLEST, neg_log_up, up_exact, up_mp_converged
-from expost.skellam_pmf import log_pmf, log_tail_above, mp_pmf, mp_tail_above
+from expost.skellam.pmf import log_pmf, log_tail_above, mp_pmf, mp_tail_above
 
 __all__ = ["SkellamLoss", "akl_eps_for_delta", "akl_renyi"]
 

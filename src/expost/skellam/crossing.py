@@ -26,13 +26,13 @@ from attrs import frozen
 
 from expost._validation import finite_array, open_probability, positive
 from expost.errors import InvalidParameter
+from expost.skellam.pmf import log_pmf, pmf, tail_bound
 
 __all__ = [
     "SkellamCrossing",
     "skellam_boundary_crossing",
     "skellam_crossing_probability",
     "skellam_loss",
-    "skellam_tail_bound",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -45,23 +45,11 @@ _MAX_MEAN = 1e5  # the range of λt over which that was measured
 _FFT_CONSTANT = 12.0  # err_∞ <= (12·log2 L + 8)·u·‖a‖₁·‖b‖₂ for an FFT convolution of length L
 
 
-def skellam_tail_bound(mean: float, k: int) -> float:
-    """Chernoff bound on P(|X| > k) for X ~ Skellam(mean, mean): 2·exp(−I(k + 1)).
-
-    I(a) = a·asinh(a/(2μ)) − sqrt(a² + 4μ²) + 2μ is the Legendre transform of the cumulant
-    generating function μ(e^θ + e^(−θ) − 2) at a (P(X >= a) <= exp(−I(a)), a > 0).
-    """
-    mu = positive("mean", mean)
-    a = float(k + 1)
-    rate = a * math.asinh(a / (2.0 * mu)) - math.hypot(a, 2.0 * mu) + 2.0 * mu
-    return min(1.0, 2.0 * math.exp(-rate))
-
-
 def _window(means: FloatArray, tolerance: float) -> int:
     """The smallest K (doubling, then bisection) with Σ_n P(|X_{T_n}| > K) <= tolerance."""
 
     def excess(k: int) -> float:
-        return sum(skellam_tail_bound(float(m), k) for m in means)
+        return sum(tail_bound(float(m), k) for m in means)
 
     hi = max(1, math.ceil(2.0 * math.sqrt(float(means.max()))))
     while excess(hi) > tolerance:
@@ -73,17 +61,12 @@ def _window(means: FloatArray, tolerance: float) -> int:
     return hi
 
 
-def _pmf_table(mean: float, top: int) -> FloatArray:
-    """The Skellam(mean, mean) pmf at 0..top: e^(−2μ)·I_k(2μ) (scipy's scaled Bessel ive)."""
-    from scipy.special import ive  # lazy: keeps `import expost` fast
-
-    return np.asarray(ive(np.arange(top + 1), 2.0 * mean), dtype=np.float64)
-
-
 def _pmf(mean: float, states: IntArray) -> FloatArray:
-    """The pmf at ``states`` (p(−k) = p(k): one Bessel evaluation per distinct |k|)."""
+    """The Skellam(mean, mean) pmf at ``states`` (`expost.skellam.pmf.pmf`; p(−k) = p(k): one
+    Bessel evaluation per distinct |k|)."""
     magnitude = np.abs(states)
-    return _pmf_table(mean, int(magnitude.max(initial=0)))[magnitude]
+    table = pmf(np.arange(int(magnitude.max(initial=0)) + 1), mean, mean)
+    return table[magnitude]
 
 
 def _transition(
@@ -116,27 +99,34 @@ def _decide(
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """States counted as crossed (loss > ψ − slack, or nan) and those within the slack of ψ.
 
-    The slack covers the pmfs' relative error (1e-11 each) and the rounding of two logs and ψ.
+    The slack covers the log pmfs' error (1e-11 each, and Debye's 2e-16·|log p| where ive
+    underflows) and the rounding of the two logs, their difference and ψ.
     """
-    loss = skellam_loss(mean, states, difference)
+    log_p, here, there = _log_pmfs(mean, states, difference)
+    loss = log_p[here] - log_p[there]
     with np.errstate(invalid="ignore"):
-        slack = 4.0 * _PMF_RTOL + 8.0 * _U * (np.abs(loss) + 2.0 * 745.0 + abs(psi))
+        size = np.abs(log_p[here]) + np.abs(log_p[there]) + abs(psi)
+        slack = 4.0 * _PMF_RTOL + 8.0 * _U * size
         over = ~(loss <= psi - slack)
         near = over & ~(loss > psi + slack)
     return over, near
 
 
-def skellam_loss(mean: float, z: npt.ArrayLike, difference: int) -> FloatArray:
-    """ℓ(z) = log p(z) − log p(z − D) for p the Skellam(mean, mean) pmf (THEORY §10).
-
-    Where a pmf underflows the value is nan (callers treat it as crossed, the safe side).
-    """
+def _log_pmfs(
+    mean: float, z: npt.ArrayLike, difference: int
+) -> tuple[FloatArray, IntArray, IntArray]:
+    """log p at 0..max |z|, |z − D| (`expost.skellam.pmf.log_pmf`), and the indices |z|, |z − D|."""
     states = np.asarray(z, dtype=np.int64)
     here, there = np.abs(states), np.abs(states - difference)
     top = int(max(here.max(initial=0), there.max(initial=0)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_p = np.log(_pmf_table(mean, top))
-        return np.asarray(log_p[here] - log_p[there], dtype=np.float64)
+    return log_pmf(np.arange(top + 1), mean, mean), here, there
+
+
+def skellam_loss(mean: float, z: npt.ArrayLike, difference: int) -> FloatArray:
+    """ℓ(z) = log p(z) − log p(z − D) for p the Skellam(mean, mean) pmf (THEORY §10), from the
+    library's one log pmf: finite in the tails too (Debye's expansion where ive underflows)."""
+    log_p, here, there = _log_pmfs(mean, z, difference)
+    return np.asarray(log_p[here] - log_p[there], dtype=np.float64)
 
 
 @frozen
@@ -225,7 +215,7 @@ def skellam_crossing_probability(
         mass[over] = 0.0
     growth *= 1.0 + (states.size + grid.size) * _U  # the sums of the removed mass
     roundoff = absolute * growth + crossed * 2.0 * (growth - 1.0)
-    truncation = sum(skellam_tail_bound(float(m), k) for m in means)
+    truncation = sum(tail_bound(float(m), k) for m in means)
     return SkellamCrossing(
         probability=crossed,
         lower=max(crossed - ambiguous - roundoff, 0.0),
