@@ -49,7 +49,7 @@ AuditFactory = Callable[[str], Audit | Iterable[Audit]]
 DeltaAuditFactory = Callable[[str, float], Audit | Iterable[Audit]]
 _F = TypeVar("_F", bound=AuditFactory)
 _D = TypeVar("_D", bound=DeltaAuditFactory)
-_FRAMEWORK = frozenset({"claims", "cli", "core", "rare_event", "registry", "report", "verdict"})
+_FRAMEWORK = frozenset({"claims", "core", "rare_event", "registry", "report", "verdict"})
 
 
 def delta_tag(delta: float) -> str:
