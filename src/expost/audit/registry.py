@@ -16,6 +16,7 @@ import importlib
 import math
 import pkgutil
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from expost.audit.core import Audit
@@ -196,9 +197,9 @@ def default_registry() -> Registry:
     """`REGISTRY`, after importing every audit module of the ``expost.audit`` package."""
     global _loaded
     if not _loaded:
-        import expost.audit as package
+        here = [str(Path(__file__).parent)]  # this package, without importing it from below
 
-        for info in pkgutil.iter_modules(package.__path__):
+        for info in pkgutil.iter_modules(here):
             if not info.name.startswith("_") and info.name not in _FRAMEWORK:
                 importlib.import_module(f"expost.audit.{info.name}")
         _loaded = True
