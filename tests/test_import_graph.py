@@ -130,6 +130,15 @@ def top_level_importers(graph: Mapping[str, AbstractSet[str]], top: str = TOP) -
     return sorted(m for m, out in graph.items() if top in out and m not in ALLOWED_TOP_IMPORTERS)
 
 
+def command_line_importers(graph: Mapping[str, AbstractSet[str]], cli: str) -> list[str]:
+    """The modules outside the command-line package ``cli`` that import a module of it."""
+
+    def inside(name: str) -> bool:
+        return name == cli or name.startswith(cli + ".")
+
+    return sorted(m for m, out in graph.items() if not inside(m) and any(map(inside, out)))
+
+
 GRAPH = import_graph()
 
 
@@ -140,11 +149,29 @@ def test_the_graph_sees_the_package() -> None:
 
 
 def test_no_import_circle() -> None:
-    assert circles(GRAPH) == []
+    found = circles(GRAPH)
+    assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
 
 
 def test_no_module_imports_the_top_level() -> None:
-    assert top_level_importers(GRAPH) == []
+    found = top_level_importers(GRAPH)
+    assert not found, f"modules that import the package top level {TOP!r}: {found}"
+
+
+def test_the_command_line_is_the_top_layer() -> None:
+    found = command_line_importers(GRAPH, "expost.cli")
+    assert not found, f"modules below the command line that import it: {found}"
+
+
+def test_the_planted_import_of_the_command_line_is_found() -> None:
+    graph = {
+        "pkg.cli": {"pkg.cli.run"},
+        "pkg.cli.run": {"pkg.core"},
+        "pkg.core": set(),
+        "pkg.client": {"pkg.core"},
+        "pkg.clients": {"pkg.cli.run"},
+    }
+    assert command_line_importers(graph, "pkg.cli") == ["pkg.clients"]
 
 
 # Planted twins: a tiny package on disk with a circle through a relative, a function-level and an

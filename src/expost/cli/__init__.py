@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from expost import ledger_command
@@ -36,7 +35,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     code: int = args.run(args)
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())
