@@ -39,8 +39,8 @@ from expost.audit import (
     run_audit,
     run_audits,
 )
-from expost.audit.cli import ProgressBar
 from expost.cli import main
+from expost.cli.audit import ProgressBar
 from expost.errors import InvalidParameter
 from tests import stats
 

@@ -13,28 +13,58 @@ those sums fill the doubles of (1, 2) far more densely. A release y that mean 0 
 proves the true value is not 0: the privacy loss of that output is infinite, whatever eps the
 scale claims. The test counts how often that happens under mean 1 (about a quarter of all
 draws) and checks that the exact discrete Laplace mechanism has no such output.
+
+Which log: the sampler calls the C library's ``log`` (libm), so the replica does too, through
+``math.log`` (CPython calls libm's ``log`` for a finite positive float). numpy's ufunc ``np.log``
+is another function: it dispatches at run time to SIMD kernels (AVX-512 where the CPU has it)
+that differ from libm by one ulp on some arguments (345 of the 100,000 draws below on this
+2-core AMD EPYC sandbox with AVX-512; none with ``NPY_DISABLE_CPU_FEATURES=X86_V4``). So the
+replica is numpy's sampler on any CPU, as far as both use the same libm.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
 import numpy as np
 import numpy.typing as npt
 
+FloatArray = npt.NDArray[np.float64]
 TWO53 = 2.0**53
 WINDOW = 8  # k candidates either side of 2⁵³(1 − e^−y/2): rounding moves k by at most 2
 N = 100_000
 
 
+def libm_log(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The C library's ``log`` of every element (``math.log``), not numpy's SIMD ``np.log``."""
+    flat = np.asarray(x, dtype=np.float64).ravel()
+    out = np.fromiter(map(math.log, flat.tolist()), dtype=np.float64, count=flat.size)
+    return out.reshape(np.shape(x))
+
+
 def _noise(k: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     """numpy's Laplace(0, 1) noise above 0 for U = k·2⁻⁵³ >= 1/2, as it computes it."""
     u = k * 2.0**-53
-    return -np.log(2.0 - u - u)
+    return -libm_log(2.0 - u - u)
 
 
-def _replica(raw: npt.NDArray[np.uint64], loc: float) -> npt.NDArray[np.float64]:
-    """``random_laplace`` with b = 1, written out from the 64-bit draws."""
+def _replica(
+    raw: npt.NDArray[np.uint64], loc: float, log: Callable[[FloatArray], FloatArray] = libm_log
+) -> FloatArray:
+    """``random_laplace`` with b = 1, written out from the 64-bit draws (``log``: libm's)."""
     u = (raw >> np.uint64(11)).astype(np.int64) * 2.0**-53
-    return np.where(u >= 0.5, loc - np.log(2.0 - u - u), loc + np.log(u + u))
+    upper = u >= 0.5
+    arg = np.where(upper, 2.0 - u - u, u + u)
+    arg[arg == 0.0] = 1.0  # U = 0 is redrawn by numpy; never seen in N draws (p = N·2⁻⁵³)
+    value = log(arg)
+    return np.where(upper, loc - value, loc + value)
 
 
 def reachable_from_zero(y: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
@@ -58,6 +88,63 @@ def test_the_replica_is_numpys_sampler_bit_for_bit() -> None:
     for loc in (0.0, 1.0):
         drawn = np.random.default_rng(7).laplace(loc, 1.0, N)
         np.testing.assert_array_equal(_replica(raw, loc), drawn)
+
+
+def test_the_bit_for_bit_check_sees_one_ulp() -> None:
+    # the planted twin: a log one ulp off on a single argument (what np.log's AVX-512 kernel
+    # does on some) makes the replica differ from numpy's draws
+    raw = np.random.default_rng(7).bit_generator.random_raw(N)
+
+    def off_by_one_ulp(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        out = libm_log(x)
+        out[0] = np.nextafter(out[0], np.inf)
+        return out
+
+    drawn = np.random.default_rng(7).laplace(0.0, 1.0, N)
+    assert np.count_nonzero(_replica(raw, 0.0, off_by_one_ulp) != drawn) == 1
+
+
+_CHILD = """
+import hashlib, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from test_float_leak import N, _replica, _simd_targets
+print(" ".join(["simd:", *_simd_targets()]))
+raw = np.random.default_rng(7).bit_generator.random_raw(N)
+for loc in (0.0, 1.0):
+    drawn = np.random.default_rng(7).laplace(loc, 1.0, N)
+    assert np.array_equal(_replica(raw, loc), drawn), loc
+    print(hashlib.sha256(drawn.tobytes()).hexdigest())
+"""
+
+
+def _simd_targets() -> list[str]:
+    """The SIMD dispatch targets numpy uses on this CPU (``np.show_runtime``'s "found")."""
+    umath = importlib.import_module("numpy._core._multiarray_umath")
+    features: dict[str, bool] = getattr(umath, "__cpu_features__", {})
+    return [t for t in getattr(umath, "__cpu_dispatch__", []) if features.get(t)]
+
+
+def test_the_draws_and_the_replica_do_not_depend_on_numpys_simd_dispatch() -> None:
+    """In a child process with every SIMD target numpy found here disabled
+    (``NPY_DISABLE_CPU_FEATURES``), numpy's draws are the same doubles and the replica still
+    matches them: the sampler and the replica call libm, not numpy's dispatched kernels."""
+    here = [
+        hashlib.sha256(np.random.default_rng(7).laplace(loc, 1.0, N).tobytes()).hexdigest()
+        for loc in (0.0, 1.0)
+    ]
+    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(_simd_targets())}
+    child = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(Path(__file__).parent)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    simd, *hashes = child.stdout.splitlines()
+    assert simd.split() == ["simd:"]  # every target numpy found here is off in the child
+    assert hashes == here
 
 
 def test_numpy_laplace_outputs_under_mean_1_that_mean_0_cannot_produce() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from expost._progress import ProgressLine
+from expost.cli._progress import ProgressLine
 
 
 class _Terminal(io.StringIO):

@@ -112,6 +112,14 @@ def test_the_public_surface_is_pinned() -> None:
     assert len(set(expost.__all__)) == len(expost.__all__)
 
 
+MAX_PUBLIC = 95
+"""Issue 28: at most 95 curated top-level names; a new one replaces one or goes in its module."""
+
+
+def test_the_top_level_stays_curated() -> None:
+    assert len(expost.__all__) <= MAX_PUBLIC, f"{len(expost.__all__)} names > {MAX_PUBLIC}"
+
+
 def test_every_public_name_resolves() -> None:
     assert all(hasattr(expost, name) for name in PUBLIC)
     defined = {n for n in vars(expost) if not n.startswith("_")}

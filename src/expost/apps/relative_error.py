@@ -16,45 +16,40 @@ the next exponential mechanism plus the cheapest release. Two engines run the sa
 once in lock-step rounds (`BatchBudget`, `ExponentialMechanism.run_batch`, `brownian_trials`,
 `DoublingMethod.run_trials`). Data: a fresh Zipf data set per trial (the paper does not say;
 its "1000 trials" then average over data and mechanism), or a user histogram held fixed.
+
+This module is the experiment (`reproduce`, its rows and report); the protocol's settings and
+one trial live in `expost.apps.relative_error_protocol`, the float engines in
+`expost.apps.relative_error_engines`, the exact ones in `expost.apps.relative_error_exact`; their
+public names are importable from here too.
 """
 
 from __future__ import annotations
 
-import functools
-import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from attrs import converters, field, frozen, validators
+from attrs import frozen
 
-from expost._validation import (
-    as_float,
-    generator,
-    open_probability,
-    positive,
-    positive_int,
-    validator,
-)
-from expost.apps.batch_budget import BatchBudget
+from expost._validation import positive_int
 from expost.apps.data import zipf_counts
+from expost.apps.relative_error_engines import run_batch, run_interactive
+from expost.apps.relative_error_exact import run_exact
+from expost.apps.relative_error_protocol import (
+    ALL_METHODS,
+    EXACT_METHODS,
+    METHODS,
+    Method,
+    Settings,
+    TrialResults,
+    histograms,
+    walk,
+    within_alpha,
+)
 from expost.errors import InvalidParameter
 from expost.execution import Execution, chunk_sizes, map_chunks
-from expost.filters import (
-    BrownianCost,
-    Conversion,
-    Cost,
-    GaussianCost,
-    GaussianDPFilter,
-    UnifiedFilter,
-)
-from expost.grids import OpenEpsilonGrid
-from expost.mechanisms import DoublingMethod, ExponentialMechanism
-from expost.mechanisms.trials import brownian_trials
-from expost.session import PrivateSession
-from expost.stopping import RelativeError
 
 __all__ = [
     "ALL_METHODS",
@@ -77,324 +72,8 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.intp]
-Method = Literal["bm", "doubling", "doubling-exact", "skellam"]
-METHODS: tuple[Method, ...] = ("bm", "doubling")
-"""The paper's methods, float samplers, batch engine."""
-EXACT_METHODS: tuple[Method, ...] = ("doubling-exact", "skellam")
-"""Exact samplers, one secure session per trial (`expost.apps.relative_error_exact`)."""
-ALL_METHODS: tuple[Method, ...] = METHODS + EXACT_METHODS
 DEFAULT_SIZES = (8_000, 16_000, 32_000, 64_000, 128_000)
 DEFAULT_TRIALS = 1_000
-_DOUBLING_RATIO = 2.0  # eps² doubles each try (APC Sec. 7.1)
-_CHUNK = 16  # grid points per lazy BM step: most releases stop within the first few levels
-
-
-def _grid_shape(_name: str, value: object) -> None:
-    if value not in ("linear", "geometric"):
-        raise InvalidParameter("grid", value, "must be 'linear' or 'geometric'")
-
-
-def _conversion(_name: str, value: object) -> None:
-    if value not in ("bun-steinke", "cks"):
-        raise InvalidParameter("conversion", value, "must be 'bun-steinke' or 'cks'")
-
-
-def _accounting(_name: str, value: object) -> None:
-    if value not in ("zcdp", "gdp"):
-        raise InvalidParameter("accounting", value, "must be 'zcdp' or 'gdp'")
-
-
-def _grid_size(name: str, value: object) -> None:
-    if positive_int(name, value) < 2:
-        raise InvalidParameter(name, value, "must be >= 2")
-
-
-@frozen
-class Settings:
-    """The protocol's parameters; the defaults are APC Sec. 7's.
-
-    ``grid`` "linear": ``grid_size`` equally spaced eps² from ``start_eps2`` to the budget's
-    largest level, every round. "geometric": eps² = start·r^k with r fixed so that the whole
-    budget spans ``grid_size`` points (later rounds, with less budget, walk fewer points).
-    ``stop_alpha`` (default alpha): the relative error the stopping rule checks; below alpha it
-    leaves a margin for the many looks of a noise reduction (its first passage favours noise
-    that inflates ŷ), precision being still measured at alpha.
-    ``conversion`` sets the budget rho from (eps, delta'') by Bun–Steinke (APC Lemma 2.1, the
-    paper's) or Canonne–Kamath–Steinke.
-    ``accounting`` "zcdp": the paper's `UnifiedFilter`; "gdp": a `GaussianDPFilter` for the same
-    (eps, delta) (THEORY §9; Gaussian tries and BM rounds cost mu² = eps², the exponential
-    mechanism its bounded-range price mu(eps_EM/2)²). Both methods run under the one chosen.
-    Budgets and spends are in rho units either way (mu²/2 under gdp: a BM stopped at eps² costs
-    eps²/2 in both).
-    ``skellam_level``: the ex-post level the Skellam boundary is tuned for (the exact table's
-    ``skellam`` method, `expost.apps.relative_error_exact`).
-    """
-
-    alpha: float = field(default=0.1, converter=as_float, validator=validator(positive))
-    eps_em: float = field(default=0.1, converter=as_float, validator=validator(positive))
-    eps: float = field(default=10.0, converter=as_float, validator=validator(positive))
-    delta: float = field(default=1e-6, converter=as_float, validator=validator(open_probability))
-    start_eps2: float = field(default=1e-4, converter=as_float, validator=validator(positive))
-    grid_size: int = field(default=1_000, validator=validator(_grid_size))
-    grid: Literal["linear", "geometric"] = field(default="linear", validator=validator(_grid_shape))
-    conversion: Conversion = field(default="bun-steinke", validator=validator(_conversion))
-    stop_alpha: float | None = field(
-        default=None,
-        converter=converters.optional(as_float),
-        validator=validators.optional(validator(positive)),
-    )
-    accounting: Literal["zcdp", "gdp"] = field(default="zcdp", validator=validator(_accounting))
-    skellam_level: float = field(default=1.0, converter=as_float, validator=validator(positive))
-    _filter: UnifiedFilter | GaussianDPFilter = field(init=False, eq=False, repr=False)
-
-    def __attrs_post_init__(self) -> None:
-        if self.accounting == "gdp" and self.conversion != "bun-steinke":
-            raise InvalidParameter("conversion", self.conversion, "applies to zcdp accounting only")
-        budget = (
-            GaussianDPFilter.from_dp(self.eps, self.delta)
-            if self.accounting == "gdp"
-            else UnifiedFilter.from_dp(self.eps, self.delta, self.conversion)
-        )
-        object.__setattr__(self, "_filter", budget)  # solved once: from_dp is a root search
-        if self.rho < self.start_eps2 / 2.0:
-            raise InvalidParameter(
-                "start_eps2", self.start_eps2, "costs more than the whole budget"
-            )
-
-    def filter(self) -> UnifiedFilter | GaussianDPFilter:
-        """The budget: `UnifiedFilter.from_dp(eps, delta, conversion)` (APC Thm 5), or
-        `GaussianDPFilter.from_dp(eps, delta)` under gdp (fresh: nothing spent)."""
-        return self._filter
-
-    @property
-    def unit(self) -> float:
-        """The filter's unit per rho unit: 1 (rho), 2 (mu² = 2·rho for Gaussian and BM rounds)."""
-        return 2.0 if self.accounting == "gdp" else 1.0
-
-    @property
-    def rho(self) -> float:
-        """The budget in rho units: rho, or mu²/2 (exact halving)."""
-        return self.filter().budget / self.unit
-
-    @property
-    def em_rho(self) -> float:
-        """The exponential mechanism's price in rho units (the filter's price / ``unit``)."""
-        return self.filter().price(self.mechanism.cost())[0] / self.unit
-
-    @property
-    def mechanism(self) -> ExponentialMechanism:
-        """The selection: Gumbel-max with eps_EM on monotone counts (eps_EM²/8 zCDP)."""
-        return ExponentialMechanism(self.eps_em, monotone=True)
-
-    @property
-    def stop(self) -> RelativeError:
-        """The APC stopping condition, checked at ``stop_alpha`` (default alpha)."""
-        return RelativeError(self.alpha if self.stop_alpha is None else self.stop_alpha)
-
-    @property
-    def ratio(self) -> float:
-        """The geometric grid's ratio: start·r^(grid_size − 1) = 2·rho (the whole budget)."""
-        return float((2.0 * self.rho / self.start_eps2) ** (1.0 / (self.grid_size - 1)))
-
-    def open_grid(self) -> OpenEpsilonGrid:
-        """The BM grid before the budget closes it (`PrivateSession.brownian` clips it)."""
-        if self.grid == "linear":
-            return OpenEpsilonGrid.linear_in_eps2(self.start_eps2, self.grid_size)
-        return OpenEpsilonGrid.geometric_in_eps2(self.start_eps2, self.ratio)
-
-    def doubling(self, max_tries: int) -> DoublingMethod:
-        """The doubling schedule with at most ``max_tries`` tries."""
-        return DoublingMethod(
-            1.0, self.start_eps2, _DOUBLING_RATIO, stop=self.stop, max_tries=max_tries
-        )
-
-
-@frozen(eq=False)
-class TrialResults:
-    """Per trial: counts returned, how many of them are within alpha, realised rho spent."""
-
-    returned: IntArray
-    precise: IntArray
-    spent: FloatArray
-
-    @property
-    def precision(self) -> FloatArray:
-        """precise / returned, and 1 where nothing was returned (APC Sec. 7.2)."""
-        r = self.returned
-        out: FloatArray = np.where(r > 0, self.precise / np.maximum(r, 1), 1.0)
-        return out
-
-
-def within_alpha(released: FloatArray, truth: FloatArray, alpha: float) -> npt.NDArray[np.bool_]:
-    """|ŷ/y − 1| < alpha (APC Sec. 7.2's precision), written so that a true count of 0 is never
-    precise."""
-    result: npt.NDArray[np.bool_] = np.abs(released - truth) < alpha * truth
-    return result
-
-
-def _histograms(counts: npt.ArrayLike) -> FloatArray:
-    c = np.asarray(counts, dtype=np.float64)
-    if c.ndim != 2 or c.shape[1] < 2 or not np.all(np.isfinite(c)) or np.any(c < 0.0):
-        raise InvalidParameter("counts", c.shape, "must be (trials, m) finite counts >= 0, m >= 2")
-    return c
-
-
-def _method(value: object) -> Literal["bm", "doubling"]:
-    if value not in METHODS:
-        raise InvalidParameter("method", value, "must be 'bm' or 'doubling'")
-    return "bm" if value == "bm" else "doubling"
-
-
-# ----------------------------------------------------------------------------- interactive engine
-
-
-def run_interactive(
-    counts: npt.ArrayLike, method: str, settings: Settings, rng: np.random.Generator
-) -> TrialResults:
-    """The protocol through `PrivateSession`, one trial (row of ``counts``) at a time."""
-    data, m, g = _histograms(counts), _method(method), generator(rng)
-    rows = [_session_trial(row, m, settings, g) for row in data]
-    returned, precise, spent = zip(*rows, strict=True)
-    return TrialResults(
-        np.array(returned, dtype=np.intp), np.array(precise, dtype=np.intp), np.array(spent)
-    )
-
-
-def walk(
-    session: PrivateSession,
-    counts: npt.NDArray[Any],
-    alpha: float,
-    selection: tuple[float, Cost],
-    cheapest: Cost,
-    release: Callable[[float], tuple[bool, float]],
-) -> tuple[int, int]:
-    """One trial of the protocol in ``session``: while the budget pays a selection (eps, cost)
-    plus the ``cheapest`` release, pick the top count left and ``release`` it (stopped?, value).
-    Returns (counts returned, how many of them within ``alpha``)."""
-    eps, cost = selection
-    left = np.ones(counts.size, dtype=np.bool_)
-    returned = precise = 0
-    while left.any():
-        f = session.filter
-        if not (f.admits(cost) and f.spend(cost).admits(cheapest)):
-            break
-        i = session.exponential_mechanism(counts, eps, monotone=True, candidates=left)
-        left[i] = False
-        y = float(counts[i])
-        ok, value = release(y)
-        if ok:
-            returned += 1
-            precise += bool(within_alpha(np.array(value), np.array(y), alpha))
-    return returned, precise
-
-
-def _session_trial(
-    counts: FloatArray, method: Method, settings: Settings, rng: np.random.Generator
-) -> tuple[int, int, float]:
-    session = PrivateSession(settings.filter(), rng)
-
-    def release(y: float) -> tuple[bool, float]:
-        if method == "bm":
-            t = session.brownian(y, 1.0, settings.open_grid(), settings.stop)
-            return t.stopped, float(t.value[0])
-        d = session.doubling(y, 1.0, settings.start_eps2, _DOUBLING_RATIO, settings.stop)
-        return d.stopped, float(d.value)
-
-    cheapest = (
-        BrownianCost.from_eps(math.sqrt(settings.start_eps2))
-        if method == "bm"
-        else GaussianCost(settings.start_eps2 / 2.0)
-    )
-    selection = (settings.eps_em, settings.mechanism.cost())
-    returned, precise = walk(session, counts, settings.alpha, selection, cheapest, release)
-    spent = session.spent
-    assert isinstance(spent, float)  # both filters spend one additive unit
-    return returned, precise, spent / settings.unit
-
-
-# ----------------------------------------------------------------------------- batch engine
-
-
-def run_batch(
-    counts: npt.ArrayLike,
-    method: str,
-    settings: Settings,
-    rng: np.random.Generator,
-) -> TrialResults:
-    """The protocol for every trial (row of ``counts``) at once, in lock-step rounds.
-
-    Same law as `run_interactive`. The exponential mechanism's choices in successive rounds are
-    drawn at once (`ExponentialMechanism.rank_batch`, the same law as one draw per round over
-    the elements left) and revealed one round at a time; each round is charged ``em_rho``
-    (eps_EM²/8 under zcdp, mu(eps_EM/2)²/2 under gdp: 0.0019633 rho units at eps_EM = 0.1).
-    """
-    data, m, g = _histograms(counts), _method(method), generator(rng)
-    n = data.shape[0]
-    budget = BatchBudget.start(settings.filter(), n)
-    em = settings.mechanism
-    em_rho = settings.em_rho
-    cheapest = (
-        float(BatchBudget.bm_cost(settings.start_eps2)) if m == "bm" else settings.start_eps2 / 2.0
-    )
-    # em + cheapest with room for the roundings of two separate spends (a few ulps of rho)
-    entry = em_rho + cheapest + 16.0 * 2.0**-53 * budget.rho
-    release = _bm_release if m == "bm" else _doubling_release
-    order = em.rank_batch(data, n, g)  # round k's choice over the elements left: order[:, k]
-    returned = np.zeros(n, dtype=np.intp)
-    precise = np.zeros(n, dtype=np.intp)
-    active = np.arange(n)
-    for k in range(data.shape[1]):
-        active = active[budget.admits(entry, active)]
-        if active.size == 0:
-            break
-        choice = order[active, k]
-        budget = budget.spend(em_rho, active)
-        y = data[active, choice]
-        budget, ok, value = release(budget, active, y, settings, g)
-        returned[active] += ok
-        precise[active] += ok & within_alpha(value, y, settings.alpha)
-    return TrialResults(returned, precise, np.array(budget.spent))
-
-
-Release = tuple[BatchBudget, npt.NDArray[np.bool_], FloatArray]
-
-
-def _bm_release(
-    budget: BatchBudget,
-    active: IntArray,
-    y: FloatArray,
-    settings: Settings,
-    rng: np.random.Generator,
-) -> Release:
-    grids = settings.open_grid().clip_each(budget.max_bm_eps(active))
-    t = brownian_trials(y, grids, settings.stop, rng, chunk=_CHUNK)
-    cost = BatchBudget.bm_cost(grids.at(t.end_index))
-    return budget.spend(cost, active), t.stopped, t.value[:, 0]
-
-
-@functools.lru_cache(maxsize=8)
-def _schedule(settings: Settings) -> DoublingMethod:
-    """The doubling schedule as long as the whole budget could pay for."""
-    return settings.doubling(int(math.log2(2.0 * settings.rho / settings.start_eps2)) + 2)
-
-
-def _doubling_release(
-    budget: BatchBudget,
-    active: IntArray,
-    y: FloatArray,
-    settings: Settings,
-    rng: np.random.Generator,
-) -> Release:
-    longest = _schedule(settings)
-    # tries are affordable in order: count, per trial, the cumulative costs the budget admits
-    caps = budget.admits(longest.cumulative_cost[:, None], active).sum(axis=0)
-    assert np.all(caps >= 1)  # the entry check kept room for the first try
-    runs = longest.run_trials(y, rng, max_tries=caps)
-    return budget.spend(runs.cost, active), runs.stopped, runs.value.reshape(-1)
-
-
-# ----------------------------------------------------------------------------- the experiment
 
 
 @frozen
@@ -521,11 +200,7 @@ def _chunk(
 
 def _engine(method: Method) -> Callable[..., TrialResults]:
     """The batch engine for the paper's methods; the exact ones run one session per trial."""
-    if method in METHODS:
-        return run_batch
-    from expost.apps.relative_error_exact import run_exact  # imports this module
-
-    return run_exact
+    return run_batch if method in METHODS else run_exact
 
 
 def _methods(value: Sequence[str]) -> tuple[Method, ...]:
@@ -573,7 +248,7 @@ def reproduce(
     if counts is None:
         cells = [(positive_int("sizes", n), None) for n in sizes]
     else:
-        user = _histograms(np.asarray(counts, dtype=np.float64)[None, :])
+        user = histograms(np.asarray(counts, dtype=np.float64)[None, :])
         cells = [(round(float(user.sum())), user)]
     per_cell = chunk_sizes(k, width)
     chunks = [

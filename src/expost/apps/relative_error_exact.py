@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from expost._validation import generator, read_only
-from expost.apps.relative_error import EXACT_METHODS, Settings, TrialResults, walk
+from expost.apps.relative_error_protocol import EXACT_METHODS, Settings, TrialResults, walk
 from expost.errors import InvalidParameter
 from expost.exact.bits import GeneratorBits
 from expost.filters import DPCost, ExPostCost, ExPostFilter, ZCDPCost

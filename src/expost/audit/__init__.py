@@ -51,8 +51,8 @@ name, the same in every process): results are bit-identical for a seed whatever
 ``--workers`` is, and an audit draws the same runs alone (``--only``) or in its suite.
 
 Where audits live: every public module of this package other than the framework's (``core``:
-audits and running them, ``verdict``, ``claims``, ``rare_event``, ``report``, ``registry``,
-``cli``) is imported when a suite is built (`default_registry`); so adding
+audits and running them, ``verdict``, ``claims``, ``rare_event``, ``report``, ``registry``;
+the command is `expost.cli.audit`) is imported when a suite is built (`default_registry`); so adding
 ``expost/audit/apc.py`` with ``@register(...)`` factories is all it takes. A downstream project registers its own audits
 in its own module and runs ``expost audit --module its.module --suite its-suite``.
 Run them from Python with `run_audits` (an `AuditReport`: ``.table()``, ``.to_json()``,

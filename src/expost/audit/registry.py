@@ -16,6 +16,7 @@ import importlib
 import math
 import pkgutil
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from expost.audit.core import Audit
@@ -49,7 +50,7 @@ AuditFactory = Callable[[str], Audit | Iterable[Audit]]
 DeltaAuditFactory = Callable[[str, float], Audit | Iterable[Audit]]
 _F = TypeVar("_F", bound=AuditFactory)
 _D = TypeVar("_D", bound=DeltaAuditFactory)
-_FRAMEWORK = frozenset({"claims", "cli", "core", "rare_event", "registry", "report", "verdict"})
+_FRAMEWORK = frozenset({"claims", "core", "rare_event", "registry", "report", "verdict"})
 
 
 def delta_tag(delta: float) -> str:
@@ -196,9 +197,9 @@ def default_registry() -> Registry:
     """`REGISTRY`, after importing every audit module of the ``expost.audit`` package."""
     global _loaded
     if not _loaded:
-        import expost.audit as package
+        here = [str(Path(__file__).parent)]  # this package, without importing it from below
 
-        for info in pkgutil.iter_modules(package.__path__):
+        for info in pkgutil.iter_modules(here):
             if not info.name.startswith("_") and info.name not in _FRAMEWORK:
                 importlib.import_module(f"expost.audit.{info.name}")
         _loaded = True

@@ -7,7 +7,6 @@ import importlib.util
 import os
 from pathlib import Path
 
-import expost
 from expost.errors import ExpostError, InvalidParameter
 from expost.symbolic.proof import Proof
 
@@ -23,7 +22,7 @@ def default_proofs_dir() -> Path | None:
     installed = importlib.resources.files("expost") / "_proofs"
     if installed.is_dir():
         return Path(str(installed))
-    checkout = Path(expost.__file__).resolve().parents[2] / "proofs"
+    checkout = Path(__file__).resolve().parents[3] / "proofs"  # src/expost/symbolic/this
     return checkout if checkout.is_dir() else None
 
 

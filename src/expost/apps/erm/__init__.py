@@ -21,7 +21,6 @@ the training data as if public (ex-post loss E_N), (b) by AboveThreshold at eps 
 APC Lemma B.1) or (c) by ReducedAboveThreshold at the levels E_n (2E_N, BNR Thm 5.1, Cor 5.2).
 """
 
-from expost.apps.erm.command import add_parser
 from expost.apps.erm.figures import plot_figure2, plot_figure3
 from expost.apps.erm.simulation import (
     ABOVE_THRESHOLD_EPS,
@@ -61,7 +60,6 @@ __all__ = [
     "MethodResult",
     "RidgeRegression",
     "TaskResult",
-    "add_parser",
     "logistic_minimiser",
     "make_task",
     "plot_figure2",

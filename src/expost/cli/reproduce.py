@@ -1,16 +1,16 @@
-"""``expost reproduce EXPERIMENT``: each experiment module registers its own sub-command."""
+"""``expost reproduce EXPERIMENT``: each experiment's command module registers its sub-command."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from expost.apps import erm, lnr_composition, relative_error_command
+from expost.cli import erm, lnr_composition, relative_error
 
 __all__ = ["add_parser"]
 
 # Modules with ``add_parser(subparsers)``; each sets ``run`` via ``set_defaults``.
-_EXPERIMENTS: tuple[Any, ...] = (relative_error_command, erm, lnr_composition)
+_EXPERIMENTS: tuple[Any, ...] = (relative_error, erm, lnr_composition)
 
 
 def add_parser(sub: Any) -> None:

@@ -11,8 +11,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from expost._progress import ProgressLine
-from expost._scale_cli import add_execution_arguments, execution_of
 from expost.apps.data import load_counts
 from expost.apps.relative_error import (
     ALL_METHODS,
@@ -24,6 +22,8 @@ from expost.apps.relative_error import (
     Settings,
     reproduce,
 )
+from expost.cli._progress import ProgressLine
+from expost.cli._scale import add_execution_arguments, execution_of
 from expost.errors import InvalidParameter
 
 __all__ = ["EXACT_TRIALS", "add_parser", "plot", "run", "table"]

@@ -1,15 +1,18 @@
-"""The ``expost`` command. Each subcommand lives beside the feature it runs."""
+"""The ``expost`` command: every subcommand's module lives in this package, the top layer.
+
+``prove`` (`expost.cli.prove`), ``reproduce`` (`expost.cli.reproduce`), ``audit``
+(`expost.cli.audit`) and ``ledger`` (`expost.ledger_command`); nothing below imports it.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from expost import ledger_command
-from expost.apps import cli as reproduce_cli
-from expost.audit import cli as audit_cli
-from expost.symbolic import cli as prove_cli
+from expost.cli import audit as audit_cli
+from expost.cli import prove as prove_cli
+from expost.cli import reproduce as reproduce_cli
 
 __all__ = ["main"]
 
@@ -32,7 +35,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     code: int = args.run(args)
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

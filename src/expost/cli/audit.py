@@ -14,17 +14,17 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from expost._progress import ProgressLine
-from expost._scale_cli import (
+from expost.audit.core import ALPHA_AUDIT, Audit, run_audits
+from expost.audit.registry import QUICK, default_registry
+from expost.backends import ArrayBackend
+from expost.cli._progress import ProgressLine
+from expost.cli._scale import (
     add_backend_arguments,
     add_execution_arguments,
     backend_of,
     execution_of,
     int_at_least,
 )
-from expost.audit.core import ALPHA_AUDIT, Audit, run_audits
-from expost.audit.registry import QUICK, default_registry
-from expost.backends import ArrayBackend
 from expost.errors import InvalidParameter
 
 __all__ = ["ProgressBar", "add_parser", "run"]

@@ -10,8 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from expost._progress import ProgressLine
-from expost._scale_cli import add_execution_arguments, execution_of
 from expost.apps.data import (
     BUNDLED,
     ERMData,
@@ -33,6 +31,8 @@ from expost.apps.erm.tasks import (
     TARGETS,
     make_task,
 )
+from expost.cli._progress import ProgressLine
+from expost.cli._scale import add_execution_arguments, execution_of
 
 __all__ = ["add_parser", "run"]
 

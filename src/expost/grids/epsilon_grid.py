@@ -1,25 +1,16 @@
-"""Noise-reduction grids: the noise levels a noise-reduction run walks, noisiest first.
+"""Privacy-level grids eps1 < eps2 < … with t = Δ²/eps² (APC Sec. 7): closed, open and clipped.
 
-`TimeGrid` holds Brownian times t1 > t2 > … > 0 (t = noise variance; APC Def 4.4, BNR Def 3.1).
-`EpsilonGrid` holds privacy levels eps1 < eps2 < … with t = Δ²/eps² (APC Sec. 7); it stores eps²
-exactly, so the paper's shapes (linear or doubling in eps²) end exactly where they are told to.
-Stopping a Brownian mechanism at t costs rho = Δ²/(2t) = eps²/2 (APC Thm 3, BNR Thm 3.4), so the
-worst case of a grid is its last point, which a filter must afford before the run (APC Lemma 6.2
-condition (2), Thm 5 condition (3)). `OpenEpsilonGrid` records a shape whose end the budget sets
-later, through `clip`.
-
-Convention: a grid that knows its sensitivity (`EpsilonGrid`) exposes ``eps``, ``rho`` and
-``max_rho`` as properties; `TimeGrid` holds times only, so the same values are methods taking the
-sensitivity, ``eps_for(Δ)``, ``rho_for(Δ)`` and ``max_rho_for(Δ)``. Closed grids come from
-`EpsilonGrid.linear_in_eps2` / `geometric_in_eps2`, open ones from the `OpenEpsilonGrid`
-constructors of the same names.
+`EpsilonGrid` stores eps² exactly, so the paper's shapes (linear or doubling in eps²) end exactly
+where they are told to; `OpenEpsilonGrid` records a shape whose end the budget sets later
+(`clip`, exact: the largest float <= max_eps²); `ClippedGrids` is one open grid clipped at a
+different level per trial (the batch engines).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -28,116 +19,21 @@ from attrs import field, frozen
 from expost._validation import (
     as_float,
     finite,
-    float_tuple,
     positive,
-    positive_decreasing,
     positive_increasing,
     positive_int,
     read_only,
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.rounding import up_array
+from expost.grids.time_grid import TimeGrid, summary
 
-__all__ = [
-    "ClippedGrids",
-    "EpsilonGrid",
-    "HasTimeFor",
-    "OpenEpsilonGrid",
-    "TimeGrid",
-]
+__all__ = ["ClippedGrids", "EpsilonGrid", "OpenEpsilonGrid"]
 
 FloatArray = npt.NDArray[np.float64]
 
 _MAX_POINTS = 10_000_000
 _TINY = float(np.finfo(np.float64).tiny)
-_PRICE_ULPS = 3  # Δ·Δ/(2t): two roundings, < 2u relative (or < 2⁻¹⁰⁷⁴ absolute once subnormal)
-
-
-@runtime_checkable
-class HasTimeFor(Protocol):
-    """A privacy boundary ψ that maps a level E to the smallest t with ψ(t) <= E (BNR Cor 3.7)."""
-
-    def time_for(self, eps: float) -> float: ...
-
-
-def _summary(values: tuple[float, ...]) -> str:
-    if len(values) <= 8:
-        return repr(values)
-    return f"<{len(values)} points from {values[0]!r} to {values[-1]!r}>"
-
-
-@frozen(repr=False)
-class TimeGrid:
-    """Brownian times t1 > t2 > … > 0, walked noisiest first (APC Def 4.4, BNR Def 3.1).
-
-    Stopping at t costs rho = Δ²/(2t) (APC Thm 3); the worst case is the `smallest` time.
-    """
-
-    times: tuple[float, ...] = field(
-        converter=float_tuple, validator=validator(positive_decreasing)
-    )
-
-    def __repr__(self) -> str:
-        return f"TimeGrid({_summary(self.times)})"
-
-    def __len__(self) -> int:
-        return len(self.times)
-
-    def __iter__(self) -> Iterator[float]:
-        return iter(self.times)
-
-    @property
-    def array(self) -> FloatArray:
-        """The times as a read-only float64 array."""
-        return read_only(self.times)
-
-    @property
-    def smallest(self) -> float:
-        """The last (least noisy) time: the one that fixes the grid's worst-case cost."""
-        return self.times[-1]
-
-    def rho_for(self, sensitivity: float = 1.0) -> FloatArray:
-        """The cost Δ²/(2t) of stopping at each time (APC Thm 3, BNR Thm 3.4), rounded up."""
-        s = positive("sensitivity", sensitivity)
-        return read_only(up_array(s * s / (2.0 * self.array), _PRICE_ULPS))
-
-    def max_rho_for(self, sensitivity: float = 1.0) -> float:
-        """The worst-case cost Δ²/(2·t_min) a filter must afford (APC Lemma 6.2, Thm 5 cond. (3)),
-        rounded up."""
-        s = positive("sensitivity", sensitivity)
-        return float(up_array(s * s / (2.0 * self.smallest), _PRICE_ULPS))
-
-    def eps_for(self, sensitivity: float = 1.0) -> FloatArray:
-        """The privacy level Δ/sqrt(t) of each time, rounded up (sqrt's u/2 and the quotient's u
-        relative: 3 ulps)."""
-        s = positive("sensitivity", sensitivity)
-        return read_only(up_array(s / np.sqrt(self.array), _PRICE_ULPS))
-
-    @classmethod
-    def from_boundary(cls, boundary: HasTimeFor, levels: npt.ArrayLike) -> TimeGrid:
-        """The times at which a privacy boundary ψ reaches the ex-post levels E1 < E2 < … .
-
-        t_k = boundary.time_for(E_k), the smallest t with ψ(t) <= E_k, so stopping at t_k carries
-        the ex-post bound E_k (BNR Cor 3.7, as corrected in THEORY §3). Rounding: the library's
-        boundaries return times at which ψ, as computed (rounded up), is <= E_k, never below the
-        exact smallest time.
-        """
-        if not isinstance(boundary, HasTimeFor):
-            raise InvalidParameter("boundary", boundary, "must have a time_for(eps) method")
-        e = positive_increasing("levels", levels)
-        times = [boundary.time_for(float(x)) for x in e]
-        try:
-            return cls(times)
-        except InvalidParameter as exc:
-            raise InvalidParameter(
-                "levels",
-                levels,
-                f"boundary.time_for maps them to {times!r}, which are not positive, finite "
-                "and strictly decreasing",
-            ) from exc
-
-
 _SPLIT = 2.0**27 + 1.0  # Veltkamp's splitter for float64
 _SMALL = 2.0**-450  # below it x is scaled up by _SCALE (exactly) so that the split cannot underflow
 _SCALE = 2.0**600
@@ -274,7 +170,7 @@ class EpsilonGrid:
         return grid
 
     def __repr__(self) -> str:
-        return f"EpsilonGrid.from_eps2({_summary(self._eps2)}, sensitivity={self.sensitivity!r})"
+        return f"EpsilonGrid.from_eps2({summary(self._eps2)}, sensitivity={self.sensitivity!r})"
 
     def __len__(self) -> int:
         return len(self._eps2)
