@@ -16,14 +16,16 @@ One tool per kind of quantity:
   operations: exp, log, sqrt, log1p): compute in floats, then `up` / `down` (`up_array` /
   `down_array` for numpy) by the number of ulps that bounds the evaluation's error, stated where
   it is used.
-- **Found numerically** (a root of a monotone function): `nudge_up` / `nudge_down` step to the
-  safe side until a rigorous check of the defining inequality holds; or `up_mp` / `down_mp`
-  from a high-precision (mpmath) value or the end of an mpmath interval.
+- **Found numerically** (a root of a monotone function): `nudge_up` / `nudge_down` find the
+  nearest float on the safe side at which a rigorous check of the defining inequality holds
+  (`smallest_where` / `largest_where`: bounded bisection on the floats' bit patterns); or
+  `up_mp` / `down_mp` from a high-precision (mpmath) value or the end of an mpmath interval.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
@@ -41,9 +43,11 @@ __all__ = [
     "down_exact",
     "down_mp",
     "down_ratio",
+    "largest_where",
     "neg_log_up",
     "nudge_down",
     "nudge_up",
+    "smallest_where",
     "sum_down",
     "sum_up",
     "up",
@@ -216,38 +220,99 @@ def down_mp(x: Any) -> float:
     return q if isinstance(q, float) else down_exact(q)
 
 
-def _nudge(x: float, ok: Callable[[float], bool], direction: float) -> float:
-    """The float nearest the unsafe side at which ``ok`` holds, searched from ``x``: away from
-    ``direction``'s opposite by 1, 2, 4, ... ulps until ``ok(x)``, then back one ulp at a time
-    (at most `_TIGHTEN` steps) while ``ok`` still holds."""
-    step = 1.0
-    while not ok(x):
-        x = x + math.copysign(step * math.ulp(x), direction)
-        step *= 2.0
-    for _ in range(_TIGHTEN):
-        back = math.nextafter(x, -direction)
-        if not ok(back):
-            break
-        x = back
+_SIGN = 1 << 63
+
+
+def _key(x: float) -> int:
+    """An integer that orders floats as their values do (adjacent floats: adjacent integers;
+    −0.0 and 0.0 both 0; ±inf at the ends)."""
+    (bits,) = struct.unpack("<Q", struct.pack("<d", x))
+    return bits if bits < _SIGN else -(bits - _SIGN)
+
+
+def _float(key: int) -> float:
+    """The float of `_key` ``key``."""
+    bits = key if key >= 0 else _SIGN - key
+    (x,) = struct.unpack("<d", struct.pack("<Q", bits))
+    return float(x)
+
+
+def _last(holds: Callable[[int], bool], start: int, low: int, high: int) -> int | None:
+    """The largest k in [low, high] at which ``holds`` (true up to some k, false above) is true,
+    None if it is true nowhere: gallop from ``start`` by 1, 2, 4, … then bisect. At most about
+    2·64 evaluations whatever the distance (floats have 64-bit keys)."""
+    start = min(max(start, low), high)
+    if holds(start):
+        good, step = start, 1
+        while good < high:
+            probe = min(good + step, high)
+            if not holds(probe):
+                bad = probe
+                break
+            good, step = probe, 2 * step
+        else:
+            return high
+    else:
+        bad, step = start, 1
+        while bad > low:
+            probe = max(bad - step, low)
+            if holds(probe):
+                good = probe
+                break
+            bad, step = probe, 2 * step
+        else:
+            return None
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if holds(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def largest_where(
+    ok: Callable[[float], bool], start: float, low: float = -math.inf, high: float = math.inf
+) -> float | None:
+    """The largest float in [low, high] at which ``ok`` holds, for ``ok`` true up to a point and
+    false above it; None if it holds nowhere there. Searched from ``start`` by galloping then
+    bisecting on the floats' bit patterns: at most about 130 evaluations of ``ok``, however far
+    ``start`` is. Only values at which ``ok`` was seen to hold are returned, so the answer is
+    safe even where ``ok`` is not exactly monotone."""
+    k = _last(lambda j: ok(_float(j)), _key(_number(start)), _key(low), _key(high))
+    return None if k is None else _float(k)
+
+
+def smallest_where(
+    ok: Callable[[float], bool], start: float, low: float = -math.inf, high: float = math.inf
+) -> float | None:
+    """The smallest float in [low, high] at which ``ok`` holds, for ``ok`` false up to a point
+    and true above it; None if it holds nowhere there (`largest_where` mirrored)."""
+    k = _last(lambda j: ok(_float(-j)), -_key(_number(start)), -_key(high), -_key(low))
+    return None if k is None else _float(-k)
+
+
+def _somewhere(x: float | None) -> float:
+    if x is None:
+        raise InvalidParameter("ok", "the check", "holds at no float: nothing is on the safe side")
     return x
 
 
-_TIGHTEN = 16  # a float evaluation lands within a few ulps of the answer
-
-
 def nudge_up(x: float, ok: Callable[[float], bool]) -> float:
-    """The smallest float near ``x`` at which the rigorous check ``ok`` holds (an upper bound).
+    """The smallest float at which the rigorous check ``ok`` holds (an upper bound), searched
+    from ``x`` (`smallest_where`).
 
     For a value found numerically (a root may end on either side): ``ok`` must be monotone and
     hold exactly at every value on the safe side of the true answer, e.g. "the delta at this eps
     is within the target".
     """
-    return _nudge(_number(x), ok, math.inf)
+    return _somewhere(smallest_where(ok, x))
 
 
 def nudge_down(x: float, ok: Callable[[float], bool]) -> float:
-    """The largest float near ``x`` at which the rigorous check ``ok`` holds (a lower bound)."""
-    return _nudge(_number(x), ok, -math.inf)
+    """The largest float at which the rigorous check ``ok`` holds (a lower bound), searched from
+    ``x`` (`largest_where`)."""
+    return _somewhere(largest_where(ok, x))
 
 
 SMALLEST = math.ulp(0.0)  # the smallest positive float, 2⁻¹⁰⁷⁴
