@@ -226,7 +226,7 @@ _SIGN = 1 << 63
 def _key(x: float) -> int:
     """An integer that orders floats as their values do (adjacent floats: adjacent integers;
     −0.0 and 0.0 both 0; ±inf at the ends)."""
-    (bits,) = struct.unpack("<Q", struct.pack("<d", x))
+    bits = int.from_bytes(struct.pack("<d", x), "little")
     return bits if bits < _SIGN else -(bits - _SIGN)
 
 
