@@ -43,6 +43,8 @@ __all__ = [
     "down_exact",
     "down_mp",
     "down_ratio",
+    "iv_below",
+    "iv_eval",
     "largest_where",
     "neg_log_up",
     "nudge_down",
@@ -218,6 +220,27 @@ def down_mp(x: Any) -> float:
     """The largest float <= an mpmath number (for an ``mpmath.iv`` interval: its lower end)."""
     q = _mp_fraction(x, 0)
     return q if isinstance(q, float) else down_exact(q)
+
+
+_IV_PREC = 128  # bits of `iv_eval`'s interval arithmetic
+
+
+def iv_eval(compute: Callable[[Any], Any]) -> Any:
+    """``compute(iv)`` in mpmath's interval context at 128 bits: a rigorous enclosure."""
+    from mpmath import iv  # lazy: comes with sympy, needed only here
+
+    prec = iv.prec
+    iv.prec = _IV_PREC
+    try:
+        return compute(iv)
+    finally:
+        iv.prec = prec
+
+
+def iv_below(x: Any, y: Any) -> bool:
+    """The upper end of the interval ``x`` is <= the lower end of ``y``, decided exactly: then
+    every value in ``x`` is <= every value in ``y``."""
+    return _mp_fraction(x, 1) <= _mp_fraction(y, 0)
 
 
 _SIGN = 1 << 63
