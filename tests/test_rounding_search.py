@@ -16,13 +16,17 @@ from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from attrs import frozen
 
+from expost.apps.batch_budget import _BM_BUMP, BatchBudget
 from expost.filters import GaussianDPFilter, UnifiedFilter, ZCDPFilter
 from expost.filters.base import BrownianPricedFilter
 from expost.filters.costs import BrownianCost, Cost, ZCDPCost
-from expost.rounding import largest_where, nudge_down, nudge_up, smallest_where
+from expost.rounding import largest_where, largest_where_array, nudge_down, nudge_up, smallest_where
+
+FloatArray = npt.NDArray[np.float64]
 
 
 def old_extreme(
@@ -126,3 +130,43 @@ def test_searches_find_the_edge_in_few_checks_from_anywhere() -> None:
     assert smallest_where(lambda y: True, 1.0, 0.5, 2.0) == 0.5
     with pytest.raises(ValueError, match="holds at no float"):
         nudge_up(1.0, lambda y: False)
+
+
+def old_batch_max_bm_eps(b: BatchBudget) -> FloatArray:
+    """The nextafter loops `BatchBudget.max_bm_eps` used to run (reference only)."""
+    x = np.sqrt(np.maximum(0.0, 2.0 * b.remaining() / _BM_BUMP))
+    for _ in range(64):
+        bad = (x > 0.0) & ~b.admits(b.bm_cost(x * x))
+        if not bad.any():
+            break
+        x = np.where(bad, np.nextafter(x, 0.0), x)
+    for _ in range(64):
+        up = np.nextafter(x, np.inf)
+        more = (x > 0.0) & b.admits(b.bm_cost(up * up))
+        if not more.any():
+            break
+        x = np.where(more, up, x)
+    return x
+
+
+def test_batch_max_bm_eps_equals_the_old_loops() -> None:
+    rng = np.random.default_rng(2812)
+    for _ in range(20):
+        f = ZCDPFilter(float(np.exp(rng.uniform(math.log(1e-4), math.log(1e3)))))
+        b = BatchBudget.start(f, 200)
+        b = b.spend(rng.uniform(0.0, f.rho / 2.0, 200))
+        assert b.max_bm_eps().tolist() == old_batch_max_bm_eps(b).tolist()
+
+
+def test_the_vectorised_search_is_the_scalar_one() -> None:
+    """Elementwise edges x <= c for random c over 600 decades, from starts anywhere."""
+    rng = np.random.default_rng(2813)
+    c = np.exp(rng.uniform(-690, 690, 500))
+    start = np.exp(rng.uniform(-700, 700, 500))
+    got = largest_where_array(lambda x: x <= c, start)
+    want = [
+        largest_where(lambda x, ci=ci: x <= ci, s, 5e-324, 1.7976931348623157e308)
+        for ci, s in zip(c, start, strict=True)
+    ]
+    assert got.tolist() == want == c.tolist()
+    assert largest_where_array(lambda x: x < 0.0, [1.0, 2.0], none=-1.0).tolist() == [-1.0, -1.0]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
@@ -46,6 +47,7 @@ __all__ = [
     "iv_below",
     "iv_eval",
     "largest_where",
+    "largest_where_array",
     "neg_log_up",
     "nudge_down",
     "nudge_up",
@@ -313,6 +315,46 @@ def smallest_where(
     and true above it; None if it holds nowhere there (`largest_where` mirrored)."""
     k = _last(lambda j: ok(_float(-j)), -_key(_number(start)), -_key(high), -_key(low))
     return None if k is None else _float(-k)
+
+
+def largest_where_array(
+    ok: Callable[[FloatArray], npt.NDArray[np.bool_]], start: npt.ArrayLike, none: float = 0.0
+) -> FloatArray:
+    """`largest_where` elementwise over the positive finite floats, vectorised: ``ok`` maps an
+    array of candidates to an array of checks (true up to a point, false above it, per element);
+    ``none`` where it holds nowhere. The same gallop then bisection on bit patterns (positive
+    floats' bit patterns are ordered as their values): at most about 130 calls of ``ok``."""
+    low, high = np.int64(1), np.int64(_key(sys.float_info.max))
+    keys = np.clip(np.asarray(start, dtype=np.float64).view(np.int64), low, high)
+
+    def check(k: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        return np.asarray(ok(k.view(np.float64)), dtype=np.bool_)
+
+    holds = check(keys)
+    good = np.where(holds, keys, low - 1)  # low − 1: none found yet
+    bad = np.where(holds, high + 1, keys)  # high + 1: none refused yet
+    step = 1
+    while True:
+        rising = (bad > high) & (good < high)
+        falling = (good < low) & (bad > low)
+        if not (rising | falling).any():
+            break
+        probe = np.where(
+            rising,
+            np.minimum(good, high - step) + step,
+            np.where(falling, np.maximum(bad - step, low), good),
+        )
+        passed = check(probe)
+        good = np.where((rising | falling) & passed, probe, good)
+        bad = np.where((rising | falling) & ~passed, probe, bad)
+        step = min(2 * step, int(high))  # no int64 overflow
+    while ((bad - good > 1) & (good >= low)).any():
+        open_ = (bad - good > 1) & (good >= low)
+        mid = np.where(open_, good + (bad - good) // 2, good)
+        passed = check(mid)
+        good = np.where(open_ & passed, mid, good)
+        bad = np.where(open_ & ~passed, mid, bad)
+    return np.where(good >= low, good.view(np.float64), none)
 
 
 def _somewhere(x: float | None) -> float:
