@@ -10,9 +10,11 @@ search must give exactly its answers.
 from __future__ import annotations
 
 import math
+import operator
 import time
 from collections.abc import Callable
 from fractions import Fraction
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -165,7 +167,7 @@ def test_the_vectorised_search_is_the_scalar_one() -> None:
     start = np.exp(rng.uniform(-700, 700, 500))
     got = largest_where_array(lambda x: x <= c, start)
     want = [
-        largest_where(lambda x, ci=ci: x <= ci, s, 5e-324, 1.7976931348623157e308)
+        largest_where(partial(operator.ge, float(ci)), float(s), 5e-324, 1.7976931348623157e308)
         for ci, s in zip(c, start, strict=True)
     ]
     assert got.tolist() == want == c.tolist()
