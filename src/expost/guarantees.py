@@ -35,7 +35,7 @@ from expost.rounding import (
     smallest_where,
     sum_up,
     up_exact,
-    up_mp,
+    up_iv,
     up_ratio,
 )
 
@@ -327,11 +327,11 @@ def cks_delta(rho: float, eps: float) -> float:
     """The delta at which rho-zCDP gives (eps, delta)-DP by Canonne–Kamath–Steinke (2020, Prop. 12).
 
     Rounded up: the exponent at the float order a, in 128-bit interval arithmetic, exponentiated
-    and its upper end rounded up (`rounding.up_mp`); at least 2⁻¹⁰⁷⁴ (never 0), at most 1.
+    and its upper end rounded up (`rounding.up_iv`); at least 2⁻¹⁰⁷⁴ (never 0), at most 1.
     """
     r = positive("rho", rho)
     e = nonnegative("eps", eps)
-    return min(1.0, up_mp(iv_eval(lambda iv: iv.exp(_cks_log_delta_iv(r, e)))))
+    return min(1.0, up_iv(lambda iv: iv.exp(_cks_log_delta_iv(r, e))))
 
 
 def _cks_eps_float(rho: float, delta_second: float) -> float:

@@ -57,6 +57,7 @@ __all__ = [
     "up",
     "up_array",
     "up_exact",
+    "up_iv",
     "up_mp",
     "up_mp_converged",
     "up_ratio",
@@ -224,19 +225,24 @@ def down_mp(x: Any) -> float:
     return q if isinstance(q, float) else down_exact(q)
 
 
-_IV_PREC = 128  # bits of `iv_eval`'s interval arithmetic
+_IV_PREC = 128  # bits of `iv_eval`'s interval arithmetic by default
 
 
-def iv_eval(compute: Callable[[Any], Any]) -> Any:
-    """``compute(iv)`` in mpmath's interval context at 128 bits: a rigorous enclosure."""
+def iv_eval(compute: Callable[[Any], Any], prec: int = _IV_PREC) -> Any:
+    """``compute(iv)`` in mpmath's interval context at ``prec`` bits: a rigorous enclosure."""
     from mpmath import iv  # lazy: comes with sympy, needed only here
 
-    prec = iv.prec
-    iv.prec = _IV_PREC
+    saved = iv.prec
+    iv.prec = prec
     try:
         return compute(iv)
     finally:
-        iv.prec = prec
+        iv.prec = saved
+
+
+def up_iv(compute: Callable[[Any], Any], prec: int = _IV_PREC) -> float:
+    """The smallest float >= the upper end of the interval ``compute(iv)`` (`iv_eval`)."""
+    return up_mp(iv_eval(compute, prec))
 
 
 def iv_below(x: Any, y: Any) -> bool:
