@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from attrs import field, frozen
 
@@ -23,7 +23,21 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.rounding import down, neg_log_up, nudge_down, nudge_up, sum_up, up_exact, up_ratio
+from expost.rounding import (
+    SMALLEST,
+    down,
+    iv_below,
+    iv_eval,
+    largest_where,
+    neg_log_up,
+    nudge_down,
+    nudge_up,
+    smallest_where,
+    sum_up,
+    up_exact,
+    up_iv,
+    up_ratio,
+)
 
 __all__ = [
     "ZCDP",
@@ -267,11 +281,11 @@ def rho_for_dp(eps: float, delta_second: float) -> float:
     return nudge_down(rho, lambda r: _bun_steinke_within(r, e, ell))
 
 
-def _cks_log_delta(rho: float, eps: float) -> float:
-    """log of inf_{a>1} exp((a−1)(a·rho − eps))·(1/a)·(1 − 1/a)^(a−1) (Canonne–Kamath–Steinke 2020).
+def _cks_order(rho: float, eps: float) -> float:
+    """The order a > 1 minimising CKS's log delta, in floats (Canonne–Kamath–Steinke 2020).
 
-    The exponent is convex in a with derivative (2a − 1)·rho − eps + log(1 − 1/a), which
-    increases from −∞ to +∞, so the infimum is at its unique root.
+    The exponent (a−1)(a·rho − eps) − log a + (a−1)·log(1 − 1/a) is convex in a with derivative
+    (2a − 1)·rho − eps + log(1 − 1/a), which increases from −∞ to +∞: its unique root.
     """
     from scipy.optimize import brentq  # lazy: keeps `import expost` fast
 
@@ -282,28 +296,68 @@ def _cks_log_delta(rho: float, eps: float) -> float:
     while slope(hi) <= 0.0:
         hi *= 2.0
     lo = 1.0 + 1e-15
-    a = lo if slope(lo) >= 0.0 else float(brentq(slope, lo, hi, xtol=1e-14, rtol=1e-15))
+    return lo if slope(lo) >= 0.0 else float(brentq(slope, lo, hi, xtol=1e-14, rtol=1e-15))
+
+
+def _cks_log_delta(rho: float, eps: float) -> float:
+    """log of inf_{a>1} exp((a−1)(a·rho − eps))·(1/a)·(1 − 1/a)^(a−1) (CKS 2020, Prop. 12), in
+    floats: for the searches only (no direction)."""
+    a = _cks_order(rho, eps)
     return (a - 1.0) * (a * rho - eps) - math.log(a) + (a - 1.0) * math.log1p(-1.0 / a)
 
 
+def _cks_log_delta_iv(rho: float, eps: float) -> Any:
+    """An interval holding CKS's exponent at the float order `_cks_order`: its upper end bounds
+    log delta from above, since delta is the infimum over every a > 1 (CKS Prop. 12)."""
+    a = _cks_order(rho, eps)
+
+    def compute(iv: Any) -> Any:
+        x, r, e = iv.mpf(a), iv.mpf(rho), iv.mpf(eps)
+        return (x - 1) * (x * r - e) - iv.log(x) + (x - 1) * iv.log((x - 1) / x)
+
+    return iv_eval(compute)
+
+
+def _cks_within(rho: float, eps: float, delta_second: float) -> bool:
+    """Rigorously: the CKS delta of rho-zCDP at eps is <= delta'' (interval arithmetic)."""
+    return iv_below(_cks_log_delta_iv(rho, eps), iv_eval(lambda iv: iv.log(iv.mpf(delta_second))))
+
+
 def cks_delta(rho: float, eps: float) -> float:
-    """The delta at which rho-zCDP gives (eps, delta)-DP by Canonne–Kamath–Steinke (2020, Prop. 12)."""
+    """The delta at which rho-zCDP gives (eps, delta)-DP by Canonne–Kamath–Steinke (2020, Prop. 12).
+
+    Rounded up: the exponent at the float order a, in 128-bit interval arithmetic, exponentiated
+    and its upper end rounded up (`rounding.up_iv`); at least 2⁻¹⁰⁷⁴ (never 0), at most 1.
+    """
     r = positive("rho", rho)
     e = nonnegative("eps", eps)
-    return min(1.0, math.exp(_cks_log_delta(r, e)))
+    return min(1.0, up_iv(lambda iv: iv.exp(_cks_log_delta_iv(r, e))))
 
 
-def _cks_eps(rho: float, delta_second: float) -> float:
+def _cks_eps_float(rho: float, delta_second: float) -> float:
+    """The smallest eps with CKS delta <= delta'', in floats: for the searches (no direction)."""
     from scipy.optimize import brentq  # lazy: keeps `import expost` fast
 
     target = math.log(delta_second)
-    hi = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_second))  # Bun–Steinke: never tighter
-    while _cks_log_delta(rho, hi) > target:
-        hi *= 2.0
     if _cks_log_delta(rho, 0.0) <= target:
         return 0.0
-    root = float(brentq(lambda e: _cks_log_delta(rho, e) - target, 0.0, hi, xtol=1e-14, rtol=1e-13))
-    return nudge_up(root, lambda e: _cks_log_delta(rho, e) <= target)
+    hi = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_second))
+    while _cks_log_delta(rho, hi) > target:
+        hi *= 2.0
+    return float(brentq(lambda e: _cks_log_delta(rho, e) - target, 0.0, hi, xtol=1e-14, rtol=1e-13))
+
+
+def _cks_eps(rho: float, delta_second: float) -> float:
+    """The smallest eps with CKS delta <= delta'', rounded up: the float root, then the smallest
+    float at which the interval check `_cks_within` holds (`rounding.smallest_where`)."""
+    if _cks_within(rho, 0.0, delta_second):
+        return 0.0
+    root = _cks_eps_float(rho, delta_second)
+    high = 4.0 * (root + rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_second)))
+    found = smallest_where(lambda e: _cks_within(rho, e, delta_second), root, 0.0, high)
+    if found is None:  # cannot happen: above the Bun–Steinke eps, which CKS never exceeds
+        raise InvalidParameter("delta_second", delta_second, f"no eps found for rho = {rho!r}")
+    return found
 
 
 def cks_zcdp_to_dp(
@@ -312,8 +366,9 @@ def cks_zcdp_to_dp(
     """rho-zCDP implies (eps, delta'')-DP with the smallest eps allowed by Canonne–Kamath–Steinke.
 
     ``delta'' = inf_{a>1} exp((a−1)(a·rho − eps))·(1/a)·(1 − 1/a)^(a−1)`` (CKS 2020, Prop. 12),
-    inverted in eps numerically. Never looser than `zcdp_to_dp`. For delta-approximate zCDP
-    the deltas combine as in `zcdp_to_dp`.
+    inverted in eps numerically; eps rounded up (the smallest float at which the exponent, in
+    interval arithmetic, is <= log delta''). Never looser than `zcdp_to_dp`. For
+    delta-approximate zCDP the deltas combine as in `zcdp_to_dp`.
     """
     g = _check_zcdp(guarantee)
     d2 = open_probability("delta_second", delta_second)
@@ -323,7 +378,8 @@ def cks_zcdp_to_dp(
 def cks_rho_for_dp(eps: float, delta_second: float) -> float:
     """The largest rho whose Canonne–Kamath–Steinke conversion gives at most ``eps``.
 
-    Never smaller than `rho_for_dp` for the same arguments.
+    A budget: rounded down, to the largest float at which CKS delta at ``eps`` is <=
+    delta'' in interval arithmetic. Never smaller than `rho_for_dp` for the same arguments.
     """
     from scipy.optimize import brentq  # lazy: keeps `import expost` fast
 
@@ -331,11 +387,12 @@ def cks_rho_for_dp(eps: float, delta_second: float) -> float:
     d2 = open_probability("delta_second", delta_second)
     lo = rho_for_dp(e, d2)
     hi = 2.0 * lo
-    while _cks_eps(hi, d2) <= e:
+    while _cks_eps_float(hi, d2) <= e:
         lo, hi = hi, 2.0 * hi
     # xtol relative to the scale: rho is ~eps²/(4 log(1/delta'')), 1e-8 and less at small eps
-    root = float(brentq(lambda r: _cks_eps(r, d2) - e, lo, hi, xtol=1e-15 * lo, rtol=1e-13))
-    return nudge_down(root, lambda r: _cks_eps(r, d2) <= e)  # brentq ends either side
+    root = float(brentq(lambda r: _cks_eps_float(r, d2) - e, lo, hi, xtol=1e-15 * lo, rtol=1e-13))
+    found = largest_where(lambda r: _cks_within(r, e, d2), root, SMALLEST, 4.0 * hi)
+    return lo if found is None else max(found, lo)  # lo (Bun–Steinke) is valid for CKS too
 
 
 def pdp_to_dp(guarantee: ProbabilisticDP) -> ApproxDP:

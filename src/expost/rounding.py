@@ -16,14 +16,17 @@ One tool per kind of quantity:
   operations: exp, log, sqrt, log1p): compute in floats, then `up` / `down` (`up_array` /
   `down_array` for numpy) by the number of ulps that bounds the evaluation's error, stated where
   it is used.
-- **Found numerically** (a root of a monotone function): `nudge_up` / `nudge_down` step to the
-  safe side until a rigorous check of the defining inequality holds; or `up_mp` / `down_mp`
-  from a high-precision (mpmath) value or the end of an mpmath interval.
+- **Found numerically** (a root of a monotone function): `nudge_up` / `nudge_down` find the
+  nearest float on the safe side at which a rigorous check of the defining inequality holds
+  (`smallest_where` / `largest_where`: bounded bisection on the floats' bit patterns); or
+  `up_mp` / `down_mp` from a high-precision (mpmath) value or the end of an mpmath interval.
 """
 
 from __future__ import annotations
 
 import math
+import struct
+import sys
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
@@ -41,14 +44,20 @@ __all__ = [
     "down_exact",
     "down_mp",
     "down_ratio",
+    "iv_below",
+    "iv_eval",
+    "largest_where",
+    "largest_where_array",
     "neg_log_up",
     "nudge_down",
     "nudge_up",
+    "smallest_where",
     "sum_down",
     "sum_up",
     "up",
     "up_array",
     "up_exact",
+    "up_iv",
     "up_mp",
     "up_mp_converged",
     "up_ratio",
@@ -216,38 +225,165 @@ def down_mp(x: Any) -> float:
     return q if isinstance(q, float) else down_exact(q)
 
 
-def _nudge(x: float, ok: Callable[[float], bool], direction: float) -> float:
-    """The float nearest the unsafe side at which ``ok`` holds, searched from ``x``: away from
-    ``direction``'s opposite by 1, 2, 4, ... ulps until ``ok(x)``, then back one ulp at a time
-    (at most `_TIGHTEN` steps) while ``ok`` still holds."""
-    step = 1.0
-    while not ok(x):
-        x = x + math.copysign(step * math.ulp(x), direction)
-        step *= 2.0
-    for _ in range(_TIGHTEN):
-        back = math.nextafter(x, -direction)
-        if not ok(back):
+_IV_PREC = 128  # bits of `iv_eval`'s interval arithmetic by default
+
+
+def iv_eval(compute: Callable[[Any], Any], prec: int = _IV_PREC) -> Any:
+    """``compute(iv)`` in mpmath's interval context at ``prec`` bits: a rigorous enclosure."""
+    from mpmath import iv  # lazy: comes with sympy, needed only here
+
+    saved = iv.prec
+    iv.prec = prec
+    try:
+        return compute(iv)
+    finally:
+        iv.prec = saved
+
+
+def up_iv(compute: Callable[[Any], Any], prec: int = _IV_PREC) -> float:
+    """The smallest float >= the upper end of the interval ``compute(iv)`` (`iv_eval`)."""
+    return up_mp(iv_eval(compute, prec))
+
+
+def iv_below(x: Any, y: Any) -> bool:
+    """The upper end of the interval ``x`` is <= the lower end of ``y``, decided exactly: then
+    every value in ``x`` is <= every value in ``y``."""
+    return _mp_fraction(x, 1) <= _mp_fraction(y, 0)
+
+
+_SIGN = 1 << 63
+
+
+def _key(x: float) -> int:
+    """An integer that orders floats as their values do (adjacent floats: adjacent integers;
+    −0.0 and 0.0 both 0; ±inf at the ends)."""
+    bits = int.from_bytes(struct.pack("<d", x), "little")
+    return bits if bits < _SIGN else -(bits - _SIGN)
+
+
+def _float(key: int) -> float:
+    """The float of `_key` ``key``."""
+    bits = key if key >= 0 else _SIGN - key
+    (x,) = struct.unpack("<d", struct.pack("<Q", bits))
+    return float(x)
+
+
+def _last(holds: Callable[[int], bool], start: int, low: int, high: int) -> int | None:
+    """The largest k in [low, high] at which ``holds`` (true up to some k, false above) is true,
+    None if it is true nowhere: gallop from ``start`` by 1, 2, 4, … then bisect. At most about
+    2·64 evaluations whatever the distance (floats have 64-bit keys)."""
+    start = min(max(start, low), high)
+    if holds(start):
+        good, step = start, 1
+        while good < high:
+            probe = min(good + step, high)
+            if not holds(probe):
+                bad = probe
+                break
+            good, step = probe, 2 * step
+        else:
+            return high
+    else:
+        bad, step = start, 1
+        while bad > low:
+            probe = max(bad - step, low)
+            if holds(probe):
+                good = probe
+                break
+            bad, step = probe, 2 * step
+        else:
+            return None
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if holds(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def largest_where(
+    ok: Callable[[float], bool], start: float, low: float = -math.inf, high: float = math.inf
+) -> float | None:
+    """The largest float in [low, high] at which ``ok`` holds, for ``ok`` true up to a point and
+    false above it; None if it holds nowhere there. Searched from ``start`` by galloping then
+    bisecting on the floats' bit patterns: at most about 130 evaluations of ``ok``, however far
+    ``start`` is. Only values at which ``ok`` was seen to hold are returned, so the answer is
+    safe even where ``ok`` is not exactly monotone."""
+    k = _last(lambda j: ok(_float(j)), _key(_number(start)), _key(low), _key(high))
+    return None if k is None else _float(k)
+
+
+def smallest_where(
+    ok: Callable[[float], bool], start: float, low: float = -math.inf, high: float = math.inf
+) -> float | None:
+    """The smallest float in [low, high] at which ``ok`` holds, for ``ok`` false up to a point
+    and true above it; None if it holds nowhere there (`largest_where` mirrored)."""
+    k = _last(lambda j: ok(_float(-j)), -_key(_number(start)), -_key(high), -_key(low))
+    return None if k is None else _float(-k)
+
+
+def largest_where_array(
+    ok: Callable[[FloatArray], npt.NDArray[np.bool_]], start: npt.ArrayLike, none: float = 0.0
+) -> FloatArray:
+    """`largest_where` elementwise over the positive finite floats, vectorised: ``ok`` maps an
+    array of candidates to an array of checks (true up to a point, false above it, per element);
+    ``none`` where it holds nowhere. The same gallop then bisection on bit patterns (positive
+    floats' bit patterns are ordered as their values): at most about 130 calls of ``ok``."""
+    low, high = np.int64(1), np.int64(_key(sys.float_info.max))
+    keys = np.clip(np.asarray(start, dtype=np.float64).view(np.int64), low, high)
+
+    def check(k: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        return np.asarray(ok(k.view(np.float64)), dtype=np.bool_)
+
+    holds = check(keys)
+    good = np.where(holds, keys, low - 1)  # low − 1: none found yet
+    bad = np.where(holds, high + 1, keys)  # high + 1: none refused yet
+    step = 1
+    while True:
+        rising = (bad > high) & (good < high)
+        falling = (good < low) & (bad > low)
+        if not (rising | falling).any():
             break
-        x = back
+        probe = np.where(
+            rising,
+            np.minimum(good, high - step) + step,
+            np.where(falling, np.maximum(bad - step, low), good),
+        )
+        passed = check(probe)
+        good = np.where((rising | falling) & passed, probe, good)
+        bad = np.where((rising | falling) & ~passed, probe, bad)
+        step = min(2 * step, int(high))  # no int64 overflow
+    while ((bad - good > 1) & (good >= low)).any():
+        open_ = (bad - good > 1) & (good >= low)
+        mid = np.where(open_, good + (bad - good) // 2, good)
+        passed = check(mid)
+        good = np.where(open_ & passed, mid, good)
+        bad = np.where(open_ & ~passed, mid, bad)
+    return np.where(good >= low, good.view(np.float64), none)
+
+
+def _somewhere(x: float | None) -> float:
+    if x is None:
+        raise InvalidParameter("ok", "the check", "holds at no float: nothing is on the safe side")
     return x
 
 
-_TIGHTEN = 16  # a float evaluation lands within a few ulps of the answer
-
-
 def nudge_up(x: float, ok: Callable[[float], bool]) -> float:
-    """The smallest float near ``x`` at which the rigorous check ``ok`` holds (an upper bound).
+    """The smallest float at which the rigorous check ``ok`` holds (an upper bound), searched
+    from ``x`` (`smallest_where`).
 
     For a value found numerically (a root may end on either side): ``ok`` must be monotone and
     hold exactly at every value on the safe side of the true answer, e.g. "the delta at this eps
     is within the target".
     """
-    return _nudge(_number(x), ok, math.inf)
+    return _somewhere(smallest_where(ok, x))
 
 
 def nudge_down(x: float, ok: Callable[[float], bool]) -> float:
-    """The largest float near ``x`` at which the rigorous check ``ok`` holds (a lower bound)."""
-    return _nudge(_number(x), ok, -math.inf)
+    """The largest float at which the rigorous check ``ok`` holds (a lower bound), searched from
+    ``x`` (`largest_where`)."""
+    return _somewhere(largest_where(ok, x))
 
 
 SMALLEST = math.ulp(0.0)  # the smallest positive float, 2⁻¹⁰⁷⁴

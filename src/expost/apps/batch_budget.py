@@ -12,6 +12,7 @@ from attrs import field, frozen
 from expost._validation import as_float, positive, positive_int, validator
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.filters import GaussianDPFilter, UnifiedFilter, ZCDPFilter
+from expost.rounding import largest_where_array
 
 __all__ = ["BatchBudget"]
 
@@ -127,18 +128,11 @@ class BatchBudget:
     def max_bm_eps(self, where: npt.ArrayLike | None = None) -> npt.NDArray[np.float64]:
         """The largest eps per trial with ``bm_cost(eps²)`` admitted (0 where none is): a BM
         grid may go up to it (as `UnifiedFilter.max_bm_eps`, APC Thm 5 condition (3))."""
-        x = np.sqrt(np.maximum(0.0, 2.0 * self.remaining(where) / _BM_BUMP))
-        for _ in range(64):  # a few ulps at most; bounded for safety
-            bad = (x > 0.0) & ~self.admits(self.bm_cost(x * x), where)
-            if not bad.any():
-                break
-            x = np.where(bad, np.nextafter(x, 0.0), x)
-        else:
-            return np.where(bad, 0.0, x)
-        for _ in range(64):  # the square root may also land a few ulps short: the largest
-            up = np.nextafter(x, np.inf)
-            more = (x > 0.0) & self.admits(self.bm_cost(up * up), where)
-            if not more.any():
-                break
-            x = np.where(more, up, x)
-        return x
+        start = np.sqrt(np.maximum(0.0, 2.0 * self.remaining(where) / _BM_BUMP))
+
+        def admitted(x: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+            with np.errstate(over="ignore", under="ignore"):  # far probes: x² is 0 or inf
+                return (x > 0.0) & self.admits(self.bm_cost(x * x), where)
+
+        found = largest_where_array(admitted, start)  # bounded: about 130 vectorised checks
+        return np.where(start > 0.0, found, 0.0)

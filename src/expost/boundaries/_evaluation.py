@@ -22,7 +22,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.rounding import up_array, up_mp
+from expost.rounding import iv_eval, up_array, up_iv
 
 __all__ = [
     "DELTA",
@@ -75,21 +75,12 @@ def shaped(value: object, out: FloatArray) -> float | FloatArray:
 
 def _iv(compute: Any) -> Any:
     """``compute(iv)`` evaluated in mpmath's interval context at _IV_PREC bits."""
-    from mpmath import iv  # lazy: only the rare under/overflowing inputs need it
-
-    prec = iv.prec
-    iv.prec = _IV_PREC
-    try:
-        return compute(iv)
-    finally:
-        iv.prec = prec
+    return iv_eval(compute, _IV_PREC)
 
 
 def iv_up(compute: Any) -> float:
     """The smallest float >= the upper end of the interval ``compute(iv)``."""
-    from mpmath import mp  # lazy: only the rare under/overflowing inputs need it
-
-    return up_mp(mp.make_mpf(_iv(compute)._mpi_[1]))  # the exact upper end, not rounded
+    return up_iv(compute, _IV_PREC)
 
 
 def upper(

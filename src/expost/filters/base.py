@@ -12,6 +12,7 @@ history's length and no rounding can overspend.
 from __future__ import annotations
 
 import math
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar, Protocol, Self, runtime_checkable
@@ -24,7 +25,7 @@ from expost.errors import BudgetExceeded, InvalidParameter
 from expost.filters._exact import Chain, Totals, excess, history
 from expost.filters.costs import BrownianCost, Cost
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
-from expost.rounding import sum_down, sum_up
+from expost.rounding import SMALLEST, largest_where, smallest_where, sum_down, sum_up
 
 __all__ = ["BrownianPricedFilter", "Filter", "Price", "PrivacyFilter", "RhoFilter"]
 
@@ -267,13 +268,19 @@ def _extreme(
     *,
     upward: bool,
 ) -> float:
-    """Nudge ``start`` by ulps to the largest (``upward``) / smallest admitted value."""
-    towards, away = (math.inf, 0.0) if upward else (0.0, math.inf)
-    x = start
-    while x > 0.0 and not admits(cost(x)):
-        x = math.nextafter(x, away)
-    while True:
-        nxt = math.nextafter(x, towards)
-        if not (0.0 < nxt < math.inf) or not admits(cost(nxt)):
-            return x
-        x = nxt
+    """The largest (``upward``) / smallest admitted positive float, searched from ``start``
+    (`expost.rounding.largest_where` / `smallest_where`: at most about 130 checks, even where the
+    price disagrees with ``_BM_DIVISOR`` and ``start`` is far off); 0.0 / inf if none is."""
+
+    def admitted(x: float) -> bool:
+        try:
+            return admits(cost(x))
+        except InvalidParameter:  # e.g. eps so large that Δ²/eps² is 0: no such round exists
+            return False
+
+    low, high = SMALLEST, sys.float_info.max
+    if upward:
+        found = largest_where(admitted, start, low, high)
+        return 0.0 if found is None else found
+    found = smallest_where(admitted, start, low, high)
+    return math.inf if found is None else found

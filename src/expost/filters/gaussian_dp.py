@@ -37,6 +37,7 @@ with a relative margin of 2⁻⁴⁰, far above the few-ulp error of ``erfinv`` 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import ClassVar
 
 import attrs
@@ -55,11 +56,11 @@ from expost.filters.costs import (
     GaussianCost,
 )
 from expost.guarantees import ApproxDP, GaussianDP, gdp_delta, gdp_mu_for_dp
-from expost.rounding import down_ratio
+from expost.rounding import down_ratio, up_exact
 
 __all__ = ["GaussianDPFilter", "gdp_price", "pure_dp_mu"]
 
-_MARGIN = 1.0 + 2.0**-40
+_MARGIN = 1 + Fraction(1, 2**40)  # relative, far above the few-ulp error of erfinv / ndtri
 
 
 def pure_dp_mu(eps: float) -> float:
@@ -76,8 +77,9 @@ def pure_dp_mu(eps: float) -> float:
     return float(-2.0 * ndtri(expit(-e)))
 
 
-def _squared_up(mu: float) -> float:
-    return math.nextafter(mu * mu * _MARGIN, math.inf)
+def _pure_dp_price(eps: float) -> float:
+    """mu(eps)² enlarged by the relative margin, rounded up exactly."""
+    return up_exact(Fraction(pure_dp_mu(eps)) ** 2 * _MARGIN)
 
 
 def gdp_price(cost: Cost) -> Price | None:
@@ -91,11 +93,11 @@ def gdp_price(cost: Cost) -> Price | None:
     if isinstance(cost, BrownianCost):
         return 2.0 * rho_of_brownian(cost.time, cost.sensitivity), 0.0
     if isinstance(cost, DPCost) and cost.delta == 0.0:
-        return _squared_up(pure_dp_mu(cost.eps)), 0.0
+        return _pure_dp_price(cost.eps), 0.0
     if isinstance(cost, ExPostCost) and cost.eps_max is not None:
-        return _squared_up(pure_dp_mu(cost.eps_max)), 0.0
+        return _pure_dp_price(cost.eps_max), 0.0
     if isinstance(cost, BoundedRangeCost):
-        return _squared_up(pure_dp_mu(cost.eps / 2.0)), 0.0
+        return _pure_dp_price(cost.eps / 2.0), 0.0
     return None
 
 

@@ -32,7 +32,6 @@ __all__ = [
     "exact_sensitivity",
     "integers",
     "rational",
-    "up",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -48,11 +47,6 @@ def rational(name: str, value: object) -> Fraction:
     if q <= 0:
         raise InvalidParameter(name, value, "must be > 0")
     return q
-
-
-def up(q: Fraction) -> float:
-    """The least float >= q: how a rational eps or rho is reported (the safe side)."""
-    return up_exact(q)
 
 
 def integers(name: str, value: npt.ArrayLike) -> IntArray:
@@ -121,11 +115,11 @@ class DiscreteLaplaceMechanism(_ExactAdditive):
 
     def guarantee(self) -> PureDP:
         """eps-DP, eps rounded up to a float."""
-        return PureDP(up(self.eps))
+        return PureDP(up_exact(self.eps))
 
     def cost(self) -> DPCost:
         """DPCost(eps), as `LaplaceMechanism`."""
-        return DPCost(up(self.eps))
+        return DPCost(up_exact(self.eps))
 
     def _noise(self, bits: BitSource, size: int) -> IntArray:
         return discrete_laplace(self.scale, bits, size)
@@ -158,7 +152,7 @@ class DiscreteGaussianMechanism(_ExactAdditive):
     @property
     def rho(self) -> float:
         """Δ2²/(2σ²), rounded up to a float."""
-        return up(Fraction(self.sensitivity**2) / (2 * self.sigma2))
+        return up_exact(Fraction(self.sensitivity**2) / (2 * self.sigma2))
 
     def guarantee(self) -> ZCDP:
         """rho-zCDP (CKS Thm 4), rho rounded up."""

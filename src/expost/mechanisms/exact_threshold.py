@@ -22,8 +22,9 @@ from expost.exact.bits import BitSource
 from expost.exact.samplers import discrete_laplace
 from expost.filters.costs import DPCost
 from expost.guarantees import PureDP
-from expost.mechanisms.exact_additive import exact_sensitivity, integers, rational, up
+from expost.mechanisms.exact_additive import exact_sensitivity, integers, rational
 from expost.mechanisms.threshold import AboveThresholdResult
+from expost.rounding import up_exact
 
 __all__ = ["ExactAboveThreshold"]
 
@@ -56,11 +57,11 @@ class ExactAboveThreshold:
 
     def guarantee(self) -> PureDP:
         """eps-DP (Lyu et al. 2017), eps rounded up."""
-        return PureDP(up(self.eps))
+        return PureDP(up_exact(self.eps))
 
     def cost(self) -> DPCost:
         """DPCost(eps), as `AboveThreshold`."""
-        return DPCost(up(self.eps))
+        return DPCost(up_exact(self.eps))
 
     @property
     def threshold_scale(self) -> Fraction:

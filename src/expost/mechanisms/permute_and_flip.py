@@ -22,7 +22,8 @@ from expost.exact.bits import BitSource
 from expost.exact.samplers import bernoulli_exp_ratio
 from expost.filters.costs import DPCost
 from expost.guarantees import PureDP
-from expost.mechanisms.exact_additive import exact_sensitivity, integers, rational, up
+from expost.mechanisms.exact_additive import exact_sensitivity, integers, rational
+from expost.rounding import up_exact
 
 __all__ = ["PermuteAndFlip"]
 
@@ -48,11 +49,11 @@ class PermuteAndFlip:
 
     def guarantee(self) -> PureDP:
         """eps-DP (McKenna–Sheldon 2020), eps rounded up."""
-        return PureDP(up(self.eps))
+        return PureDP(up_exact(self.eps))
 
     def cost(self) -> DPCost:
         """DPCost(eps): the safe price (see the class docstring)."""
-        return DPCost(up(self.eps))
+        return DPCost(up_exact(self.eps))
 
     def run(
         self, scores: npt.ArrayLike, bits: BitSource, candidates: npt.ArrayLike | None = None
