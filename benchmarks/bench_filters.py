@@ -58,7 +58,7 @@ def _timed(step: Callable[[], object], count: int) -> list[float]:
 def session_overhead(rounds: int, ledger: Path | None = None, window: int = WINDOW) -> float:
     """Median seconds of one accounting round over ``window`` rounds after ``rounds`` rounds."""
     path = None if ledger is None else ledger / f"ledger-{rounds}.sqlite"
-    session = PrivateSession(ZCDPFilter(1e9), np.random.default_rng(0), ledger=path)
+    session = PrivateSession(ZCDPFilter(1e9), np.random.default_rng(0), ledger=path, create=True)
     try:
         for _ in range(rounds):
             _accounting_round(session)

@@ -82,7 +82,7 @@ def _hold(ledger: LedgerBackend) -> None:
 
 def main(argv: list[str]) -> None:
     mode, path, *args = argv
-    with open_ledger(path, CONFIG) as ledger:
+    with open_ledger(path, CONFIG, create=True) as ledger:
         if mode == "spend":
             _spend(ledger, *args)
         elif mode == "loop":

@@ -54,7 +54,9 @@ def _hang(session: PrivateSession) -> None:
 
 def main(argv: list[str]) -> None:
     mode, path, rho, *rest = argv
-    session = PrivateSession(ZCDPFilter(float(rho)), np.random.default_rng(), ledger=path)
+    session = PrivateSession(
+        ZCDPFilter(float(rho)), np.random.default_rng(), ledger=path, create=True
+    )
     try:
         if mode == "loop":
             _loop(session, float(rest[0]))

@@ -200,7 +200,7 @@ def _run_mixed(s: PrivateSession) -> None:
 def test_a_session_runs_every_mechanism_the_filter_can_price(tmp_path: Path) -> None:
     f = GaussianDPFilter.from_dp(10.0, 1e-6)
     path = tmp_path / "gdp.sqlite"
-    s = PrivateSession(f, np.random.default_rng(5), ledger=path)
+    s = PrivateSession(f, np.random.default_rng(5), ledger=path, create=True)
     _run_mixed(s)
     assert [r.mechanism for r in s.history] == [
         "gaussian",

@@ -48,7 +48,7 @@ def _constant(record: object) -> Callable[[tuple[LedgerEntry, ...]], Mapping[str
 def _ledger_bytes(n: int) -> bytes:
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "l"
-        with Ledger.open(path, CONFIG) as ledger:
+        with Ledger.open(path, CONFIG, create=True) as ledger:
             for _ in range(n):
                 ledger.append("round", lambda entries: {"cost": 0.5, "pad": "x" * 1500})
         return path.read_bytes()
@@ -83,13 +83,13 @@ def _execute(path: Path, *statements: str) -> None:
 
 def test_create_then_reopen_resumes_entries(tmp_path: Path) -> None:
     path = tmp_path / "budget.sqlite"
-    with Ledger.open(path, CONFIG) as ledger:
+    with Ledger.open(path, CONFIG, create=True) as ledger:
         assert ledger.entries() == ()
         first = ledger.append("round", _round(0.25))
         second = ledger.append("other", _round(0.5))
     assert (first.index, second.index) == (0, 1)
     assert second.record == {"cost": 0.5, "seen": 1}
-    with Ledger.open(str(path), dict(CONFIG)) as again:
+    with Ledger.open(str(path), dict(CONFIG), create=True) as again:
         assert again.entries() == (first, second)
         assert again.config == CONFIG
         assert again.append("round", _round()).index == 2
@@ -97,7 +97,7 @@ def test_create_then_reopen_resumes_entries(tmp_path: Path) -> None:
 
 
 def test_entries_are_deeply_immutable(tmp_path: Path) -> None:
-    with Ledger.open(tmp_path / "l", CONFIG) as ledger:
+    with Ledger.open(tmp_path / "l", CONFIG, create=True) as ledger:
         entry = ledger.append("round", lambda entries: {"cost": 1.0, "tags": ["a"], "m": {}})
         with pytest.raises(TypeError):
             entry.record["cost"] = 0.0  # type: ignore[index]
@@ -133,9 +133,9 @@ def test_records_round_trip_exactly(
     tmp_path_factory: pytest.TempPathFactory, record: dict[str, object]
 ) -> None:
     path = tmp_path_factory.getbasetemp() / "round_trip.sqlite"
-    with Ledger.open(path, CONFIG) as writer:
+    with Ledger.open(path, CONFIG, create=True) as writer:
         index = writer.append("round", _constant(record)).index
-    with Ledger.open(path, CONFIG) as reader:
+    with Ledger.open(path, CONFIG, create=True) as reader:
         stored = _thaw(reader.entries()[index].record)
     assert stored == record
     assert json.dumps(stored, sort_keys=True) == json.dumps(record, sort_keys=True)
@@ -143,7 +143,7 @@ def test_records_round_trip_exactly(
 
 def test_append_rereads_rounds_of_other_ledger_objects(tmp_path: Path) -> None:
     path = tmp_path / "l"
-    with Ledger.open(path, CONFIG) as a, Ledger.open(path, CONFIG) as b:
+    with Ledger.open(path, CONFIG, create=True) as a, Ledger.open(path, CONFIG, create=True) as b:
         a.append("round", _round())
         entry = b.append("round", _round())
         assert (entry.index, entry.record["seen"]) == (1, 1)
@@ -151,7 +151,7 @@ def test_append_rereads_rounds_of_other_ledger_objects(tmp_path: Path) -> None:
 
 
 def test_closed_ledger_raises_and_close_is_idempotent(tmp_path: Path) -> None:
-    with Ledger.open(tmp_path / "l", CONFIG) as ledger:
+    with Ledger.open(tmp_path / "l", CONFIG, create=True) as ledger:
         pass
     ledger.close()
     with pytest.raises(LedgerError, match="closed"):
@@ -172,12 +172,12 @@ def test_error_hierarchy() -> None:
 @pytest.mark.parametrize("path", ["", "."])
 def test_empty_path_or_directory_is_invalid(path: str) -> None:
     with pytest.raises(InvalidParameter, match="path"):
-        Ledger.open(path, CONFIG)
+        Ledger.open(path, CONFIG, create=True)
 
 
 def test_missing_directory_is_invalid(tmp_path: Path) -> None:
     with pytest.raises(InvalidParameter, match="directory does not exist"):
-        Ledger.open(tmp_path / "nope" / "l", CONFIG)
+        Ledger.open(tmp_path / "nope" / "l", CONFIG, create=True)
     assert not (tmp_path / "nope").exists()
 
 
@@ -194,14 +194,14 @@ def test_missing_directory_is_invalid(tmp_path: Path) -> None:
 )
 def test_non_json_config_is_invalid_and_creates_nothing(tmp_path: Path, config: object) -> None:
     with pytest.raises(InvalidParameter, match="config"):
-        Ledger.open(tmp_path / "l", config)  # type: ignore[arg-type]
+        Ledger.open(tmp_path / "l", config, create=True)  # type: ignore[arg-type]
     assert os.listdir(tmp_path) == []
 
 
 def test_bad_timeout_and_kind_are_invalid(tmp_path: Path) -> None:
     with pytest.raises(InvalidParameter, match="timeout"):
-        Ledger.open(tmp_path / "l", CONFIG, timeout=0.0)
-    with Ledger.open(tmp_path / "l", CONFIG) as ledger:
+        Ledger.open(tmp_path / "l", CONFIG, timeout=0.0, create=True)
+    with Ledger.open(tmp_path / "l", CONFIG, create=True) as ledger:
         for kind in ("", None):
             with pytest.raises(InvalidParameter, match="kind"):
                 ledger.append(kind, _round())  # type: ignore[arg-type]
@@ -213,8 +213,8 @@ def test_bad_timeout_and_kind_are_invalid(tmp_path: Path) -> None:
 
 def test_config_is_compared_as_canonical_json(tmp_path: Path) -> None:
     path = tmp_path / "l"
-    Ledger.open(path, {"b": [1.5, {"y": 2, "x": None}], "a": 0.1}).close()
-    Ledger.open(path, {"a": 0.1, "b": (1.5, {"x": None, "y": 2})}).close()
+    Ledger.open(path, {"b": [1.5, {"y": 2, "x": None}], "a": 0.1}, create=True).close()
+    Ledger.open(path, {"a": 0.1, "b": (1.5, {"x": None, "y": 2})}, create=True).close()
     before = path.read_bytes()
     for other in (
         {"a": 0.1},
@@ -222,7 +222,7 @@ def test_config_is_compared_as_canonical_json(tmp_path: Path) -> None:
         {"a": math.nextafter(0.1, 1.0), "b": [1.5, {"y": 2, "x": None}]},
     ):
         with pytest.raises(LedgerMismatch) as info:
-            Ledger.open(path, other)
+            Ledger.open(path, other, create=True)
         assert '"a":0.1,"b":[1.5,{"x":null,"y":2}]' in str(info.value)
         assert info.value.given in str(info.value)
     assert path.read_bytes() == before
@@ -235,8 +235,8 @@ def test_losing_a_creation_race_keeps_the_winners_file(tmp_path: Path) -> None:
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["l"]
     with pytest.raises(LedgerMismatch):
-        Ledger.open(path, {"other": 1})
-    assert len(Ledger.open(path, CONFIG).entries()) == 3
+        Ledger.open(path, {"other": 1}, create=True)
+    assert len(Ledger.open(path, CONFIG, create=True).entries()) == 3
 
 
 # -------------------------------------------------------------------------- corruption
@@ -319,7 +319,7 @@ def test_corrupted_file_raises_and_is_left_unchanged(
     before = path.read_bytes()
     for _ in range(2):
         with pytest.raises(LedgerCorrupted, match=expected) as info:
-            Ledger.open(path, CONFIG)
+            Ledger.open(path, CONFIG, create=True)
         assert info.value.path == path
         assert str(path) in str(info.value)
     assert path.read_bytes() == before
@@ -331,7 +331,7 @@ def test_rounds_are_append_only_in_the_file(tmp_path: Path) -> None:
     for statement in ("DELETE FROM rounds", "UPDATE rounds SET record = '{}'"):
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             _execute(path, statement)
-    assert len(Ledger.open(path, CONFIG).entries()) == 2
+    assert len(Ledger.open(path, CONFIG, create=True).entries()) == 2
 
 
 # --------------------------------------------------------------------------- decide
@@ -346,7 +346,7 @@ def test_decide_raising_writes_nothing(tmp_path: Path) -> None:
         assert len(entries) == 3
         raise refusal
 
-    with Ledger.open(path, CONFIG) as ledger:
+    with Ledger.open(path, CONFIG, create=True) as ledger:
         old = ledger.entries()
         with pytest.raises(BudgetExceeded) as info:
             ledger.append("round", refuse)
@@ -358,7 +358,7 @@ def test_decide_raising_writes_nothing(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("record", [{"cost": math.nan}, {"cost": {1.0}}, [("cost", 1.0)]])
 def test_decide_returning_non_json_writes_nothing(tmp_path: Path, record: object) -> None:
-    with Ledger.open(tmp_path / "l", CONFIG) as ledger:
+    with Ledger.open(tmp_path / "l", CONFIG, create=True) as ledger:
         with pytest.raises(InvalidParameter, match="record"):
             ledger.append("round", _constant(record))
         assert ledger.entries() == ()
@@ -366,7 +366,7 @@ def test_decide_returning_non_json_writes_nothing(tmp_path: Path, record: object
 
 def test_budget_decide_admits_exactly_floor_budget_over_cost(tmp_path: Path) -> None:
     budget, cost = 3.1, 0.25
-    with Ledger.open(tmp_path / "l", CONFIG) as ledger:
+    with Ledger.open(tmp_path / "l", CONFIG, create=True) as ledger:
         decide = budget_decide(budget, cost, "main")
         for _ in range(math.floor(budget / cost)):
             ledger.append("round", decide)
@@ -379,13 +379,16 @@ def test_planted_check_then_append_outside_the_lock_overspends(tmp_path: Path) -
     """Twin of the multi-process test: deciding on entries read before the lock overspends."""
     budget, cost = 1.0, 0.5
     path = tmp_path / "l"
-    with Ledger.open(path, CONFIG) as a, Ledger.open(path, CONFIG) as b:
+    with Ledger.open(path, CONFIG, create=True) as a, Ledger.open(path, CONFIG, create=True) as b:
         a.append("round", budget_decide(budget, cost, "a"))
         stale_a, stale_b = a.entries(), b.entries()
         for ledger, stale in ((a, stale_a), (b, stale_b)):
             ledger.append("round", _constant(budget_decide(budget, cost, "naive")(stale)))
         assert spent(a.entries()) > budget
-    with Ledger.open(tmp_path / "m", CONFIG) as a, Ledger.open(tmp_path / "m", CONFIG) as b:
+    with (
+        Ledger.open(tmp_path / "m", CONFIG, create=True) as a,
+        Ledger.open(tmp_path / "m", CONFIG, create=True) as b,
+    ):
         a.append("round", budget_decide(budget, cost, "a"))
         a.append("round", budget_decide(budget, cost, "a"))
         with pytest.raises(BudgetExceeded):
@@ -413,7 +416,7 @@ def test_processes_cannot_jointly_overspend(tmp_path: Path, workers: Workers) ->
             assert int(text) not in admitted
             admitted[int(text)] = f"w{k}"
         assert proc.wait() == 0
-    with Ledger.open(path, CONFIG) as ledger:
+    with Ledger.open(path, CONFIG, create=True) as ledger:
         entries = ledger.entries()
     assert spent(entries) <= budget
     assert len(entries) == math.floor(budget / cost) == len(admitted)
@@ -425,13 +428,13 @@ def test_write_lock_is_held_across_processes_during_decide(
     tmp_path: Path, workers: Workers
 ) -> None:
     path = tmp_path / "l"
-    Ledger.open(path, CONFIG).close()
+    Ledger.open(path, CONFIG, create=True).close()
     holder, waiter = workers.start("hold", path), workers.start("hold", path)
     for proc in (holder, waiter):
         assert workers.line(proc) == "ready"
     workers.send(holder)
     assert workers.line(holder) == "locked 0"
-    with Ledger.open(path, CONFIG, timeout=0.3) as ledger:
+    with Ledger.open(path, CONFIG, timeout=0.3, create=True) as ledger:
         with pytest.raises(LedgerError, match="could not obtain the lock"):
             ledger.append("round", _round())
         assert ledger.entries() == ()
@@ -456,7 +459,7 @@ def test_sigkill_inside_decide_writes_nothing_and_frees_the_lock(
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert path.read_bytes() == before
-    with Ledger.open(path, CONFIG, timeout=5.0) as ledger:
+    with Ledger.open(path, CONFIG, timeout=5.0, create=True) as ledger:
         assert len(ledger.entries()) == 2
         assert ledger.append("round", _round()).index == 2
 
@@ -474,7 +477,7 @@ def test_sigkill_mid_run_loses_no_committed_round(ledger_target: str, workers: W
         rest, _ = workers.finish(proc)
         printed += [int(line) for line in rest.splitlines(keepends=True) if line.endswith("\n")]
         assert proc.returncode == -signal.SIGKILL
-        with open_ledger(path, CONFIG) as ledger:
+        with open_ledger(path, CONFIG, create=True) as ledger:
             indices = [e.index for e in ledger.entries()]
         assert printed == list(range(len(printed)))
         assert indices[: len(printed)] == printed

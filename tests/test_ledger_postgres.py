@@ -47,7 +47,7 @@ def workers() -> Iterator[Workers]:
 
 
 def test_append_read_and_reopen(ledger_target: str) -> None:
-    with open_ledger(ledger_target, CONFIG) as ledger:
+    with open_ledger(ledger_target, CONFIG, create=True) as ledger:
         assert ledger.entries() == ()
         first = ledger.append("round", lambda entries: {"cost": 0.5, "seen": len(entries)})
         second = ledger.append("round", lambda entries: {"cost": 0.25, "seen": len(entries)})
@@ -61,7 +61,7 @@ def test_append_read_and_reopen(ledger_target: str) -> None:
 
 
 def test_refused_decide_writes_nothing(ledger_target: str) -> None:
-    with open_ledger(ledger_target, CONFIG) as ledger:
+    with open_ledger(ledger_target, CONFIG, create=True) as ledger:
         ledger.append("round", budget_decide(1.0, 0.75, "a"))
         with pytest.raises(BudgetExceeded):
             ledger.append("round", budget_decide(1.0, 0.75, "b"))
@@ -71,14 +71,14 @@ def test_refused_decide_writes_nothing(ledger_target: str) -> None:
 
 
 def test_another_config_is_a_mismatch(ledger_target: str) -> None:
-    open_ledger(ledger_target, CONFIG).close()
+    open_ledger(ledger_target, CONFIG, create=True).close()
     with pytest.raises(LedgerMismatch, match="refusing to mix budgets"):
         open_ledger(ledger_target, {**CONFIG, "unit": "eps"})
 
 
 def test_sessions_share_one_budget_and_refusals_spend_nothing(ledger_target: str) -> None:
     f = ep.ZCDPFilter(1.0)
-    a = ep.PrivateSession(f, np.random.default_rng(1), ledger=ledger_target)
+    a = ep.PrivateSession(f, np.random.default_rng(1), ledger=ledger_target, create=True)
     b = ep.PrivateSession(f, np.random.default_rng(2), ledger=ledger_target)
     a.gaussian(3.0, 1.0, rho=0.5)
     b.gaussian(3.0, 1.0, rho=0.25)
@@ -115,7 +115,7 @@ def test_processes_cannot_jointly_overspend_even_when_some_are_killed(
         while (text := workers.line(proc)) != "done":
             admitted[int(text)] = f"w{k}"
         assert proc.wait() == 0
-    with open_ledger(ledger_target, CONFIG) as ledger:
+    with open_ledger(ledger_target, CONFIG, create=True) as ledger:
         entries = ledger.entries()
     assert spent(entries) <= budget
     assert {e.index: e.record["worker"] for e in entries if e.index in admitted} == admitted
@@ -126,7 +126,7 @@ def test_processes_cannot_jointly_overspend_even_when_some_are_killed(
 def test_a_writer_waits_for_the_lock_held_during_decide(
     ledger_target: str, workers: Workers
 ) -> None:
-    open_ledger(ledger_target, CONFIG).close()
+    open_ledger(ledger_target, CONFIG, create=True).close()
     holder = workers.start("hold", ledger_target)
     assert workers.line(holder) == "ready"
     workers.send(holder)
@@ -152,15 +152,15 @@ def _psql(server: Any, sql: str) -> list[tuple[Any, ...]]:
         return cur.fetchall() if cur.description else []
 
 
-def test_the_database_refuses_update_and_delete(pg_server: Any) -> None:
+def test_the_database_refuses_update_and_delete_even_to_its_owner(pg_server: Any) -> None:
     url = pg_ledger_url(pg_server, "append_only")
-    with open_ledger(url, CONFIG) as ledger:
+    with open_ledger(url, CONFIG, create=True) as ledger:
         ledger.append("round", lambda entries: {"cost": 1.0})
     for sql in (
-        "UPDATE expost_rounds SET kind = 'x'",
-        "DELETE FROM expost_rounds",
-        "TRUNCATE expost_rounds CASCADE",
-        "DELETE FROM expost_ledgers",
+        "UPDATE expost.rounds SET kind = 'x'",
+        "DELETE FROM expost.rounds",
+        "TRUNCATE expost.rounds CASCADE",
+        "DELETE FROM expost.ledgers",
     ):
         with pytest.raises(Exception, match="append-only"):  # psycopg's RaiseException
             _psql(pg_server, sql)
@@ -171,7 +171,7 @@ def test_the_database_refuses_update_and_delete(pg_server: Any) -> None:
 def test_a_connection_cut_mid_transaction_writes_nothing(pg_server: Any, workers: Workers) -> None:
     """Fault test (c): the holder's backend is terminated while it holds the lock in decide."""
     url = pg_ledger_url(pg_server, "cut")
-    with open_ledger(url, CONFIG) as ledger:
+    with open_ledger(url, CONFIG, create=True) as ledger:
         ledger.append("round", lambda entries: {"cost": 1.0, "seen": len(entries)})
     holder = workers.start("hold", url)
     assert workers.line(holder) == "ready"
@@ -186,7 +186,7 @@ def test_a_connection_cut_mid_transaction_writes_nothing(pg_server: Any, workers
     _, err = workers.finish(holder)
     assert holder.returncode != 0
     assert "LedgerError" in err
-    with open_ledger(url, CONFIG) as ledger:
+    with open_ledger(url, CONFIG, create=True) as ledger:
         assert len(ledger.entries()) == 1  # nothing half-written
         assert ledger.append("round", lambda e: {"cost": 1.0, "seen": len(e)}).index == 1
 
@@ -217,7 +217,7 @@ def test_server_killed_and_restarted_loses_no_admitted_round(
 ) -> None:
     """Fault test (b): SIGKILL of the postmaster while a worker appends in a loop."""
     url = pg_ledger_url(pg_server, "restart")
-    ledger = open_ledger(url, CONFIG)
+    ledger = open_ledger(url, CONFIG, create=True)
     decide = budget_decide(1000.0, 1.0, "client")
     ledger.append("round", decide)
     writer = workers.start("loop", url)
@@ -241,26 +241,30 @@ def test_server_killed_and_restarted_loses_no_admitted_round(
     ledger.close()
 
 
-def test_bad_targets_and_altered_tables_are_clear_errors(pg_server: Any) -> None:
+def test_bad_targets_and_an_altered_ledger_are_clear_errors(pg_server: Any) -> None:
     """Fault test (d): each a clear error, nothing changed."""
     uri: str = pg_server.get_uri()
     no_db = uri.replace("/postgres?", "/?", 1)
     with pytest.raises(InvalidParameter, match="must name a database"):
-        open_ledger(no_db, CONFIG)
+        open_ledger(no_db, CONFIG, create=True)
     for name in ("Budget", "1st", "a-b", "x" * 64, ""):
         with pytest.raises(InvalidParameter, match="lower-case identifier"):
-            open_ledger(pg_ledger_url(pg_server, name), CONFIG)
+            open_ledger(pg_ledger_url(pg_server, name), CONFIG, create=True)
     url = pg_ledger_url(pg_server, "altered")
-    with open_ledger(url, CONFIG) as ledger:
+    with open_ledger(url, CONFIG, create=True) as ledger:
         ledger.append("round", lambda entries: {"cost": 1.0})
-    _psql(pg_server, "ALTER TABLE expost_rounds ADD COLUMN note TEXT")
+    version = "UPDATE expost.ledgers SET schema_version = {} WHERE name = 'altered'"
+    bypass = "ALTER TABLE expost.ledgers {} TRIGGER ledgers_append_only"
+    for sql in (bypass.format("DISABLE"), version.format(9), bypass.format("ENABLE")):
+        _psql(pg_server, sql)  # what its owner can still do
     try:
-        with pytest.raises(LedgerCorrupted, match="has columns"):
+        with pytest.raises(LedgerCorrupted, match="schema version 9"):
             open_ledger(url, CONFIG)
-        count = "SELECT count(*) FROM expost_rounds WHERE ledger = 'altered'"
+        count = "SELECT count(*) FROM expost.rounds WHERE ledger = 'altered'"
         assert _psql(pg_server, count) == [(1,)]
     finally:
-        _psql(pg_server, "ALTER TABLE expost_rounds DROP COLUMN note")
+        for sql in (bypass.format("DISABLE"), version.format(2), bypass.format("ENABLE")):
+            _psql(pg_server, sql)
     with pytest.raises(InvalidParameter, match="postgresql://"):
         PostgresLedger.open("sqlite:///x", CONFIG)
 
@@ -273,7 +277,7 @@ def test_copy_sqlite_to_postgres_and_back_keeps_the_spend(
 ) -> None:
     source = str(tmp_path / "a.sqlite")
     f = ep.ConcurrentFilter(ep.UnifiedFilter.from_dp(10.0, 1e-6), ep.ExPostFilter(1.0, 1e-6), 1e-6)
-    s = ep.PrivateSession(f, np.random.default_rng(1), ledger=source)
+    s = ep.PrivateSession(f, np.random.default_rng(1), ledger=source, create=True)
     s.gaussian(3.0, 1.0, rho=0.1)
     s.exponential_mechanism([1.0, 2.0, 3.0], 0.1, monotone=True)
     s.laplace(2.0, 1.0, eps=0.3)
@@ -282,14 +286,16 @@ def test_copy_sqlite_to_postgres_and_back_keeps_the_spend(
     remote, back = pg_ledger_url(pg_server, "copied"), str(tmp_path / "b.sqlite")
     assert main(["ledger", "copy", source, remote]) == 0
     assert main(["ledger", "copy", remote, back]) == 0
-    assert capsys.readouterr().out.count("copied 6 rounds; records and spend identical") == 2
+    copied = capsys.readouterr().out
+    assert copied.count("copied 6 entries, 3 rounds; spent") == 2
+    assert copied.count("records and spend identical") == 2
     for target in (remote, back):
         again = ep.PrivateSession(f, np.random.default_rng(2), ledger=target)
         assert again.spent == spent
         again.close()
         assert main(["ledger", "show", target]) == 0
         shown = capsys.readouterr().out
-        assert "3 rounds; spent" in shown
+        assert f"6 entries, 3 rounds; spent {spent!r}" in shown  # the counts `copy` printed
         assert "ConcurrentFilter" in shown
     assert main(["ledger", "copy", source, remote]) == 2  # not into a ledger with rounds
     assert "already holds rounds" in capsys.readouterr().out

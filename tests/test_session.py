@@ -51,7 +51,8 @@ from expost import (
 )
 from expost.filters import Filter
 from expost.filters._exact import rho_of_brownian, rho_of_eps
-from expost.session import SessionFilter, _describe
+from expost.ledger.records import describe as _describe
+from expost.session import SessionFilter
 from expost.stopping import AtIndex, Never, RelativeError, StoppingRule
 from expost.testing.strategies import eps_grids, stopping_rules, time_grids
 from tests import stats
@@ -64,6 +65,8 @@ RHO_FILTERS = (ZCDPFilter, UnifiedFilter, ConcurrentFilter)
 
 
 def _session(f: SessionFilter, seed: int = 0, **kwargs: Any) -> PrivateSession:
+    if "ledger" in kwargs:  # these tests start fresh ledgers (create=False: test_ledger*.py)
+        kwargs.setdefault("create", True)
     return PrivateSession(f, np.random.default_rng(seed), **kwargs)
 
 
@@ -544,7 +547,7 @@ def test_adversarial_analyst_never_overspends(
 def test_refused_round_changes_nothing_even_with_a_ledger(tmp_path: Path) -> None:
     path = tmp_path / "budget.sqlite"
     rng = np.random.default_rng(5)
-    s = PrivateSession(UnifiedFilter(1.0), rng, ledger=path)
+    s = PrivateSession(UnifiedFilter(1.0), rng, ledger=path, create=True)
     s.gaussian(0.0, 1.0, 0.75)
     before, data = _state(s, rng), path.read_bytes()
     for call in (
@@ -970,7 +973,9 @@ def test_ledger_records_are_the_rounds_own_costs(tmp_path: Path) -> None:
     run = s.brownian(0.0, 1.0, TimeGrid([400.0, 100.0]), stop=AtIndex(0))
     spent = s.spent
     s.close()
-    ledger = ep.Ledger.open(path, {"format": "expost-session/3", "filter": _describe(f)})
+    ledger = ep.Ledger.open(
+        path, {"format": "expost-session/3", "filter": _describe(f)}, create=True
+    )
     settled = [dict(e.record["cost"]) for e in ledger.entries() if e.kind == "settle"]
     ledger.close()
     assert settled == [
@@ -985,7 +990,9 @@ def test_ledger_records_are_the_rounds_own_costs(tmp_path: Path) -> None:
 
 def _old_ledger(path: Path, f: SessionFilter, costs: list[dict[str, Any]]) -> None:
     """A ledger as expost-session/1 wrote it: each round reserved and settled at ``costs``."""
-    ledger = ep.Ledger.open(path, {"format": "expost-session/1", "filter": _describe(f)})
+    ledger = ep.Ledger.open(
+        path, {"format": "expost-session/1", "filter": _describe(f)}, create=True
+    )
     for k, cost in enumerate(costs):
         record: dict[str, Any] = {"round": k, "mechanism": "m", "cost": cost}
 
@@ -1027,7 +1034,9 @@ def test_an_expost_session_1_ledger_still_opens_and_prices_as_before(tmp_path: P
 def test_an_unknown_ledger_format_or_cost_is_a_clear_ledger_error(tmp_path: Path) -> None:
     f = ZCDPFilter(1.0)
     future = tmp_path / "v9.sqlite"
-    ep.Ledger.open(future, {"format": "expost-session/9", "filter": _describe(f)}).close()
+    ep.Ledger.open(
+        future, {"format": "expost-session/9", "filter": _describe(f)}, create=True
+    ).close()
     with pytest.raises(LedgerMismatch) as info:
         _session(f, ledger=future)
     assert "expost-session/9" in str(info.value)

@@ -17,6 +17,7 @@ __all__ = [
     "LedgerCorrupted",
     "LedgerError",
     "LedgerMismatch",
+    "LedgerNotFound",
     "NotAStoppingTime",
 ]
 
@@ -59,16 +60,43 @@ class LedgerError(ExpostError):
 
 
 class LedgerMismatch(LedgerError):
-    """The file holds a ledger for a different configuration than the one given."""
+    """The ledger holds another configuration (``what="config"``) or, pinned by its id, is
+    not the ledger that was pinned (``what="id"``: it was re-created)."""
 
-    def __init__(self, path: Path | str, stored: str, given: str) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        stored: str,
+        given: str,
+        *,
+        what: str = "config",
+        advice: str = "use another ledger",
+    ) -> None:
         self.path = path
         self.stored = stored
         self.given = given
-        super().__init__(
-            f"ledger {str(path)!r} was created for config {stored} but was opened with "
-            f"config {given}; refusing to mix budgets (use another file)"
-        )
+        self.what = what
+        if what == "id":
+            message = (
+                f"ledger {str(path)!r} has id {stored} but id {given} was pinned: it is not the "
+                f"ledger that was pinned (re-created?); refusing to mix budgets"
+            )
+        else:
+            message = (
+                f"ledger {str(path)!r} was created for {what} {stored} but was opened with "
+                f"{what} {given}; refusing to mix budgets"
+            )
+        super().__init__(f"{message} ({advice})")
+
+
+class LedgerNotFound(LedgerError):
+    """There is no ledger at the target; nothing was created (``create=True`` or
+    ``expost ledger init`` creates one)."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"there is no ledger {str(path)!r}: {problem}; nothing was created")
 
 
 class LedgerCorrupted(LedgerError):

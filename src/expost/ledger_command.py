@@ -1,80 +1,182 @@
-"""``expost ledger show LEDGER`` and ``expost ledger copy SRC DST`` (either backend).
+"""``expost ledger init|show|copy`` (either backend).
 
-A LEDGER is a SQLite file or a ``postgresql://…?ledger=NAME`` URL. ``show`` prints the filter,
-every round and the spend; ``copy`` appends SRC's rounds, in order, to a new or empty DST with
-the same configuration, then checks that DST holds the same records and the same exact spend
-(the records are copied, not their timestamps). Exit codes: 0 done, 1 the check failed,
-2 bad usage or a ledger that cannot be used.
+A LEDGER is a SQLite file or a ``postgresql://…?ledger=NAME`` URL. ``init`` creates a session
+ledger for a filter (``--filter 'UnifiedFilter.from_dp(eps=10, delta=1e-6)'`` or its JSON
+description) and prints its id; ``show`` prints the filter, every entry and the spend; ``copy``
+appends SRC's entries, in order, to DST (created if missing, else empty, with the same
+configuration), then checks that DST holds the same records and the same exact spend (the
+records are copied, not their timestamps). Passwords in URLs are never printed. Exit codes:
+0 done, 1 the check failed, 2 bad usage or a ledger that cannot be used.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import json
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from expost.errors import ExpostError
+from expost.errors import ExpostError, InvalidParameter
+from expost.filters import PrivacyFilter
 from expost.ledger import LedgerEntry, open_ledger, stored_config
-from expost.session import PrivateSession, filter_from_description
+from expost.ledger.postgres import is_postgres_url, shown_url
+from expost.ledger.records import DESCRIBABLE, Replay, filter_from_description, init_ledger
 
-__all__ = ["add_parser", "copy", "show"]
+__all__ = ["add_parser", "copy", "init", "parse_filter", "show"]
+
+_LEDGER_HELP = "a SQLite file path, or postgresql://USER@HOST/DB?ledger=NAME"
 
 
 def add_parser(sub: Any) -> None:
     """Register ``expost ledger``."""
     p: argparse.ArgumentParser = sub.add_parser(
         "ledger",
-        help="show or copy a budget ledger (SQLite file or PostgreSQL URL)",
-        description="Show a session ledger's rounds and spend, or copy it to another backend.",
+        help="create, show or copy a budget ledger (SQLite file or PostgreSQL URL)",
+        description="Create a session ledger, show its rounds and spend, or copy it to another "
+        "backend. Passwords in URLs are never printed.",
     )
     verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
-    show_p = verbs.add_parser("show", help="print the filter, the rounds and the spend")
-    show_p.add_argument("ledger", metavar="LEDGER")
-    copy_p = verbs.add_parser("copy", help="copy every round to a new or empty ledger")
-    copy_p.add_argument("source", metavar="SRC")
-    copy_p.add_argument("target", metavar="DST")
+    init_p = verbs.add_parser(
+        "init",
+        help="create a new ledger for a filter and print its id",
+        description="Create a new session ledger (refused if one exists) and print its id, to "
+        "pin with PrivateSession(..., ledger_id=ID). On PostgreSQL this needs the "
+        "administrator's role; it installs the expost schema if the database has none.",
+    )
+    init_p.add_argument("ledger", metavar="LEDGER", help=f"where to create it: {_LEDGER_HELP}")
+    init_p.add_argument(
+        "--filter",
+        required=True,
+        metavar="FILTER",
+        help="the budget: a constructor call such as 'UnifiedFilter.from_dp(eps=10, "
+        "delta=1e-6)' or 'ZCDPFilter(1.0)' (numbers, strings and nested filter calls only; "
+        "never evaluated as Python), or the JSON description `ledger show` prints",
+    )
+    show_p = verbs.add_parser(
+        "show",
+        help="print the filter, every entry and the spend",
+        description="Print the ledger's id, filter, every entry (reserve and settle) and the "
+        "spend it implies.",
+    )
+    show_p.add_argument("ledger", metavar="LEDGER", help=f"the ledger to show: {_LEDGER_HELP}")
+    copy_p = verbs.add_parser(
+        "copy",
+        help="copy every entry to a new or empty ledger",
+        description="Append SRC's entries to DST (created if missing, else it must be empty "
+        "and have SRC's configuration), then check records and spend are identical.",
+    )
+    copy_p.add_argument("source", metavar="SRC", help=f"the ledger to copy: {_LEDGER_HELP}")
+    copy_p.add_argument(
+        "target", metavar="DST", help=f"a new or empty ledger to copy into: {_LEDGER_HELP}"
+    )
     p.set_defaults(run=run)
 
 
-def _spend(target: str) -> tuple[Any, Any, int]:
-    """(spent, remaining, rounds) of the session a ledger implies (read only)."""
-    config = stored_config(target)
-    session = PrivateSession(
-        filter_from_description(config["filter"]), np.random.default_rng(0), ledger=target
-    )
+def parse_filter(spec: str) -> PrivacyFilter:
+    """The filter ``spec`` names: a call of a filter class or ``Class.from_…`` with number,
+    string and nested-call arguments (parsed, never evaluated), or a JSON description."""
+    if spec.lstrip().startswith("{"):
+        try:
+            description = json.loads(spec)
+        except ValueError as exc:
+            raise InvalidParameter("filter", spec, f"is not valid JSON ({exc})") from exc
+        return filter_from_description(description)
     try:
-        return session.spent, session.remaining, session.filter.rounds
-    finally:
-        session.close()
+        tree = ast.parse(spec.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise InvalidParameter("filter", spec, f"is not a constructor call ({exc.msg})") from exc
+    built = _build(spec, tree.body)
+    if not isinstance(built, PrivacyFilter):
+        raise InvalidParameter("filter", spec, "does not describe a privacy filter")
+    return built
+
+
+def _build(spec: str, node: ast.expr) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float | str | None):
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, int | float)
+    ):
+        return -node.operand.value
+    if isinstance(node, ast.Call):
+        func = node.func
+        maker: Any = None
+        if isinstance(func, ast.Name):
+            maker = DESCRIBABLE.get(func.id)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            owner = DESCRIBABLE.get(func.value.id)
+            if owner is not None and func.attr.startswith("from_"):
+                maker = getattr(owner, func.attr, None)
+        if maker is not None and all(k.arg is not None for k in node.keywords):
+            args = [_build(spec, a) for a in node.args]
+            kwargs = {str(k.arg): _build(spec, k.value) for k in node.keywords}
+            try:
+                return maker(*args, **kwargs)
+            except TypeError as exc:
+                raise InvalidParameter("filter", spec, str(exc)) from exc
+    raise InvalidParameter(
+        "filter",
+        spec,
+        f"may hold only calls of {', '.join(DESCRIBABLE)} (or their from_… constructors), "
+        "numbers and strings",
+    )
+
+
+def _shown(target: str) -> str:
+    return shown_url(target) if is_postgres_url(target) else target
+
+
+def init(target: str, spec: str) -> str:
+    """Create the session ledger at ``target`` for the filter ``spec``; a line naming its id."""
+    f = parse_filter(spec)
+    ledger_id = init_ledger(target, f)
+    return f"created ledger {_shown(target)} with id {ledger_id} for {type(f).__name__}"
+
+
+def _spend(config: Mapping[str, Any], entries: tuple[LedgerEntry, ...], where: str) -> str:
+    """The session rounds and spend a ledger's entries imply."""
+    if "filter" not in config:
+        return f"{len(entries)} entries (not a session ledger)"
+    replay = Replay(filter_from_description(config["filter"]), where)
+    f = replay.update(entries)
+    return f"{len(entries)} entries, {replay.rounds} rounds; spent {f.spent!r}, remaining {f.remaining!r}"
 
 
 def show(target: str) -> str:
-    """The filter, one line per round and the spend of the ledger at ``target``."""
+    """The id, filter, one line per entry and the spend of the ledger at ``target``."""
     config = stored_config(target)
     with open_ledger(target, config) as ledger:
         entries = ledger.entries()
-    spent, remaining, rounds = _spend(target)
-    lines = [f"ledger {target}", f"format {config.get('format')}, filter {_json(config['filter'])}"]
+        where, ledger_id = str(ledger.path), ledger.ledger_id
+    filt = _json(config.get("filter", config))
+    lines = [f"ledger {where}", f"id {ledger_id}, format {config.get('format')}, filter {filt}"]
     lines += [f"{e.index:>6}  {e.kind:<8} {_json(e.record)}" for e in entries]
-    lines.append(f"{rounds} rounds; spent {spent!r}, remaining {remaining!r}")
+    lines.append(_spend(config, entries, where))
     return "\n".join(lines)
 
 
-def copy(source: str, target: str) -> tuple[int, bool]:
-    """Append SRC's rounds to DST (new, or empty with SRC's configuration); (rounds, same spend)."""
+def copy(source: str, target: str) -> tuple[str, bool]:
+    """Append SRC's entries to DST (created, or empty with SRC's configuration); (the summary
+    of what was copied, whether records and spend are identical)."""
     config = stored_config(source)
     with open_ledger(source, config) as src:
         entries = src.entries()
-    with open_ledger(target, config) as dst:
+    with open_ledger(target, config, create=True) as dst:
         if dst.entries():
-            raise ExpostError(f"{target!r} already holds rounds: copy only into an empty ledger")
+            raise ExpostError(
+                f"{str(dst.path)!r} already holds rounds: copy only into an empty ledger"
+            )
         for entry in entries:
             dst.append(entry.kind, _same(entry))
         copied = dst.entries()
+        where = str(dst.path)
     same = [(e.kind, dict(e.record)) for e in copied] == [(e.kind, dict(e.record)) for e in entries]
-    return len(copied), same and _spend(source) == _spend(target)
+    summary = _spend(config, copied, where)
+    return summary, same and summary == _spend(config, entries, where)
 
 
 def _same(entry: LedgerEntry) -> Any:
@@ -87,8 +189,6 @@ def _same(entry: LedgerEntry) -> Any:
 
 
 def _json(value: Any) -> str:
-    import json
-
     def plain(v: Any) -> Any:
         if isinstance(v, Mapping):
             return {k: plain(x) for k, x in v.items()}
@@ -100,12 +200,15 @@ def _json(value: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run ``expost ledger VERB``."""
     try:
+        if args.verb == "init":
+            print(init(args.ledger, args.filter))
+            return 0
         if args.verb == "show":
             print(show(args.ledger))
             return 0
-        n, same = copy(args.source, args.target)
+        summary, same = copy(args.source, args.target)
     except ExpostError as exc:
         print(f"expost ledger: {exc}")
         return 2
-    print(f"copied {n} rounds; records and spend {'identical' if same else 'DIFFER'}")
+    print(f"copied {summary}; records and spend {'identical' if same else 'DIFFER'}")
     return 0 if same else 1

@@ -20,10 +20,8 @@ charged at its worst case. A session object is not thread-safe.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -32,21 +30,17 @@ import numpy.typing as npt
 from attrs import frozen
 
 from expost._validation import candidates_mask, generator, path_value, point, positive, scores_array
-from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
+from expost.errors import InvalidParameter
 from expost.exact.bits import BitSource, SecureBits
 from expost.filters import (
-    BoundedRangeCost,
     BrownianCost,
     Cost,
-    DPCost,
-    ExPostCost,
-    GaussianCost,
     PrivacyFilter,
-    ZCDPCost,
 )
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
-from expost.ledger import LedgerBackend, LedgerEntry, open_ledger
+from expost.ledger import LedgerBackend, LedgerEntry
+from expost.ledger.records import Replay, encode, filter_from_description, open_session_ledger
 from expost.mechanisms import (
     AboveThreshold,
     AboveThresholdResult,
@@ -77,12 +71,6 @@ from expost.stopping import Never, RelativeError, StoppingRule
 __all__ = ["PrivateSession", "Round", "SessionFilter", "filter_from_description"]
 
 SessionFilter = PrivacyFilter
-_COSTS: dict[str, type[Cost]] = {
-    c.__name__: c
-    for c in (ZCDPCost, GaussianCost, BrownianCost, DPCost, BoundedRangeCost, ExPostCost)
-}
-_FORMAT = "expost-session/3"  # /3: Gaussian rounds are recorded as GaussianCost
-_OLD_FORMATS = ("expost-session/1", "expost-session/2")  # their records are a subset of today's
 R = TypeVar("R")
 
 
@@ -107,105 +95,6 @@ class Round:
     request: Cost
     realised: Cost
     result: object = attrs.field(eq=False)
-
-
-def _encode(cost: Cost) -> dict[str, Any]:
-    return {"type": type(cost).__name__, **attrs.asdict(cost)}
-
-
-def _decode(record: Mapping[str, Any], path: Path | str) -> Cost:
-    fields = dict(record)
-    kind = _COSTS.get(fields.pop("type", None))
-    if kind is None:
-        raise LedgerCorrupted(path, f"unknown cost record {dict(record)!r}")
-    try:
-        return kind(**fields)
-    except (TypeError, InvalidParameter) as err:
-        raise LedgerCorrupted(path, f"bad cost record {dict(record)!r}: {err}") from err
-
-
-def _open_ledger(path: str | os.PathLike[str], filter: SessionFilter) -> LedgerBackend:
-    """The session ledger for ``filter``; a file of an older format (its costs decode and
-    price as they did) opens under its own format, any other config is a `LedgerMismatch`."""
-    config = {"format": _FORMAT, "filter": _describe(filter)}
-    try:
-        return open_ledger(path, config)
-    except LedgerMismatch as err:
-        stored = json.loads(err.stored)
-        if isinstance(stored, dict) and stored.get("format") in _OLD_FORMATS:
-            return open_ledger(path, {**config, "format": stored["format"]})
-        raise
-
-
-def _describe(f: Any) -> dict[str, Any]:
-    """The filter's configuration (type and parameters, not its history) as JSON."""
-    out: dict[str, Any] = {"type": type(f).__name__}
-    for a in attrs.fields(type(f)):
-        if a.alias in ("realised", "_totals"):
-            continue
-        value = getattr(f, a.name)
-        out[a.name] = _describe(value) if attrs.has(type(value)) else value
-    return out
-
-
-def filter_from_description(description: Mapping[str, Any]) -> SessionFilter:
-    """The fresh filter a ledger's configuration describes (the inverse of its description:
-    type and parameters, nested values likewise), e.g. for `expost ledger show`."""
-    import expost  # the public classes by name; lazy: expost imports this module
-
-    def build(value: Any) -> Any:
-        if not isinstance(value, Mapping) or "type" not in value:
-            return value
-        kind = getattr(expost, str(value["type"]), None)
-        if not (isinstance(kind, type) and attrs.has(kind)):
-            raise InvalidParameter("description", dict(value), "names no expost filter or value")
-        return kind(**{k: build(v) for k, v in value.items() if k != "type"})
-
-    built = build(description)
-    if not isinstance(built, PrivacyFilter):
-        raise InvalidParameter("description", dict(description), "does not describe a filter")
-    return built
-
-
-class _Replay:
-    """The filter a ledger implies, brought up to date from the entries appended since.
-
-    A round is charged at its reservation until its settlement replaces it; a reservation
-    never settled (its process died) stays charged at its request. Settled rounds are spent
-    once, in settlement order, and the few open reservations on top of them, so an update
-    costs one `spend` per new entry (not a replay of the whole ledger).
-    """
-
-    def __init__(self, initial: SessionFilter, path: Path | str) -> None:
-        self._settled = initial
-        self._open: dict[int, Cost] = {}
-        self._seen = 0
-        self._rounds = 0
-        self._path = path
-
-    @property
-    def rounds(self) -> int:
-        """How many rounds the ledger holds (reserved, settled or not)."""
-        return self._rounds
-
-    def update(self, entries: Sequence[LedgerEntry]) -> SessionFilter:
-        for entry in entries[self._seen :]:
-            key, cost = int(entry.record["round"]), _decode(entry.record["cost"], self._path)
-            if entry.kind == "reserve" and key == self._rounds:
-                self._open[key] = cost
-                self._rounds += 1
-            elif entry.kind == "settle" and self._open.pop(key, None) is not None:
-                self._settled = self._settled.spend(cost)
-            else:
-                raise LedgerCorrupted(
-                    self._path,
-                    f"entry {entry.index} ({entry.kind} of round {key}) is out of order",
-                )
-        self._seen = max(self._seen, len(entries))
-        f = self._settled
-        for cost in self._open.values():
-            f = f.spend(cost)
-        return f
 
 
 # ----------------------------------------------------------------------------- session
@@ -244,6 +133,8 @@ class PrivateSession:
         *,
         exact: bool = False,
         bits: BitSource | None = None,
+        create: bool = False,
+        ledger_id: str | None = None,
     ) -> None:
         if not isinstance(filter, PrivacyFilter):
             raise InvalidParameter(
@@ -262,8 +153,8 @@ class PrivateSession:
                 raise InvalidParameter(
                     "filter", filter, "must have no recorded rounds when a ledger is used"
                 )
-            self._ledger = _open_ledger(ledger, filter)
-            self._replay = _Replay(filter, self._ledger.path)
+            self._ledger = open_session_ledger(ledger, filter, create=create, ledger_id=ledger_id)
+            self._replay = Replay(filter, self._ledger.path)
             self._filter = self._replay.update(self._ledger.entries())
 
     # -- state ---------------------------------------------------------------------------
@@ -367,7 +258,7 @@ class PrivateSession:
 
         def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
             replay.update(entries).check(request)
-            return {"round": replay.rounds, "mechanism": mechanism, "cost": _encode(request)}
+            return {"round": replay.rounds, "mechanism": mechanism, "cost": encode(request)}
 
         entry = self._ledger.append("reserve", decide)
         self._filter = replay.update(self._ledger.entries())
@@ -377,7 +268,7 @@ class PrivateSession:
         if self._ledger is None:
             self._filter = self._filter.spend(cost)
             return
-        self._ledger.append("settle", lambda _entries: {"round": key, "cost": _encode(cost)})
+        self._ledger.append("settle", lambda _entries: {"round": key, "cost": encode(cost)})
         self._filter = self._replay.update(self._ledger.entries())
 
     # -- zCDP and pure DP mechanisms ---------------------------------------------------------

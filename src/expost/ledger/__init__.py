@@ -6,17 +6,17 @@ ledger (`Ledger`, embedded, standard library only: processes on one machine), a
 ``expost[postgres]``: clients on many machines). Both keep the contract of
 `expost.ledger.base.LedgerBackend`: every admitted round is committed durably before `append`
 returns, and the admit decision is made on the rounds read under the same lock as the write.
+A ledger is created once (`init_ledger`, ``expost ledger init``) and then only opened: a
+missing ledger is `LedgerNotFound` unless ``create=True``.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from typing import Any
-
 from expost.ledger.base import Decide, LedgerBackend, LedgerEntry
 from expost.ledger.postgres import PostgresLedger, is_postgres_url
+from expost.ledger.records import init_ledger
 from expost.ledger.sqlite import Ledger
+from expost.ledger.targets import open_ledger, stored_config
 
 __all__ = [
     "Decide",
@@ -24,26 +24,8 @@ __all__ = [
     "LedgerBackend",
     "LedgerEntry",
     "PostgresLedger",
+    "init_ledger",
     "is_postgres_url",
     "open_ledger",
     "stored_config",
 ]
-
-
-def open_ledger(
-    target: str | os.PathLike[str], config: Mapping[str, object], *, timeout: float = 30.0
-) -> Ledger | PostgresLedger:
-    """Open (or create) the ledger at ``target`` for ``config``: a ``postgresql://`` URL is a
-    `PostgresLedger`, anything else a path to a SQLite `Ledger` file."""
-    if is_postgres_url(target):
-        assert isinstance(target, str)  # is_postgres_url checks it
-        return PostgresLedger.open(target, config, timeout=timeout)
-    return Ledger.open(target, config, timeout=timeout)
-
-
-def stored_config(target: str | os.PathLike[str]) -> Mapping[str, Any]:
-    """The configuration of the existing ledger at ``target`` (either backend; creates nothing)."""
-    if is_postgres_url(target):
-        assert isinstance(target, str)  # is_postgres_url checks it
-        return PostgresLedger.stored_config(target)
-    return Ledger.stored_config(target)

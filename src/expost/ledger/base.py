@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -30,6 +31,7 @@ __all__ = [
     "canonical",
     "entry_from_row",
     "frozen_json",
+    "ledger_id_value",
     "parse_object",
 ]
 
@@ -85,6 +87,16 @@ def frozen_json(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(frozen_json(item) for item in value)
     return value
+
+
+def ledger_id_value(value: object) -> str:
+    """A ledger id as its canonical text (a UUID, lower case), or InvalidParameter."""
+    if isinstance(value, str | uuid.UUID):
+        try:
+            return str(uuid.UUID(str(value)))
+        except ValueError:
+            pass
+    raise InvalidParameter("ledger_id", value, "must be a ledger id (a UUID)")
 
 
 def _reject_constant(token: str) -> None:
@@ -144,6 +156,11 @@ class LedgerBackend(Protocol):
     @property
     def config(self) -> Mapping[str, Any]:
         """The configuration the ledger was created for (deeply read-only)."""
+        ...
+
+    @property
+    def ledger_id(self) -> str | None:
+        """The id the ledger was given at its creation (None: made before ledger ids)."""
         ...
 
     def entries(self) -> tuple[LedgerEntry, ...]:

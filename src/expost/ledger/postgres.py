@@ -1,43 +1,55 @@
 """The budget ledger in PostgreSQL, for a budget shared by several machines (psycopg 3).
 
-Same contract as the SQLite ledger (`expost.ledger.base`). One database holds many ledgers,
-each a row of ``expost_ledgers`` (name, format, schema version, configuration) and its rounds in
-``expost_rounds`` (ledger, id, kind, record, created); triggers make both append-only (the
-server refuses UPDATE and DELETE), and a second session must bring the same configuration
-(`LedgerMismatch`).
+Same contract as the SQLite ledger (`expost.ledger.base`). One database holds many ledgers in
+the schema ``expost`` (`expost.ledger.pg_schema`): each a row of ``expost.ledgers`` (name,
+random id, format, schema version, configuration) and its rounds in ``expost.rounds``. Clients
+act only through SECURITY DEFINER functions (least privilege: no client can write, alter or
+drop the tables); an administrator creates the schema and each ledger once (`PostgresLedger.init`,
+``expost ledger init``), and `PostgresLedger.open` opens only an existing ledger unless
+``create=True``.
 
-**Locking.** `append` runs one transaction: ``SELECT … FOR UPDATE`` on the ledger's row, read
-the rounds committed since the last read, ``decide``, ``INSERT``, ``COMMIT``. The row lock
-serialises the writers of one ledger (writers of other ledgers do not wait), and the read
-happens after the lock is granted, so under READ COMMITTED it sees every round committed
-before: the decision is made on exactly the entries that precede the write. We chose the row
-lock over SERIALIZABLE with retries because a budget check is a read-then-insert on one row's
-rounds, which SERIALIZABLE would abort and repeat under contention (every retry re-runs
-``decide``), while the lock simply queues the writers in order; the primary key (ledger, id)
-would refuse a second round with the same id even if the lock were bypassed.
+**Locking.** `append` runs one transaction: ``expost.lock_ledger`` (``SELECT … FOR UPDATE`` on
+the ledger's row), read the rounds committed since the last read, ``decide``,
+``expost.append_round``, ``COMMIT``. The row lock serialises the writers of one ledger
+(writers of other ledgers do not wait), and the read happens after the lock is granted, so
+under READ COMMITTED it sees every round committed before: the decision is made on exactly the
+entries that precede the write. We chose the row lock over SERIALIZABLE with retries because a
+budget check is a read-then-insert on one row's rounds, which SERIALIZABLE would abort and
+repeat under contention (every retry re-runs ``decide``), while the lock simply queues the
+writers in order; ``append_round`` takes the same lock and numbers the round itself.
 
-**Durability.** ``synchronous_commit = on`` for the session, so ``COMMIT`` returns only once
-the round is flushed to the server's write-ahead log; a round returned by `append` survives a
-crash of the client, of the server (SIGKILL of the postmaster) or of the machine. A connection
-lost mid-transaction rolls back on the server: nothing is half-written. Every database error is
-a `LedgerError` naming the ledger (the URL without its password); a later call reconnects.
+**Durability.** ``synchronous_commit = on`` for every connection (the one setting a URL cannot
+change), so ``COMMIT`` returns only once the round is flushed to the server's write-ahead log;
+a round returned by `append` survives a crash of the client, of the server (SIGKILL of the
+postmaster) or of the machine. A connection lost mid-transaction rolls back on the server:
+nothing is half-written. Every database error is a `LedgerError` naming the ledger (the URL
+without its password); a later call reconnects.
 
 Target: ``postgresql://user@host:port/database?ledger=NAME`` (``ledger`` defaults to
 ``expost``; a name is a lower-case SQL identifier, at most 63 characters). Every other query
-parameter is passed to libpq (``sslmode``, ``connect_timeout``, …).
+parameter is passed to libpq as given (``sslmode``, ``connect_timeout``, ``options``, …): the
+library's defaults (``connect_timeout`` and ``lock_timeout`` from ``timeout``) apply only where
+the URL, the environment (``PGCONNECT_TIMEOUT``) and the server's settings are silent.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from expost._validation import positive
-from expost.errors import InvalidParameter, LedgerCorrupted, LedgerError, LedgerMismatch
+from expost.errors import (
+    InvalidParameter,
+    LedgerCorrupted,
+    LedgerError,
+    LedgerMismatch,
+    LedgerNotFound,
+)
 from expost.ledger.base import (
     ClosesOnExit,
     Decide,
@@ -45,41 +57,20 @@ from expost.ledger.base import (
     canonical,
     entry_from_row,
     frozen_json,
+    ledger_id_value,
     parse_object,
 )
+from expost.ledger.pg_schema import INSTALL, SCHEMA_VERSION
 
-__all__ = ["SCHEMES", "PostgresLedger", "is_postgres_url"]
+__all__ = ["SCHEMES", "PostgresLedger", "is_postgres_url", "shown_url"]
 
 _T = TypeVar("_T")
 SCHEMES: Final = ("postgresql://", "postgres://")
-SCHEMA_VERSION: Final = 1
 _FORMAT: Final = "expost-ledger"
 _NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-_LOCK_KEY: Final = 0x65787073  # "exps": the advisory lock held while the tables are created
-_COLUMNS: Final = {
-    "expost_ledgers": ("name", "format", "schema_version", "config"),
-    "expost_rounds": ("ledger", "id", "kind", "record", "created"),
-}
-_SCHEMA: Final = (
-    (
-        "CREATE TABLE IF NOT EXISTS expost_ledgers (name TEXT PRIMARY KEY, format TEXT NOT NULL,"
-        " schema_version INTEGER NOT NULL, config TEXT NOT NULL)"
-    ),
-    (
-        "CREATE TABLE IF NOT EXISTS expost_rounds (ledger TEXT NOT NULL REFERENCES expost_ledgers,"
-        " id INTEGER NOT NULL, kind TEXT NOT NULL, record TEXT NOT NULL,"
-        " created DOUBLE PRECISION NOT NULL, PRIMARY KEY (ledger, id))"
-    ),
-    (
-        "CREATE OR REPLACE FUNCTION expost_append_only() RETURNS trigger LANGUAGE plpgsql AS"
-        " $$ BEGIN RAISE EXCEPTION 'expost ledger tables are append-only'; END $$"
-    ),
-    *(
-        f"CREATE OR REPLACE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE OR TRUNCATE"
-        f" ON {table} FOR EACH STATEMENT EXECUTE FUNCTION expost_append_only()"
-        for table in ("expost_ledgers", "expost_rounds")
-    ),
-)
+_LOCK_KEY: Final = 0x65787073  # "exps": the advisory lock held while a ledger is created
+_ADVICE: Final = "use another ledger name (?ledger=NAME)"
+_INIT: Final = "an administrator creates it with `expost ledger init URL --filter ...`"
 
 
 def is_postgres_url(target: object) -> bool:
@@ -87,12 +78,13 @@ def is_postgres_url(target: object) -> bool:
     return isinstance(target, str) and target.startswith(SCHEMES)
 
 
-def _split(url: str) -> tuple[str, str, str]:
-    """(libpq URL without ``ledger``, ledger name, URL for messages without the password)."""
+def _split(url: str) -> tuple[str, str, str, frozenset[str]]:
+    """(libpq URL without ``ledger``, ledger name, URL for messages without the password,
+    the names of the URL's other query parameters)."""
     parts = urlsplit(url)
     database = parts.path.lstrip("/")
     if not database:
-        raise InvalidParameter("ledger", _shown(url), "must name a database: postgresql://…/DB")
+        raise InvalidParameter("ledger", shown_url(url), "must name a database: postgresql://…/DB")
     query = parse_qsl(parts.query, keep_blank_values=True)
     names = [v for k, v in query if k == "ledger"]
     name = names[-1] if names else "expost"
@@ -100,52 +92,89 @@ def _split(url: str) -> tuple[str, str, str]:
         raise InvalidParameter(
             "ledger", name, "must be a lower-case identifier: [a-z_][a-z0-9_]*, at most 63"
         )
-    rest = urlencode([(k, v) for k, v in query if k != "ledger"])
-    return urlunsplit(parts._replace(query=rest)), name, _shown(url)
+    rest = [(k, v) for k, v in query if k != "ledger"]
+    libpq = urlunsplit(parts._replace(query=urlencode(rest)))
+    return libpq, name, shown_url(url), frozenset(k for k, _ in rest)
 
 
-def _shown(url: str) -> str:
+def shown_url(url: str) -> str:
+    """``url`` as messages show it: the password (in the address or a ``password`` query
+    parameter) replaced by ``***``."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username}:***@{netloc.rsplit('@', 1)[-1]}"
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == "password" for k, _ in query):
+        hidden = urlencode([(k, "***" if k == "password" else v) for k, v in query], safe="*")
+        return urlunsplit(parts._replace(netloc=netloc, query=hidden))
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _error(where: str, exc: Exception) -> LedgerError:
-    return LedgerError(f"PostgreSQL ledger {where!r} could not be used: {exc}".strip())
+    hint = ""
+    if getattr(exc, "sqlstate", None) == "42501":  # insufficient_privilege
+        hint = (
+            " (a client role needs USAGE on schema expost and EXECUTE on its functions:"
+            " docs/sharing-a-budget.md, 'Deployment')"
+        )
+    return LedgerError(f"PostgreSQL ledger {where!r} could not be used: {exc}{hint}".strip())
 
 
 class PostgresLedger(ClosesOnExit):
-    """An open PostgreSQL ledger; create it with `PostgresLedger.open` (or `open_ledger`)."""
+    """An open PostgreSQL ledger; open it with `PostgresLedger.open` (or `open_ledger`)."""
 
-    def __init__(self, url: str, name: str, shown: str, config: Mapping[str, Any]) -> None:
+    def __init__(
+        self, url: str, name: str, shown: str, params: frozenset[str], timeout: float
+    ) -> None:
         """Internal: use `PostgresLedger.open`."""
-        self._url, self._name, self._shown = url, name, shown
-        self._config = config
+        self._url, self._name, self._shown, self._params = url, name, shown, params
+        self._timeout = positive("timeout", timeout)
+        self._config: Mapping[str, Any] = {}
+        self._id: str | None = None
         self._conn: Any = None
         self._entries: tuple[LedgerEntry, ...] = ()
+        self._tokens: dict[int, uuid.UUID] = {}
         self._closed = False
-        self._timeout = 30.0
+
+    @classmethod
+    def _at(cls, url: str, timeout: float) -> PostgresLedger:
+        if not is_postgres_url(url):
+            raise InvalidParameter("url", url, "must start with postgresql:// or postgres://")
+        return cls(*_split(url), timeout)
 
     @classmethod
     def open(
-        cls, url: str, config: Mapping[str, object], *, timeout: float = 30.0
+        cls,
+        url: str,
+        config: Mapping[str, object],
+        *,
+        create: bool = False,
+        ledger_id: str | None = None,
+        timeout: float = 30.0,
     ) -> PostgresLedger:
-        """Open the ledger named in ``url``, creating its tables and row if they are missing.
+        """Open the existing ledger named in ``url`` (``create=True``: create it, and the
+        schema, if missing — needs the administrator's privileges).
 
-        An existing ledger must hold exactly this config, else `LedgerMismatch`; tables that
-        are not an expost ledger's (altered by hand) raise `LedgerCorrupted` and are left as
-        they are. ``timeout`` (seconds) bounds the wait for the connection and for a lock.
+        A missing ledger is `LedgerNotFound` (nothing created); an existing one must hold
+        exactly this config, else `LedgerMismatch`, and the pinned ``ledger_id`` if given.
+        ``timeout`` (seconds) bounds the wait for the connection and for a lock unless the URL
+        or the server sets them.
         """
-        if not is_postgres_url(url):
-            raise InvalidParameter("url", url, "must start with postgresql:// or postgres://")
-        libpq, name, shown = _split(url)
         text = canonical("config", config)
-        ledger = cls(libpq, name, shown, frozen_json(json.loads(text)))
-        ledger._timeout = positive("timeout", timeout)
+        pinned = None if ledger_id is None else ledger_id_value(ledger_id)
+        if not isinstance(create, bool):
+            raise InvalidParameter("create", create, "must be True or False")
+        ledger = cls._at(url, timeout)
         try:
-            ledger._create(text)
+            if create:
+                ledger._run(lambda cur: ledger._create(cur, text, exclusive=False))
+            stored, stored_id = ledger._run(ledger._header)
+            if pinned is not None and stored_id != pinned:
+                raise LedgerMismatch(ledger.path, stored_id, pinned, what="id", advice=_ADVICE)
+            if stored != text:
+                raise LedgerMismatch(ledger.path, stored, text, advice=_ADVICE)
+            ledger._config, ledger._id = frozen_json(json.loads(text)), stored_id
             ledger._refresh()
         except BaseException:
             ledger.close()
@@ -153,31 +182,25 @@ class PostgresLedger(ClosesOnExit):
         return ledger
 
     @classmethod
+    def init(cls, url: str, config: Mapping[str, object], *, timeout: float = 30.0) -> str:
+        """Create the ledger named in ``url`` for ``config`` (and the schema, if the database
+        has none); its ledger id. An existing ledger is refused (`LedgerError`), unchanged."""
+        text = canonical("config", config)
+        ledger = cls._at(url, timeout)
+        try:
+            return ledger._run(lambda cur: ledger._create(cur, text, exclusive=True))
+        finally:
+            ledger.close()
+
+    @classmethod
     def stored_config(cls, url: str, *, timeout: float = 30.0) -> Mapping[str, Any]:
         """The configuration the ledger named in ``url`` was created for (creates nothing)."""
-        if not is_postgres_url(url):
-            raise InvalidParameter("url", url, "must start with postgresql:// or postgres://")
-        libpq, name, shown = _split(url)
-        reader = cls(libpq, name, shown, {})
-        reader._timeout = positive("timeout", timeout)
-
-        def read(cur: Any) -> object:
-            cur.execute("SELECT to_regclass('expost_ledgers') IS NOT NULL")
-            if not cur.fetchone()[0]:
-                return None
-            cur.execute("SELECT config FROM expost_ledgers WHERE name = %s", (name,))
-            row = cur.fetchone()
-            return None if row is None else row[0]
-
+        reader = cls._at(url, timeout)
         try:
-            text = reader._run(read)
+            text, _ = reader._run(reader._header)
         finally:
             reader.close()
-        if text is None:
-            raise LedgerError(f"there is no ledger {reader.path!r}")
-        config: Mapping[str, Any] = frozen_json(
-            parse_object(reader.path, "the stored config", text)
-        )
+        config: Mapping[str, Any] = frozen_json(parse_object(reader.path, "the config", text))
         return config
 
     @property
@@ -190,22 +213,35 @@ class PostgresLedger(ClosesOnExit):
         """The configuration this ledger was created for (deeply read-only)."""
         return self._config
 
+    @property
+    def ledger_id(self) -> str | None:
+        """The random id the server gave the ledger at its creation."""
+        return self._id
+
     def _connection(self) -> Any:
         if self._closed:
             raise LedgerError(f"ledger {self.path!r} is closed")
         if self._conn is None or self._conn.closed or self._conn.broken:
             import psycopg  # lazy: the optional extra expost[postgres]
 
+            defaults: dict[str, Any] = {}
+            if "connect_timeout" not in self._params and "PGCONNECT_TIMEOUT" not in os.environ:
+                defaults["connect_timeout"] = max(1, round(self._timeout))
             try:
-                self._conn = psycopg.connect(
-                    self._url,
-                    connect_timeout=max(1, round(self._timeout)),
-                    options=(
-                        f"-c synchronous_commit=on -c lock_timeout={round(self._timeout * 1000)}"
-                    ),
-                )
+                conn: Any = psycopg.connect(self._url, **defaults)
             except psycopg.Error as exc:
                 raise _error(self.path, exc) from exc
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT source FROM pg_settings WHERE name = 'lock_timeout'")
+                    if cur.fetchone()[0] == "default":
+                        cur.execute(f"SET lock_timeout = {round(self._timeout * 1000)}")
+                    cur.execute("SET synchronous_commit = on")
+                conn.commit()
+            except psycopg.Error as exc:
+                conn.close()
+                raise _error(self.path, exc) from exc
+            self._conn = conn
         return self._conn
 
     def _run(self, work: Callable[[Any], _T]) -> _T:
@@ -219,50 +255,52 @@ class PostgresLedger(ClosesOnExit):
         except psycopg.Error as exc:
             raise _error(self.path, exc) from exc
 
-    def _create(self, text: str) -> None:
-        def create(cur: Any) -> None:
-            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-            for statement in _SCHEMA:
+    def _header(self, cur: Any) -> tuple[str, str]:
+        """(canonical config, ledger id) of the ledger; `LedgerNotFound` if there is none."""
+        cur.execute("SELECT to_regnamespace('expost') IS NOT NULL")
+        if not cur.fetchone()[0]:
+            raise LedgerNotFound(self.path, f"the database has no expost schema; {_INIT}")
+        cur.execute(
+            "SELECT ledger_id, format, schema_version, config FROM expost.header(%s)",
+            (self._name,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            raise LedgerNotFound(
+                self.path,
+                f"no ledger {self._name!r} in this database (a typo in the database or ledger "
+                f"name?); {_INIT}, or pass create=True",
+            )
+        ledger_id, fmt, version, stored = row
+        if fmt != _FORMAT or version != SCHEMA_VERSION:
+            raise LedgerCorrupted(
+                self.path,
+                f"format {fmt!r} schema version {version!r}, this library reads "
+                f"{_FORMAT!r} version {SCHEMA_VERSION}",
+            )
+        return canonical("config", parse_object(self.path, "the config", stored)), str(ledger_id)
+
+    def _create(self, cur: Any, text: str, *, exclusive: bool) -> str:
+        """Under the creation lock: install the schema if missing, create the ledger if
+        missing (``exclusive``: refuse an existing one); its id."""
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        cur.execute("SELECT to_regnamespace('expost') IS NULL")
+        if cur.fetchone()[0]:
+            for statement in INSTALL:
                 cur.execute(statement)
-            self._check_tables(cur)
-            cur.execute(
-                "INSERT INTO expost_ledgers (name, format, schema_version, config)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT (name) DO NOTHING",
-                (self._name, _FORMAT, SCHEMA_VERSION, text),
-            )
-            cur.execute(
-                "SELECT format, schema_version, config FROM expost_ledgers WHERE name = %s",
-                (self._name,),
-            )
-            fmt, version, stored = cur.fetchone()
-            if fmt != _FORMAT or version != SCHEMA_VERSION:
-                raise LedgerCorrupted(self.path, f"format {fmt!r} version {version!r}")
-            stored_text = canonical("stored config", parse_object(self.path, "config", stored))
-            if stored_text != text:
-                raise LedgerMismatch(self.path, stored_text, text)
-
-        self._run(create)
-
-    def _check_tables(self, cur: Any) -> None:
-        for table, columns in _COLUMNS.items():
-            cur.execute(
-                "SELECT column_name FROM information_schema.columns"
-                " WHERE table_schema = current_schema() AND table_name = %s"
-                " ORDER BY ordinal_position",
-                (table,),
-            )
-            found = tuple(row[0] for row in cur.fetchall())
-            if found != columns:
-                raise LedgerCorrupted(
-                    self.path, f"table {table!r} has columns {found}, expected {columns}"
-                )
+        cur.execute("SELECT ledger_id FROM expost.header(%s)", (self._name,))
+        row = cur.fetchone()
+        if row is not None:
+            if exclusive:
+                raise LedgerError(f"ledger {self.path!r} already exists: it was left as it is")
+            return str(row[0])
+        cur.execute("SELECT expost.create_ledger(%s, %s)", (self._name, text))
+        return str(cur.fetchone()[0])
 
     def _read(self, cur: Any) -> tuple[LedgerEntry, ...]:
         start = len(self._entries)
         cur.execute(
-            "SELECT id, kind, record, created FROM expost_rounds"
-            " WHERE ledger = %s AND id >= %s ORDER BY id",
-            (self._name, start),
+            "SELECT id, kind, record, created FROM expost.read_rounds(%s, %s)", (self._name, start)
         )
         new = tuple(entry_from_row(self.path, tuple(row)) for row in cur.fetchall())
         for expected, entry in enumerate(new, start):
@@ -283,25 +321,34 @@ class PostgresLedger(ClosesOnExit):
 
         The round is durably committed (synchronous commit) before this returns. If ``decide``
         raises, the transaction rolls back, nothing is written and the exception propagates.
+        A session ledger's ``settle`` presents the token its ``reserve`` got from the server.
         """
         if not isinstance(kind, str) or not kind:
             raise InvalidParameter("kind", kind, "must be a non-empty string")
+        lid = uuid.UUID(str(self._id))
 
-        def write(cur: Any) -> tuple[tuple[LedgerEntry, ...], LedgerEntry]:
-            cur.execute("SELECT name FROM expost_ledgers WHERE name = %s FOR UPDATE", (self._name,))
-            if cur.fetchone() is None:
-                raise LedgerCorrupted(self.path, "its row in expost_ledgers is gone")
+        def write(cur: Any) -> tuple[tuple[LedgerEntry, ...], LedgerEntry, int | None, Any]:
+            cur.execute("SELECT expost.lock_ledger(%s, %s)", (self._name, lid))
             entries = self._read(cur)
             text = canonical("record", decide(entries))
-            row = (len(entries), kind, text, time.time())
+            key = _round_of(json.loads(text))
+            token = self._tokens.get(key) if kind == "settle" and key is not None else None
             cur.execute(
-                "INSERT INTO expost_rounds (ledger, id, kind, record, created)"
-                " VALUES (%s, %s, %s, %s, %s)",
-                (self._name, *row),
+                "SELECT id, created, token FROM expost.append_round(%s, %s, %s, %s, %s)",
+                (self._name, lid, kind, text, token),
             )
-            return entries, entry_from_row(self.path, row)
+            index, created, new_token = cur.fetchone()
+            if index != len(entries):
+                raise LedgerCorrupted(
+                    self.path, f"the server numbered round {len(entries)} {index}"
+                )
+            return entries, entry_from_row(self.path, (index, kind, text, created)), key, new_token
 
-        entries, entry = self._run(write)
+        entries, entry, key, new_token = self._run(write)
+        if key is not None and new_token is not None:
+            self._tokens[key] = new_token
+        elif key is not None and kind == "settle":
+            self._tokens.pop(key, None)
         self._entries = (*entries, entry)
         return entry
 
@@ -315,3 +362,9 @@ class PostgresLedger(ClosesOnExit):
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._entries)} rounds read"
         return f"PostgresLedger({self.path!r}, {state})"
+
+
+def _round_of(record: object) -> int | None:
+    """The session round a record belongs to (its ``round``), if it names one."""
+    value = record.get("round") if isinstance(record, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -14,8 +14,11 @@ filesystems lack). In DELETE mode the commit point is the unlink of the journal,
 EXTRA also fsyncs the directory after that unlink: with FULL, a power cut right after a
 commit could resurrect the journal and roll the admitted round back.
 
-A file that is not a valid ledger raises `LedgerCorrupted` and is never reset or
-overwritten. A `Ledger` owns one connection and is not thread-safe: use one per thread
+A ledger is created explicitly (`Ledger.init`, or ``create=True``) with a random ledger id in
+its metadata; `Ledger.open` of a missing file raises `LedgerNotFound` and creates nothing, so a
+typo or another working directory never starts a fresh budget, and ``ledger_id=`` pins the
+id, so a file re-created under the same name is refused. A file that is not a valid ledger
+raises `LedgerCorrupted` and is never reset or overwritten. A `Ledger` owns one connection and is not thread-safe: use one per thread
 (the file lock serialises them as it does processes). The lock is not fair: a writer that
 appends in a tight loop can keep others waiting, up to their ``timeout``.
 """
@@ -27,12 +30,19 @@ import os
 import secrets
 import sqlite3
 import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from expost._validation import positive
-from expost.errors import InvalidParameter, LedgerCorrupted, LedgerError, LedgerMismatch
+from expost.errors import (
+    InvalidParameter,
+    LedgerCorrupted,
+    LedgerError,
+    LedgerMismatch,
+    LedgerNotFound,
+)
 from expost.ledger.base import (
     ClosesOnExit,
     Decide,
@@ -40,6 +50,7 @@ from expost.ledger.base import (
     canonical,
     entry_from_row,
     frozen_json,
+    ledger_id_value,
     parse_object,
 )
 
@@ -77,6 +88,7 @@ _ACCESS_CODES: Final = frozenset(
     }
 )
 _LOCK_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_ADVICE: Final = "use another file"
 
 
 def _ledger_path(path: object) -> Path:
@@ -121,8 +133,9 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _create(path: Path, config_text: str, timeout: float) -> None:
-    """Build the ledger beside ``path`` and hard-link it into place, never replacing a file.
+def _create(path: Path, config_text: str, timeout: float) -> bool:
+    """Build the ledger (a new random id) beside ``path`` and hard-link it into place, never
+    replacing a file; whether this call's file was linked.
 
     The link is atomic, so any file found at ``path`` is a complete ledger or not a ledger
     at all; if another process links first, its file is kept and verified by the caller.
@@ -141,6 +154,7 @@ def _create(path: Path, config_text: str, timeout: float) -> None:
                     ("format", _FORMAT),
                     ("schema_version", str(SCHEMA_VERSION)),
                     ("config", config_text),
+                    ("ledger_id", str(uuid.uuid4())),
                 ],
             )
             conn.execute("COMMIT")
@@ -149,8 +163,9 @@ def _create(path: Path, config_text: str, timeout: float) -> None:
         try:
             os.link(tmp, path)
         except FileExistsError:
-            return
+            return False
         _fsync_directory(path.parent)
+        return True
     except (sqlite3.Error, OSError) as exc:
         raise LedgerError(f"could not create ledger {str(path)!r}: {exc}") from exc
     finally:
@@ -169,8 +184,9 @@ def _check_header(path: Path) -> None:
         raise LedgerCorrupted(path, "not an SQLite database (wrong file header)")
 
 
-def _verify(conn: sqlite3.Connection, path: Path) -> str:
-    """Check the open file is a sound ledger (inside a read transaction); return its config."""
+def _verify(conn: sqlite3.Connection, path: Path) -> tuple[str, str | None]:
+    """Check the open file is a sound ledger (inside a read transaction); return its config
+    and its ledger id (None for a file made before ledger ids)."""
     problems = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
     if problems != ["ok"]:
         raise LedgerCorrupted(path, "integrity check failed: " + "; ".join(problems[:5]))
@@ -193,34 +209,62 @@ def _verify(conn: sqlite3.Connection, path: Path) -> str:
             path,
             f"schema version {meta.get('schema_version')!r}, this library reads {SCHEMA_VERSION}",
         )
-    return canonical("stored config", parse_object(path, "the stored config", meta.get("config")))
+    config = canonical("stored config", parse_object(path, "the stored config", meta.get("config")))
+    stored_id = meta.get("ledger_id")
+    if stored_id is not None and ledger_id_value(stored_id) != stored_id:
+        raise LedgerCorrupted(path, f"meta ledger_id {stored_id!r} is not a UUID")
+    return config, stored_id
 
 
 class Ledger(ClosesOnExit):
     """An open ledger file; create it with `Ledger.open`, use as a context manager."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, config: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        config: Mapping[str, Any],
+        ledger_id: str | None = None,
+    ) -> None:
         """Internal: wrap an already verified connection. Use `Ledger.open`."""
         self._path = path
+        self._id = ledger_id
         self._conn: sqlite3.Connection | None = conn
         self._config = config
         self._entries: tuple[LedgerEntry, ...] = ()
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], config: Mapping[str, object], *, timeout: float = 30.0
+        cls,
+        path: str | os.PathLike[str],
+        config: Mapping[str, object],
+        *,
+        create: bool = False,
+        ledger_id: str | None = None,
+        timeout: float = 30.0,
     ) -> Ledger:
-        """Open the ledger at ``path`` for ``config``, creating it if there is no file.
+        """Open the existing ledger at ``path`` for ``config`` (with ``create=True``: creating
+        it if there is no file).
 
-        An existing file must hold exactly this config (canonical JSON; note 1 and 1.0
-        differ), else `LedgerMismatch`; a file that is not a sound ledger raises
-        `LedgerCorrupted` and is left untouched. ``timeout`` (seconds) bounds every wait
-        for another process's lock.
+        A missing file is `LedgerNotFound` (nothing created); an existing file must hold
+        exactly this config (canonical JSON; note 1 and 1.0 differ), else `LedgerMismatch`,
+        and, if ``ledger_id`` is given, that id, else `LedgerMismatch` (``what="id"``); a file
+        that is not a sound ledger raises `LedgerCorrupted` and is left untouched.
+        ``timeout`` (seconds) bounds every wait for another process's lock.
         """
         p = _ledger_path(path)
         config_text = canonical("config", config)
         wait = positive("timeout", timeout)
+        pinned = None if ledger_id is None else ledger_id_value(ledger_id)
+        if not isinstance(create, bool):
+            raise InvalidParameter("create", create, "must be True or False")
         if not p.exists():
+            if not create:
+                raise LedgerNotFound(
+                    p,
+                    "no such file (a typo, or another working directory?); create it with "
+                    "`expost ledger init` or `create=True`",
+                )
             _create(p, config_text, wait)
         _check_header(p)
         try:
@@ -231,12 +275,14 @@ class Ledger(ClosesOnExit):
             raise _sqlite_error(p, exc, corrupt=True) from exc
         try:
             conn.execute("BEGIN")
-            stored = _verify(conn, p)
+            stored, stored_id = _verify(conn, p)
             conn.execute("COMMIT")
+            if pinned is not None and stored_id != pinned:
+                raise LedgerMismatch(p, str(stored_id), pinned, what="id", advice=_ADVICE)
             if stored != config_text:
-                raise LedgerMismatch(p, stored, config_text)
+                raise LedgerMismatch(p, stored, config_text, advice=_ADVICE)
             _configure(conn)
-            ledger = cls(p, conn, frozen_json(json.loads(config_text)))
+            ledger = cls(p, conn, frozen_json(json.loads(config_text)), stored_id)
             ledger._refresh()
         except sqlite3.Error as exc:
             conn.close()
@@ -247,17 +293,32 @@ class Ledger(ClosesOnExit):
         return ledger
 
     @classmethod
+    def init(
+        cls, path: str | os.PathLike[str], config: Mapping[str, object], *, timeout: float = 30.0
+    ) -> str:
+        """Create a new ledger file at ``path`` for ``config``; its ledger id. An existing file
+        is refused (`LedgerError`) and left as it is."""
+        p = _ledger_path(path)
+        config_text = canonical("config", config)
+        wait = positive("timeout", timeout)
+        if p.exists() or not _create(p, config_text, wait):
+            raise LedgerError(f"ledger {str(p)!r} already exists: it was left as it is")
+        with cls.open(p, config, timeout=wait) as ledger:
+            assert ledger.ledger_id is not None  # every new file has one
+            return ledger.ledger_id
+
+    @classmethod
     def stored_config(cls, path: str | os.PathLike[str]) -> Mapping[str, Any]:
         """The configuration an existing ledger file was created for (creates nothing)."""
         p = _ledger_path(path)
         if not p.exists():
-            raise LedgerError(f"there is no ledger file {str(p)!r}")
+            raise LedgerNotFound(p, "no such file")
         _check_header(p)
         try:
             conn = sqlite3.connect(p.as_uri() + "?mode=ro", isolation_level=None, uri=True)
             try:
                 conn.execute("BEGIN")
-                text = _verify(conn, p)
+                text, _ = _verify(conn, p)
                 conn.execute("COMMIT")
             finally:
                 conn.close()
@@ -275,6 +336,11 @@ class Ledger(ClosesOnExit):
     def config(self) -> Mapping[str, Any]:
         """The configuration this ledger was created for (deeply read-only)."""
         return self._config
+
+    @property
+    def ledger_id(self) -> str | None:
+        """The id given to the ledger at its creation (None: made before ledger ids)."""
+        return self._id
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:

@@ -1,0 +1,217 @@
+"""The session's ledger record format: what `PrivateSession` writes, and how it is read back.
+
+A session ledger's configuration is ``{"format": FORMAT, "filter": describe(filter)}``; each
+round is a ``reserve`` entry ``{"round": k, "mechanism": name, "cost": encode(request)}``
+committed before the round runs and a ``settle`` entry ``{"round": k, "cost":
+encode(realised)}`` committed before its result is returned (ARCHITECTURE "Filters guard
+budgets"). `Replay` turns the entries back into the filter they imply. The classes a record
+may name are listed here explicitly (`COSTS`, `DESCRIBABLE`): a ledger never makes this
+module import anything by a name read from disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
+from expost.filters import (
+    ApproxDPFilter,
+    BoundedRangeCost,
+    BrownianCost,
+    BrownianFilter,
+    ConcurrentFilter,
+    Cost,
+    DPCost,
+    ExPostCost,
+    ExPostFilter,
+    GaussianCost,
+    GaussianDPFilter,
+    PrivacyFilter,
+    UnifiedFilter,
+    ZCDPCost,
+    ZCDPFilter,
+)
+from expost.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
+from expost.ledger.base import LedgerBackend, LedgerEntry
+from expost.ledger.targets import init_target, open_ledger
+
+__all__ = [
+    "COSTS",
+    "DESCRIBABLE",
+    "FORMAT",
+    "OLD_FORMATS",
+    "Replay",
+    "decode",
+    "describe",
+    "encode",
+    "filter_from_description",
+    "init_ledger",
+    "open_session_ledger",
+    "session_config",
+]
+
+COSTS: Final[Mapping[str, type[Cost]]] = {
+    c.__name__: c
+    for c in (ZCDPCost, GaussianCost, BrownianCost, DPCost, BoundedRangeCost, ExPostCost)
+}
+"""Every cost a record may name, by its ``type``."""
+
+DESCRIBABLE: Final[Mapping[str, type]] = {
+    c.__name__: c
+    for c in (
+        ZCDPFilter,
+        UnifiedFilter,
+        BrownianFilter,
+        ApproxDPFilter,
+        ExPostFilter,
+        GaussianDPFilter,
+        ConcurrentFilter,
+        ApproxDP,
+        ZCDP,
+        PureDP,
+        GaussianDP,
+    )
+}
+"""Every filter, and every value a filter holds, that a ledger's configuration may name."""
+
+FORMAT: Final = "expost-session/3"  # /3: Gaussian rounds are recorded as GaussianCost
+OLD_FORMATS: Final = ("expost-session/1", "expost-session/2")  # their records: a subset of /3
+
+
+def encode(cost: Cost) -> dict[str, Any]:
+    """A cost as a record: its class name as ``type`` and its fields."""
+    return {"type": type(cost).__name__, **attrs.asdict(cost)}
+
+
+def decode(record: Mapping[str, Any], path: Path | str) -> Cost:
+    """The cost a record describes, or `LedgerCorrupted` naming the ledger."""
+    fields = dict(record)
+    kind = COSTS.get(fields.pop("type", None))
+    if kind is None:
+        raise LedgerCorrupted(path, f"unknown cost record {dict(record)!r}")
+    try:
+        return kind(**fields)
+    except (TypeError, InvalidParameter) as err:
+        raise LedgerCorrupted(path, f"bad cost record {dict(record)!r}: {err}") from err
+
+
+def describe(f: Any) -> dict[str, Any]:
+    """The filter's configuration (type and parameters, not its history) as JSON."""
+    out: dict[str, Any] = {"type": type(f).__name__}
+    for a in attrs.fields(type(f)):
+        if a.alias in ("realised", "_totals"):
+            continue
+        value = getattr(f, a.name)
+        out[a.name] = describe(value) if attrs.has(type(value)) else value
+    return out
+
+
+def session_config(filter: PrivacyFilter) -> dict[str, Any]:
+    """The configuration a session ledger for ``filter`` holds."""
+    return {"format": FORMAT, "filter": describe(filter)}
+
+
+def filter_from_description(description: Mapping[str, Any]) -> PrivacyFilter:
+    """The fresh filter a ledger's configuration describes (the inverse of `describe`: type
+    and parameters, nested values likewise; only the classes of `DESCRIBABLE`)."""
+
+    def build(value: Any) -> Any:
+        if not isinstance(value, Mapping) or "type" not in value:
+            return value
+        kind = DESCRIBABLE.get(str(value["type"]))
+        if kind is None:
+            raise InvalidParameter(
+                "description",
+                dict(value),
+                f"names no filter or value a ledger may hold ({', '.join(DESCRIBABLE)})",
+            )
+        try:
+            return kind(**{k: build(v) for k, v in value.items() if k != "type"})
+        except TypeError as err:
+            raise InvalidParameter("description", dict(value), str(err)) from err
+
+    built = build(description)
+    if not isinstance(built, PrivacyFilter):
+        raise InvalidParameter("description", dict(description), "does not describe a filter")
+    return built
+
+
+def init_ledger(
+    target: str | os.PathLike[str], filter: PrivacyFilter, *, timeout: float = 30.0
+) -> str:
+    """Create the session ledger for ``filter`` at ``target`` (a SQLite path or a
+    ``postgresql://…?ledger=NAME`` URL); its ledger id, to pin with
+    ``PrivateSession(..., ledger_id=...)``. An existing ledger is refused and left as it is."""
+    if not isinstance(filter, PrivacyFilter):
+        raise InvalidParameter("filter", filter, "must be a privacy filter")
+    if filter.rounds:
+        raise InvalidParameter("filter", filter, "must have no recorded rounds")
+    return init_target(target, session_config(filter), timeout=timeout)
+
+
+def open_session_ledger(
+    target: str | os.PathLike[str],
+    filter: PrivacyFilter,
+    *,
+    create: bool = False,
+    ledger_id: str | None = None,
+) -> LedgerBackend:
+    """The session ledger for ``filter``; a ledger of an older format (its costs decode and
+    price as they did) opens under its own format, any other config is a `LedgerMismatch`."""
+    config = session_config(filter)
+    try:
+        return open_ledger(target, config, create=create, ledger_id=ledger_id)
+    except LedgerMismatch as err:
+        stored = json.loads(err.stored) if err.what == "config" else None
+        if isinstance(stored, dict) and stored.get("format") in OLD_FORMATS:
+            old = {**config, "format": stored["format"]}
+            return open_ledger(target, old, create=create, ledger_id=ledger_id)
+        raise
+
+
+class Replay:
+    """The filter a ledger implies, brought up to date from the entries appended since.
+
+    A round is charged at its reservation until its settlement replaces it; a reservation
+    never settled (its process died) stays charged at its request. Settled rounds are spent
+    once, in settlement order, and the few open reservations on top of them, so an update
+    costs one `spend` per new entry (not a replay of the whole ledger).
+    """
+
+    def __init__(self, initial: PrivacyFilter, path: Path | str) -> None:
+        self._settled = initial
+        self._open: dict[int, Cost] = {}
+        self._seen = 0
+        self._rounds = 0
+        self._path = path
+
+    @property
+    def rounds(self) -> int:
+        """How many rounds the ledger holds (reserved, settled or not)."""
+        return self._rounds
+
+    def update(self, entries: Sequence[LedgerEntry]) -> PrivacyFilter:
+        """The filter after ``entries`` (every entry of the ledger, in order)."""
+        for entry in entries[self._seen :]:
+            key, cost = int(entry.record["round"]), decode(entry.record["cost"], self._path)
+            if entry.kind == "reserve" and key == self._rounds:
+                self._open[key] = cost
+                self._rounds += 1
+            elif entry.kind == "settle" and self._open.pop(key, None) is not None:
+                self._settled = self._settled.spend(cost)
+            else:
+                raise LedgerCorrupted(
+                    self._path,
+                    f"entry {entry.index} ({entry.kind} of round {key}) is out of order",
+                )
+        self._seen = max(self._seen, len(entries))
+        f = self._settled
+        for cost in self._open.values():
+            f = f.spend(cost)
+        return f
