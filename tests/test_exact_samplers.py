@@ -223,15 +223,25 @@ def test_bernoulli_tells_float_point_one_from_one_tenth() -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(st.floats(min_value=1e-6, max_value=1.0, exclude_max=True))
-def test_bernoulli_exp_and_laplace_use_float_parameters_exactly(x: float) -> None:
+def test_bernoulli_exp_uses_float_parameters_exactly(x: float) -> None:
     den = Fraction(x).denominator
     stub = Scripted([den - 1])  # A_1 = [U < num] = 0: K = 1, output True
     assert bernoulli_exp(x, stub, 1).tolist() == [True]
     assert stub.asked == [Fraction(x).denominator]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(min_value=1e-2, max_value=1.0, exclude_max=True))
+def test_laplace_uses_float_parameters_exactly(x: float) -> None:
+    from expost.exact import samplers, tables
+
     scale = 1 / x
-    # U = 0; Bern(exp(0)) = 1; V = 0 (its Bern(exp(-1)) draws below 7!: 5039 fails A_2); sign +
+    discrete_laplace(scale, bits(0), 10)  # the table of rate exactly 1/Fraction(scale)
+    assert tables.cached(1 / Fraction(scale), Fraction(0))
+    # the rejection path (CKS Alg. 2): U = 0; Bern(exp(0)) = 1; V = 0 (5039 fails A_2); sign +
     stub = Scripted([0, 0] + [5039] * 2 + [0])
-    assert discrete_laplace(scale, stub, 1).tolist() == [0]
+    t, s = Fraction(scale).numerator, Fraction(scale).denominator
+    assert samplers._laplace(t, s, stub, 1).tolist() == [0]
     assert stub.asked == [Fraction(scale).numerator] * 2 + [5040, 2]
 
 

@@ -83,7 +83,31 @@ class SecureBits(_Source):
     A draw below n takes the top k = ceil(log2 n) bits of the smallest word (1, 2, 4 or 8
     bytes) holding them and rejects values >= n; each round reads enough words for the
     expected acceptance rate n/2**k (>= 1/2) plus a margin, so one read usually suffices.
+    A power of two n = 2**k reads exactly one word per draw (no rejection). Small requests are served from a buffer of ``block`` bytes
+    read from the OS at once (one system call per block instead of one per draw); the
+    buffer is discarded in a forked child (the pid is checked), so two processes never
+    share random bytes. Large requests read the OS directly.
     """
+
+    def __init__(self, block: int = 1 << 16) -> None:
+        if isinstance(block, bool) or not isinstance(block, int) or block < 0:
+            raise InvalidParameter("block", block, "must be an integer >= 0")
+        self.block = block
+        self._buffer = b""
+        self._at = 0
+        self._pid = os.getpid()
+
+    def _bytes(self, count: int) -> bytes:
+        """``count`` fresh bytes from the OS, through the buffer when ``count`` is small."""
+        if count > self.block // 4:
+            return os.urandom(count)
+        if self._pid != os.getpid():  # forked: never reuse the parent's bytes
+            self._buffer, self._at, self._pid = b"", 0, os.getpid()
+        if self._at + count > len(self._buffer):
+            self._buffer, self._at = os.urandom(self.block), 0
+        out = self._buffer[self._at : self._at + count]
+        self._at += count
+        return out
 
     def _small(self, n: int, size: int) -> npt.NDArray[np.int64]:
         if n == 1 or size == 0:
@@ -97,11 +121,14 @@ class SecureBits(_Source):
             )
         )
         shift = word.type(word.itemsize * 8 - k)
+        if n == 1 << k:  # every k-bit value is accepted
+            raw = np.frombuffer(self._bytes(word.itemsize * size), dtype=word)
+            return (raw >> shift).astype(np.int64)
         out = np.empty(0, dtype=np.int64)
         while out.size < size:
             need = size - out.size
             words = need + (need * ((1 << k) - n)) // n + 16 + need // 64
-            raw = np.frombuffer(os.urandom(word.itemsize * words), dtype=word) >> shift
+            raw = np.frombuffer(self._bytes(word.itemsize * words), dtype=word) >> shift
             out = np.concatenate([out, raw[raw < n].astype(np.int64)])
         return out[:size]
 
