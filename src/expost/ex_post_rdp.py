@@ -175,9 +175,7 @@ class ExPostRDP:
         return ExPost(best, d)
 
     @classmethod
-    def sup(
-        cls, members: Iterable[ExPostRDP], orders: Sequence[float] | None = None
-    ) -> ExPostRDP:
+    def sup(cls, members: Iterable[ExPostRDP], orders: Sequence[float] | None = None) -> ExPostRDP:
         """What z = g(y) carries: sup of ε_α over the preimage {y : g(y) = z} (THEORY §11).
 
         Same shape in, same shape out (max of rho, or of pure); mixed shapes give a table at
