@@ -52,6 +52,7 @@ REQUIRED = {
     "skellam-gaussian-limit",
     "skellam-log-concave",
     "skellam-thinning-martingale",
+    "ex-post-rdp-brownian",
 }
 TUPLE_PARTS = [
     (p.name, i) for p in PROOFS if isinstance(p.claim, sp.Tuple) for i in range(len(p.claim))

@@ -17,6 +17,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
+from expost.ex_post_rdp import ExPostRDP
 from expost.filters._exact import prefix_sums_up
 from expost.filters.costs import GaussianCost
 from expost.grids import EpsilonGrid
@@ -81,6 +82,13 @@ class DoublingTranscript:
     def value(self) -> FloatArray:
         """The last released try: the accepted one on success."""
         return read_only(self.released[-1])
+
+    @property
+    def ex_post_rdp(self) -> ExPostRDP:
+        """Ex-post zCDP of the tries released (THEORY §11): fresh Gaussian tries stopped
+        adaptively compose into an exponential martingale, so rho(y) = Σ_(i<=k) eps_i²/2 over
+        the k tries made (``cost.rho``, rounded up), immune to post-processing."""
+        return ExPostRDP.of_rho(self.cost.rho)
 
 
 @frozen(eq=False)

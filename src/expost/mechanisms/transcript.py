@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
+from expost.ex_post_rdp import ExPostRDP, ex_post_rdp_of
 from expost.filters.costs import Cost
 from expost.guarantees import ExPost
 
@@ -64,6 +65,8 @@ class Transcript:
     - ``ex_post``: the ex-post guarantee of the values released (BM with a privacy boundary ψ:
       ExPost(ψ(t_stop), delta), BNR Thm 3.6/Cor 3.7; LNR: ExPost(Δ1/t_stop), BNR Prop 4.2;
       None otherwise).
+    - ``ex_post_rdp`` (property): the post-processing-immune ex-post RDP guarantee (THEORY §11),
+      from ``cost``: BM rho = Δ²/(2·t_stop), LNR pure Δ1/b(t_stop), Skellam None (open).
     """
 
     released: npt.NDArray[Any] = field(converter=_frozen_copy)
@@ -88,6 +91,13 @@ class Transcript:
     def time(self) -> float:
         """The noise level of the last released iterate."""
         return float(self.times[-1])
+
+    @property
+    def ex_post_rdp(self) -> ExPostRDP | None:
+        """Ex-post RDP of the values released, immune to post-processing (THEORY §11): BM
+        ``ExPostRDP.of_rho(Δ²/(2·t_stop))`` rounded up, LNR ``of_pure(Δ1/b(t_stop))``; None for
+        Skellam (open) and runs without a cost."""
+        return ex_post_rdp_of(self.cost)
 
 
 @frozen(eq=False)
