@@ -19,23 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_no_private_imports import absolute_module, module_name
+
 SRC = Path(__file__).resolve().parent.parent / "src"
 TOP = "expost"
 ALLOWED_TOP_IMPORTERS = frozenset({"expost", "expost.cli"})  # the top level itself, the command
-
-
-def module_name(path: Path, root: Path) -> str:
-    """``expost.grids`` for ``root/expost/grids.py`` (or ``root/expost/grids/__init__.py``)."""
-    parts = path.relative_to(root).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _resolve(module: str | None, level: int, here: str, is_package: bool) -> str:
-    if level == 0:
-        return module or ""
-    base = here.split(".") if is_package else here.split(".")[:-1]
-    base = base[: len(base) - (level - 1)]
-    return ".".join([*base, module] if module else base)
 
 
 def imports_of(source: str, here: str, is_package: bool, modules: AbstractSet[str]) -> set[str]:
@@ -45,7 +33,7 @@ def imports_of(source: str, here: str, is_package: bool, modules: AbstractSet[st
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = _resolve(node.module, node.level, here, is_package)
+            base = absolute_module(node.module, node.level, here, is_package)
             for alias in node.names:
                 child = f"{base}.{alias.name}"
                 found.add(child if child in modules else base)

@@ -20,12 +20,14 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def _module_name(path: Path, root: Path) -> str:
+def module_name(path: Path, root: Path) -> str:
+    """``expost.grids`` for ``root/expost/grids.py`` (or ``root/expost/grids/__init__.py``)."""
     parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _absolute(module: str | None, level: int, here: str, is_package: bool) -> str:
+def absolute_module(module: str | None, level: int, here: str, is_package: bool) -> str:
+    """The absolute name of ``from {'.' * level}{module} import …`` written in module ``here``."""
     if level == 0:
         return module or ""
     base = here.split(".")
@@ -36,13 +38,13 @@ def _absolute(module: str | None, level: int, here: str, is_package: bool) -> st
 
 def private_uses(path: Path, root: Path = SRC) -> list[str]:
     """``from X import _y`` and ``m._y`` (m an imported expost module) in one file under ``root``."""
-    here = _module_name(path, root)
+    here = module_name(path, root)
     tree = ast.parse(path.read_text(), str(path))
     found: list[str] = []
     modules: set[str] = set()  # local names bound to expost modules
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            source = _absolute(node.module, node.level, here, path.name == "__init__.py")
+            source = absolute_module(node.module, node.level, here, path.name == "__init__.py")
             if source == "__future__" or not source.startswith("expost"):
                 continue
             for alias in node.names:
