@@ -33,8 +33,8 @@ from expost.loss import BrownianLoss, LaplaceNoiseReductionLoss
 from expost.mechanisms.noise_reduction import (
     BrownianNoiseReduction,
     LaplaceNoiseReduction,
-    SkellamNoiseReduction,
 )
+from expost.mechanisms.skellam_noise_reduction import SkellamNoiseReduction
 from expost.mechanisms.transcript import BatchTranscript, Transcript
 from expost.skellam.loss import SkellamLoss
 from expost.stopping import AtIndex, Never, RelativeError, Released

@@ -4,17 +4,20 @@ and a session that charges it instead of the ex-post cost."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from expost import ExPostFilter, PrivateSession, SkellamPrivacyBoundary
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.filters.costs import DPCost
-from expost.mechanisms.noise_reduction import SkellamNoiseReduction
+from expost.mechanisms.skellam_noise_reduction import SkellamNoiseReduction
 from expost.skellam.loss import SkellamLoss, akl_eps_for_delta, akl_renyi
+from expost.skellam.pmf import pmf
 
 MEANS = np.geomspace(0.05, 200.0, 10)
 ORDERS = (2, 3, 4, 6, 8, 16, 32)
@@ -71,6 +74,31 @@ def test_akl_eps_is_the_best_conversion_over_orders() -> None:
         akl_eps_for_delta(mu, d, delta, max_order=1)
 
 
+def _hockey_stick(p: npt.NDArray[np.float64], shift: int, eps: float) -> float:
+    """Σ_y (p(y) − e^eps·p(y − shift))_+ for a pmf table p (zero outside it), in floats."""
+    here = np.concatenate([p, np.zeros(shift)])
+    there = np.concatenate([np.zeros(shift), p])
+    return float(np.maximum(here - math.exp(eps) * there, 0.0).sum())
+
+
+@pytest.mark.parametrize("mean", [0.3, 4.0, 60.0])
+def test_price_is_monotone_in_the_shift(mean: float) -> None:
+    """``fixed_cost`` prices the shift Δ alone: for log-concave noise the hockey-stick divergence
+    grows with the shift (docs/mechanisms/skellam.md). Checked on the rounded-up eps for
+    D = 1..5 and on float hockey-stick sums for D = 1..12; twin: a bimodal pmf (not
+    log-concave) whose divergence falls from D = 1 to D = 2, which the same check rejects."""
+    eps = [SkellamLoss(mean, d).eps_for_delta(1e-6) for d in range(1, 6)]
+    assert eps == sorted(eps)
+    table = pmf(np.arange(-400, 401), mean, mean)
+    for e in (0.0, 0.5, 2.0):
+        sums = [_hockey_stick(table, d, e) for d in range(1, 13)]
+        assert all(b >= a - 1e-15 for a, b in itertools.pairwise(sums))
+    bimodal = np.zeros(9)
+    bimodal[[0, 2]] = 0.5
+    twin = [_hockey_stick(bimodal, d, 0.0) for d in range(1, 13)]
+    assert not all(b >= a - 1e-15 for a, b in itertools.pairwise(twin))
+
+
 def test_fixed_cost_is_the_exact_eps_at_the_smallest_time() -> None:
     times = (40.0, 10.0, 2.5)
     one = SkellamNoiseReduction(times, rate=2.0, sensitivity=1)
@@ -78,6 +106,7 @@ def test_fixed_cost_is_the_exact_eps_at_the_smallest_time() -> None:
     three = SkellamNoiseReduction(times, rate=2.0, sensitivity=3)
     eps3 = three.fixed_cost(1e-6).eps
     assert eps3 == max(SkellamLoss(5.0, k).eps_for_delta(1e-6) for k in (1, 2, 3))
+    assert eps3 == SkellamLoss(5.0, 3).eps_for_delta(1e-6)  # the largest shift alone
     assert eps3 > one.fixed_cost(1e-6).eps
     assert three.fixed_cost(1e-6, "akl").eps >= eps3
     with pytest.raises(InvalidParameter, match="method"):

@@ -490,11 +490,12 @@ class PrivateSession:
         mechanism = SkellamNoiseReduction(
             times, rate, sensitivity, Never() if stop is None else stop, boundary
         )
+        count = mechanism.check_value(value)  # before anything is spent
         source = self._bits if bits is None else bits
         if source is None:
-            run = lambda: mechanism.run(value, self._rng)
+            run = lambda: mechanism.run(count, self._rng)
         else:
-            run = lambda: mechanism.run_exact(value, source)
+            run = lambda: mechanism.run_exact(count, source)
         if fixed_delta is None:
             return self._round("skellam", mechanism.cost(), run, _result_cost)
         fixed = mechanism.fixed_cost(fixed_delta)

@@ -30,11 +30,13 @@ from expost.mechanisms.noise_reduction import (
     BrownianNoiseReduction,
     LaplaceNoiseReduction,
     PrivacyBoundaryWithDelta,
-    SkellamNoiseReduction,
     TimeFunction,
 )
 from expost.mechanisms.permute_and_flip import (
     PermuteAndFlip,
+)
+from expost.mechanisms.skellam_noise_reduction import (
+    SkellamNoiseReduction,
 )
 from expost.mechanisms.threshold import (
     AboveThreshold,

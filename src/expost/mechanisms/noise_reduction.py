@@ -1,4 +1,5 @@
-"""Noise-reduction mechanisms: Brownian, Laplace and Skellam (THEORY.md §3).
+"""Noise-reduction mechanisms: Brownian and Laplace (THEORY.md §3); Skellam in
+`expost.mechanisms.skellam_noise_reduction`, on the walk (`walk`, `grid_walker`) defined here.
 
 A run walks its noise levels from noisiest to least noisy, releases ``f(x) + noise`` at each, and
 asks its stopping rule (a function of the released iterates only, APC Def 4.3, BNR Def 3.3) after
@@ -12,8 +13,7 @@ and has the same law. The private value is an argument of ``run``, never stored.
 from __future__ import annotations
 
 from collections.abc import Callable
-from fractions import Fraction
-from typing import Literal, Protocol, cast
+from typing import Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +23,6 @@ from expost._validation import (
     as_float,
     float_tuple,
     generator,
-    open_probability,
     path_value,
     positive,
     positive_decreasing,
@@ -32,10 +31,8 @@ from expost._validation import (
 )
 from expost.boundaries import PrivacyBoundary
 from expost.errors import InvalidParameter
-from expost.exact import samplers
-from expost.exact.bits import BitSource
 from expost.filters._exact import rho_of_brownian
-from expost.filters.costs import BrownianCost, DPCost, ExPostCost
+from expost.filters.costs import BrownianCost, ExPostCost
 from expost.grids import (
     EpsilonGrid,
     OpenEpsilonGrid,
@@ -47,14 +44,10 @@ from expost.mechanisms.transcript import BatchTranscript, Transcript
 from expost.processes import (
     BrownianPath,
     LaplaceProcess,
-    SkellamPath,
     sample_laplace_grid,
-    sample_skellam_grid,
 )
 from expost.processes.privacy_time import CHUNK, lazy_brownian_walk, shared_columns
-from expost.rounding import SMALLEST, down_exact, up_array
-from expost.skellam.boundary import SkellamPrivacyBoundary
-from expost.skellam.loss import SkellamLoss, akl_eps_for_delta
+from expost.rounding import up_array
 from expost.stopping import (
     BatchStoppingRule,
     MemorylessRule,
@@ -69,7 +62,6 @@ __all__ = [
     "BrownianNoiseReduction",
     "LaplaceNoiseReduction",
     "PrivacyBoundaryWithDelta",
-    "SkellamNoiseReduction",
     "TimeFunction",
 ]
 
@@ -88,7 +80,7 @@ class PrivacyBoundaryWithDelta(PrivacyBoundary, Protocol):
     def delta(self) -> float: ...
 
 
-def _batch_rule(rule: StoppingRule) -> BatchStoppingRule:
+def batch_rule(rule: StoppingRule) -> BatchStoppingRule:
     if not isinstance(rule, BatchStoppingRule):
         raise InvalidParameter(
             "stop", rule, "run_batch needs a rule with a vectorised form (a BatchStoppingRule)"
@@ -109,7 +101,7 @@ def check_boundary(boundary: object, sensitivity: float) -> PrivacyBoundaryWithD
     return cast(PrivacyBoundaryWithDelta, boundary)
 
 
-def _walk(
+def walk(
     value: FloatArray,
     first_time: float,
     next_time: Callable[[Released], float | None],
@@ -132,14 +124,14 @@ def _walk(
     return iterates, False
 
 
-def _grid_walker(times: FloatArray) -> Callable[[Released], float | None]:
+def grid_walker(times: FloatArray) -> Callable[[Released], float | None]:
     def next_time(view: Released) -> float | None:
         return float(times[view.count]) if view.count < times.size else None
 
     return next_time
 
 
-def _stop_points(fired_at: IntArray, last: int) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+def stop_points(fired_at: IntArray, last: int) -> tuple[IntArray, npt.NDArray[np.bool_]]:
     """Stop index per trial (the last grid point where the rule never fired) and stopped flags."""
     stopped = fired_at >= 0
     index: IntArray = np.where(stopped, fired_at, last)
@@ -241,7 +233,7 @@ class BrownianNoiseReduction:
         function = self.grid
         if isinstance(function, TimeGrid | EpsilonGrid):
             times = self.times
-            return float(times[0]), _grid_walker(times)
+            return float(times[0]), grid_walker(times)
         assert self.first_time is not None  # both set with a time function
         assert self.min_time is not None
         smallest = self.min_time
@@ -271,9 +263,7 @@ class BrownianNoiseReduction:
         v = path_value(value)
         path = BrownianPath(v.size, generator(rng))
         first, next_time = self._next_time()
-        iterates, stopped = _walk(
-            v, first, next_time, path.next, self.stop, self.sensitivity, float
-        )
+        iterates, stopped = walk(v, first, next_time, path.next, self.stop, self.sensitivity, float)
         times = iterates.times
         t = float(times[-1])
         if self.adaptive:
@@ -295,7 +285,7 @@ class BrownianNoiseReduction:
         v = path_value(value)
         n = positive_int("trials", trials)
         rng = generator(rng)
-        rule = _batch_rule(self.stop)
+        rule = batch_rule(self.stop)
         step = positive_int("chunk", chunk) if isinstance(rule, MemorylessRule) else None
         times, s, eps, rho = self._grid_arrays()
         rows = np.broadcast_to(v, (n, v.size))
@@ -405,10 +395,10 @@ class LaplaceNoiseReduction:
         rng = generator(rng)
         scales = self.array
         process = LaplaceProcess(scales[-1], scales[0], v.size, rng)
-        iterates, stopped = _walk(
+        iterates, stopped = walk(
             v,
             float(scales[0]),
-            _grid_walker(scales),
+            grid_walker(scales),
             process.next,
             self.stop,
             self.sensitivity,
@@ -426,191 +416,12 @@ class LaplaceNoiseReduction:
         v = path_value(value)
         n = positive_int("trials", trials)
         rng = generator(rng)
-        rule = _batch_rule(self.stop)
+        rule = batch_rule(self.stop)
         scales = self.array
         iterates = v + sample_laplace_grid(scales, n, v.size, rng)
-        index, stopped = _stop_points(
+        index, stopped = stop_points(
             first_stops(rule, iterates, scales**2, self.sensitivity), scales.size - 1
         )
         eps = self._eps(scales[index])
         values = iterates[np.arange(n), index]
         return BatchTranscript(index, values, scales[index], eps, stopped, eps, eps, 0.0)
-
-
-def _integer_array(value: npt.ArrayLike) -> FloatArray:
-    v = path_value(value)
-    if np.any(v != np.round(v)) or np.any(np.abs(v) > 2.0**53):
-        raise InvalidParameter("value", value, "must be integers (of magnitude below 2**53)")
-    return v
-
-
-@frozen
-class SkellamNoiseReduction:
-    """Skellam noise reduction: ``f(x) + X_t`` at times t1 > t2 > … (BNR App. E).
-
-    X_t = P1(t) − P2(t) for independent Poisson processes of rate λ = ``rate``, so
-    X_t ~ Skellam(λt, λt) with independent increments: a noise reduction, whose loss after
-    stopping at t is that of the last iterate alone, the `SkellamLoss` at mean λt (``loss``).
-    BNR App. E states no privacy guarantee; with a `SkellamPrivacyBoundary` ψ (same rate and
-    sensitivity) a run on a scalar query is (ψ(t_stop), delta)-ex-post private for every
-    stopping rule (THEORY §10; proof in docs/mechanisms/skellam.md): its transcripts carry
-    ``ex_post`` and an `ExPostCost`. Without one, ``cost`` and ``ex_post`` are None; the run
-    still has the fixed (eps, delta) of ``fixed_cost`` (or see ``loss(time=...)``). Values and sensitivity Δ1 are integers. Stopping rules see
-    ``times = 2λt``, the noise variance.
-    """
-
-    times: tuple[float, ...] = field(
-        converter=float_tuple, validator=validator(positive_decreasing)
-    )
-    rate: float = field(default=1.0, converter=as_float, validator=validator(positive))
-    sensitivity: int = field(default=1, validator=validator(positive_int))
-    stop: StoppingRule = field(default=None, converter=rule_or_never)
-    boundary: SkellamPrivacyBoundary | None = field(default=None)
-
-    @boundary.validator
-    def _check_boundary(self, _attribute: object, psi: object) -> None:
-        if psi is None:
-            return
-        if not isinstance(psi, SkellamPrivacyBoundary):
-            raise InvalidParameter("boundary", psi, "must be a SkellamPrivacyBoundary or None")
-        if psi.rate != self.rate or psi.sensitivity != self.sensitivity:
-            raise InvalidParameter(
-                "boundary",
-                psi,
-                f"has rate {psi.rate!r} and sensitivity {psi.sensitivity!r}, the mechanism "
-                f"{self.rate!r} and {self.sensitivity!r}",
-            )
-
-    @property
-    def array(self) -> FloatArray:
-        """The times, decreasing."""
-        return np.array(self.times)
-
-    def cost_at(self, time: float) -> ExPostCost:
-        """The run stopped at ``time``: (ψ(t), delta)-ex-post private (THEORY §10)."""
-        psi = self._boundary()
-        return ExPostCost(float(psi(positive("time", time))), psi.delta)
-
-    def cost(self) -> ExPostCost:
-        """The worst case over the grid, max_t ψ(t): what a filter must afford before the run
-        (ψ need not be monotone between the integer steps of z*, so the maximum is taken)."""
-        psi = self._boundary()
-        return ExPostCost(float(np.max(psi.boundary(self.array))), psi.delta)
-
-    def fixed_cost(self, delta: float, method: Literal["exact", "akl"] = "exact") -> DPCost:
-        """The whole run's (eps, delta)-DP, whatever the stopping rule: a stopped run is a
-        post-processing of the run down to the smallest time, whose loss is that of the release
-        at t_min alone (sufficiency, THEORY §10). ``"exact"``: eps = max over shifts
-        1 <= D <= Δ of `SkellamLoss` (λ·t_min, D).eps_for_delta(delta) (symmetric noise: both
-        directions have one law); ``"akl"``: `akl_eps_for_delta` (Agarwal–Kairouz–Liu's Rényi
-        bound, converted). Rounded up. For one count; charge it to any (eps, delta) filter."""
-        d = open_probability("delta", delta)
-        mean = down_exact(Fraction(self.rate) * Fraction(self.times[-1]))  # less noise: safe
-        if method == "exact":
-            shifts = range(1, self.sensitivity + 1)
-            eps = max(SkellamLoss(mean, k).eps_for_delta(d) for k in shifts)
-        elif method == "akl":
-            eps = akl_eps_for_delta(mean, self.sensitivity, d)
-        else:
-            raise InvalidParameter("method", method, "must be 'exact' or 'akl'")
-        return DPCost(max(eps, SMALLEST), d)  # eps = 0 only if delta covers the whole run
-
-    def _boundary(self) -> SkellamPrivacyBoundary:
-        if self.boundary is None:
-            raise InvalidParameter(
-                "boundary", None, "no guarantee without a SkellamPrivacyBoundary"
-            )
-        return self.boundary
-
-    def _scalar(self, v: npt.NDArray[np.float64] | npt.NDArray[np.int64]) -> None:
-        if self.boundary is not None and v.size != 1:
-            raise InvalidParameter(
-                "value", v, "must be one count: the Skellam boundary is proven for scalar queries"
-            )
-
-    def loss(self, distance: int | None = None, time: float | None = None) -> SkellamLoss:
-        """The loss at ``time`` (default t_min) for an integer shift ``distance`` (default Δ1).
-
-        The shift is in one coordinate; over several coordinates the losses add independently.
-        """
-        d = self.sensitivity if distance is None else positive_int("distance", distance)
-        t = self.times[-1] if time is None else positive("time", time)
-        return SkellamLoss(self.rate * t, d)
-
-    def _rule_time(self, t: float) -> float:
-        return 2.0 * self.rate * t
-
-    def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> Transcript:
-        """One interactive run on one `SkellamPath` (Poisson thinning)."""
-        v = _integer_array(value)
-        self._scalar(v)
-        path = SkellamPath(v.size, generator(rng), self.rate, self.rate)
-        return self._transcript(v, path.next)
-
-    def _transcript(
-        self, v: FloatArray, draw: Callable[[float], npt.NDArray[np.int64]]
-    ) -> Transcript:
-        times = self.array
-        iterates, stopped = _walk(
-            v,
-            float(times[0]),
-            _grid_walker(times),
-            draw,
-            self.stop,
-            self.sensitivity,
-            self._rule_time,
-        )
-        t = iterates.times
-        eps = self.sensitivity / np.sqrt(self._rule_time(1.0) * t)
-        released = np.rint(iterates.values).astype(np.int64)
-        if self.boundary is None:
-            return Transcript(released, t, eps, stopped, None, None)
-        cost = self.cost_at(float(t[-1]))
-        return Transcript(released, t, eps, stopped, cost, ExPost(cost.bound, cost.delta))
-
-    def run_exact(self, value: npt.ArrayLike, bits: BitSource) -> Transcript:
-        """`run` with integers drawn exactly from a bit source (`SecureBits` for releases).
-
-        N_i(t_1) ~ Poisson(λt_1) exactly (rational λt_1: the floats λ and t are exact
-        rationals), then N_i(t) ~ Binomial(N_i(s), t/s) at each smaller time (THEORY §10).
-        """
-        v = _integer_array(value)
-        self._scalar(v)
-        rate = Fraction(self.rate)
-        state: list[tuple[Fraction, npt.NDArray[np.int64]]] = []  # (previous time, counts)
-
-        def draw(t: float) -> npt.NDArray[np.int64]:
-            now = Fraction(t)
-            if not state:
-                counts = samplers.poisson(rate * now, bits, 2 * v.size)
-            else:
-                before, previous = state.pop()
-                counts = samplers.binomial(previous, now / before, bits, 2 * v.size)
-            state.append((now, counts))
-            out: npt.NDArray[np.int64] = counts[: v.size] - counts[v.size :]
-            return out
-
-        return self._transcript(v, draw)
-
-    def run_batch(
-        self, value: npt.ArrayLike, trials: int, rng: np.random.Generator
-    ) -> BatchTranscript:
-        """``trials`` independent runs: `sample_skellam_grid` paths and the rule's vectorised form."""
-        v = np.rint(_integer_array(value)).astype(np.int64)
-        self._scalar(v)
-        n = positive_int("trials", trials)
-        rng = generator(rng)
-        rule = _batch_rule(self.stop)
-        times = self.array
-        iterates = v + sample_skellam_grid(times, n, v.size, rng, rate1=self.rate, rate2=self.rate)
-        fired = first_stops(
-            rule, iterates.astype(np.float64), 2.0 * self.rate * times, self.sensitivity
-        )
-        index, stopped = _stop_points(fired, times.size - 1)
-        eps = self.sensitivity / np.sqrt(self._rule_time(1.0) * times[index])
-        values = iterates[np.arange(n), index]
-        if self.boundary is None:
-            return BatchTranscript(index, values, times[index], eps, stopped, None, None, None)
-        bound = self.boundary.boundary(times)[index]
-        delta = self.boundary.delta
-        return BatchTranscript(index, values, times[index], eps, stopped, bound, bound, delta)

@@ -35,7 +35,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.skellam.pmf import SkellamLogPmf
+from expost.skellam.pmf import MAX_MEAN, MIN_MEAN, SkellamLogPmf
 
 __all__ = ["SkellamPrivacyBoundary"]
 
@@ -43,8 +43,6 @@ FloatArray = npt.NDArray[np.float64]
 
 _LOG_PMF_ERROR = 1e-10  # assumed bound on |log ive − exact| (measured <= 2.3e-13, module doc)
 _LOG_PMF_RELATIVE = 1e-14  # and relative to |log p| (Debye tail: measured 2e-16 relative)
-_MIN_MEAN = 1e-3  # λt below this is outside the measured range
-_MAX_MEAN = 1e6  # λt above this is outside the measured range of ive's accuracy
 _TAIL_SD = 9.0  # half-normal weights beyond 9 scales are dropped (mass < e^-40; dropping is safe)
 _MAX_SHIFTS = 1 << 18  # the most shifts a mixture may have
 _WEIGHT_SHRINK = 1.0 - 2.0**-40  # makes the float weights' sum <= 1
@@ -57,11 +55,11 @@ def _mixing(name: str, value: object) -> None:
 
 
 def _mean_limit(name: str, mean: FloatArray, value: object) -> None:
-    if np.any(mean > _MAX_MEAN) or np.any(mean < _MIN_MEAN):
+    if np.any(mean > MAX_MEAN) or np.any(mean < MIN_MEAN):
         raise InvalidParameter(
             name,
             value,
-            f"rate·t must lie in [{_MIN_MEAN:g}, {_MAX_MEAN:g}] (where ψ's error is bounded)",
+            f"rate·t must lie in [{MIN_MEAN:g}, {MAX_MEAN:g}] (where ψ's error is bounded)",
         )
 
 
@@ -145,7 +143,8 @@ class SkellamPrivacyBoundary:
             centre = float(logp.at(np.array([z]))[0])
             if not math.isfinite(centre):
                 return True  # p_t(z) underflowed: far in the tail, M(z) is huge (checked below)
-            total = float(np.dot(w, np.exp(lp - centre)))
+            with np.errstate(over="ignore"):  # inf: M(z) is huge, it crosses
+                total = float(np.dot(w, np.exp(lp - centre)))
             error = 2.0 * _LOG_PMF_ERROR + _LOG_PMF_RELATIVE * (
                 abs(centre) + float(np.max(np.abs(lp[np.isfinite(lp)]), initial=0.0))
             )
@@ -156,7 +155,12 @@ class SkellamPrivacyBoundary:
         while not crosses(lo):
             hi, lo = lo, 2 * lo
             if lo < -(1 << 40):
-                raise InvalidParameter("delta", self.delta, "is too small: no crossing point found")
+                raise InvalidParameter(
+                    "delta",
+                    self.delta,
+                    f"is too small for scale {self.scale!r} at rate·t = {logp.mean!r}: no crossing "
+                    "point within |z| <= 2**40",
+                )
         if not math.isfinite(float(logp.at(np.array([lo]))[0])):
             lo = logp.finite_left(lo, hi)
             if not crosses(lo):
@@ -197,7 +201,7 @@ class SkellamPrivacyBoundary:
         lo, hi = 1e-3 / self.rate, 1.0 / self.rate
         while self(hi) > e:
             lo, hi = hi, 4.0 * hi
-            if self.rate * hi > _MAX_MEAN:
+            if self.rate * hi > MAX_MEAN:
                 raise InvalidParameter("level", level, "is too small for rate·t <= 1e6")
         if self(lo) <= e:
             return lo

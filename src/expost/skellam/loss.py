@@ -35,7 +35,7 @@ from expost._validation import (
 from expost.errors import InvalidParameter
 from expost.loss import delta_up, eps_for_delta_of
 from expost.rounding import SMALLEST, neg_log_up, up_exact, up_mp_converged
-from expost.skellam.pmf import log_pmf, log_tail_above, mp_pmf, mp_tail_above
+from expost.skellam.pmf import MAX_MEAN, MIN_MEAN, log_pmf, log_tail_above, mp_pmf, mp_tail_above
 
 __all__ = ["SkellamLoss", "akl_eps_for_delta", "akl_renyi"]
 
@@ -81,6 +81,15 @@ def _upper_cut(mu1: float, mu2: float, log_mass: float) -> int:
         width *= 2
 
 
+def _mean(name: str, value: object) -> float:
+    """A mean in [MIN_MEAN, MAX_MEAN] = [1e-3, 1e6]: where the float log pmf's error is measured
+    (the float tables and window searches rely on it); beyond, the tables grow without bound."""
+    m = positive(name, value)
+    if not MIN_MEAN <= m <= MAX_MEAN:
+        raise InvalidParameter(name, value, f"must lie in [{MIN_MEAN:g}, {MAX_MEAN:g}]")
+    return m
+
+
 @frozen
 class SkellamLoss:
     """Loss of the Skellam mechanism f(x) + Skellam(mu, mu2), integer neighbour shift d.
@@ -89,15 +98,15 @@ class SkellamLoss:
     defaults to ``mu`` (symmetric noise). ``delta_for_eps``, ``eps_for_delta`` and ``renyi``
     are rounded up (never below the exact value for the float inputs; module docstring).
     ``mean``, ``variance``, ``cgf``, ``tail`` and ``sample`` use the support truncated to
-    P(Y < lo), P(Y > hi) <= 5e-16 each, in floats.
+    P(Y < lo), P(Y > hi) <= 5e-16 each, in floats. The means lie in [1e-3, 1e6].
     """
 
-    mu: float = field(converter=as_float, validator=validator(positive))
+    mu: float = field(converter=as_float, validator=validator(_mean))
     distance: int = field(validator=validator(positive_int))
     mu2: float | None = field(
         default=None,
         converter=converters.optional(as_float),
-        validator=validators.optional(validator(positive)),
+        validator=validators.optional(validator(_mean)),
     )
     _lo: int = field(init=False, repr=False, eq=False)
     _log_p: FloatArray = field(init=False, repr=False, eq=False)

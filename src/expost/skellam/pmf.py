@@ -23,6 +23,8 @@ import numpy.typing as npt
 from expost._validation import positive
 
 __all__ = [
+    "MAX_MEAN",
+    "MIN_MEAN",
     "SkellamLogPmf",
     "log_ive",
     "log_pmf",
@@ -36,43 +38,64 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 Mp = Any  # an mpmath number
 
+MIN_MEAN = 1e-3  # the means (λt) where the float log pmf's error was measured (`log_ive`)
+MAX_MEAN = 1e6  # (2λt in [2e-3, 2e6], against 30-digit mpmath: expost.skellam.boundary)
+
 _UNDERFLOW = -640.0  # below this log ive, the Debye expansion is used (orders >= 60 there)
+_SKIP_SCIPY = _UNDERFLOW - 60.0  # Debye's value below this: ive underflows, scipy is not asked
 _MILLER_EXTRA_BITS = 64  # Miller's start: I_N/I_n below 2^-(prec + this) for the orders used
+
+_CACHE_FACTOR = 8  # SkellamLogPmf keeps a window at most this many times the points asked
+_CACHE_MIN = 4096  # (plus this many)
+_CACHE_LIMIT = 1 << 24  # and never more than this many (128 MiB)
 
 # -- floats ----------------------------------------------------------------------------------
 
 
-def log_ive(n: FloatArray, x: float) -> FloatArray:
+def _debye(nu: FloatArray, x: float) -> FloatArray:
+    """log(I_ν(x)·e^(−x)) by Debye's uniform expansion with u_1..u_4 (DLMF 10.41.3), ν >= 1;
+    the logs are taken apart so that x/ν may underflow."""
+    z = x / nu
+    s = np.sqrt(1.0 + z * z)
+    p = 1.0 / s
+    p2 = p * p
+    u1 = p * (3.0 - 5.0 * p2) / 24.0
+    u2 = p2 * (81.0 - 462.0 * p2 + 385.0 * p2 * p2) / 1152.0
+    u3 = p * p2 * (30375.0 - p2 * (369603.0 - p2 * (765765.0 - 425425.0 * p2))) / 414720.0
+    u4 = (
+        p2
+        * p2
+        * (
+            4465125.0
+            - p2 * (94121676.0 - p2 * (349922430.0 - p2 * (446185740.0 - 185910725.0 * p2)))
+        )
+        / 39813120.0
+    )
+    series = 1.0 + (u1 + (u2 + (u3 + u4 / nu) / nu) / nu) / nu
+    core = nu / (s + z) + nu * (math.log(x) - np.log(nu) - np.log1p(s))  # ν·η − x, no cancellation
+    out: FloatArray = core - 0.5 * np.log(2.0 * math.pi * nu) - 0.5 * np.log(s) + np.log(series)
+    return out
+
+
+def log_ive(n: npt.ArrayLike, x: float) -> FloatArray:
     """log(I_n(x)·e^(−x)): scipy's ive, or where it would underflow Debye's uniform expansion
-    with u_1..u_4 (DLMF 10.41.3; measured within 2e-16·|value| + 1e-12 of mpmath there)."""
+    (`_debye`; measured within 2e-16·|value| + 1e-12 of mpmath there). Orders whose Debye value
+    is below ``_SKIP_SCIPY`` (far below the underflow, whatever the expansion's error at small
+    orders) skip scipy, whose ive is slow at huge orders: the result is the same, in bounded time."""
     from scipy.special import ive  # lazy: keeps `import expost` fast
 
     orders = np.asarray(n, dtype=np.float64)
+    flat = np.atleast_1d(orders)
+    debye = np.full(flat.shape, np.inf)
+    expandable = flat >= 1.0
     with np.errstate(divide="ignore", under="ignore"):
-        direct: FloatArray = np.atleast_1d(np.log(ive(orders, x)))
-    tail = direct < _UNDERFLOW
-    if np.any(tail):
-        nu = np.atleast_1d(orders)[tail]
-        z = x / nu
-        s = np.sqrt(1.0 + z * z)
-        p = 1.0 / s
-        p2 = p * p
-        u1 = p * (3.0 - 5.0 * p2) / 24.0
-        u2 = p2 * (81.0 - 462.0 * p2 + 385.0 * p2 * p2) / 1152.0
-        u3 = p * p2 * (30375.0 - p2 * (369603.0 - p2 * (765765.0 - 425425.0 * p2))) / 414720.0
-        u4 = (
-            p2
-            * p2
-            * (
-                4465125.0
-                - p2 * (94121676.0 - p2 * (349922430.0 - p2 * (446185740.0 - 185910725.0 * p2)))
-            )
-            / 39813120.0
-        )
-        series = 1.0 + (u1 + (u2 + (u3 + u4 / nu) / nu) / nu) / nu
-        core = nu / (s + z) + nu * np.log(z / (1.0 + s))  # ν·η − x without cancellation
-        direct[tail] = core - 0.5 * np.log(2.0 * math.pi * nu) - 0.5 * np.log(s) + np.log(series)
-    return direct.reshape(orders.shape)
+        debye[expandable] = _debye(flat[expandable], x)
+        ask = ~(debye < _SKIP_SCIPY)
+        out: FloatArray = np.full(flat.shape, -np.inf)
+        out[ask] = np.log(ive(flat[ask], x))
+    tail = (out < _UNDERFLOW) & expandable
+    out[tail] = debye[tail]
+    return out.reshape(orders.shape)
 
 
 def log_pmf(y: npt.ArrayLike, mu1: float, mu2: float) -> FloatArray:
@@ -93,7 +116,11 @@ def pmf(y: npt.ArrayLike, mu1: float, mu2: float) -> FloatArray:
 
 class SkellamLogPmf:
     """log p_t(z) for X(t) ~ Skellam(m, m) (`log_pmf` at mu1 = mu2 = m: log ive(|z|, 2m)),
-    computed once on a window of z that grows as asked."""
+    kept on a window of z. The window grows as asked (only the new part is computed, and at
+    least doubling, so a search that widens step by step computes each point once), while it
+    stays within ``_CACHE_FACTOR`` times the points asked plus ``_CACHE_MIN`` (and at most
+    ``_CACHE_LIMIT``); points farther apart are computed directly, at the cost of the points
+    and not of the gap between them."""
 
     __slots__ = ("_cache", "_lo", "mean")
 
@@ -102,15 +129,37 @@ class SkellamLogPmf:
         self._lo = 0
         self._cache = np.empty(0)
 
+    def _compute(self, lo: int, hi: int) -> FloatArray:
+        return log_pmf(np.arange(lo, hi + 1, dtype=np.float64), self.mean, self.mean)
+
     def at(self, z: npt.NDArray[np.integer] | npt.NDArray[np.int64]) -> FloatArray:
-        lo, hi = int(z.min()), int(z.max())
-        if self._cache.size == 0 or lo < self._lo or hi >= self._lo + self._cache.size:
-            new_lo = min(lo, self._lo) if self._cache.size else lo
-            new_hi = max(hi, self._lo + self._cache.size - 1) if self._cache.size else hi
-            states = np.arange(new_lo, new_hi + 1, dtype=np.float64)
-            self._cache = log_pmf(states, self.mean, self.mean)
-            self._lo = new_lo
-        out: FloatArray = self._cache[np.asarray(z) - self._lo]
+        states = np.asarray(z)
+        lo, hi = int(states.min()), int(states.max())
+        old_lo, size = self._lo, self._cache.size
+        old_hi = old_lo + size - 1
+        if size and old_lo <= lo and hi <= old_hi:
+            cached: FloatArray = self._cache[states - old_lo]
+            return cached
+        if not size:
+            new_lo, new_hi = lo, hi
+        else:  # grow by at least the current size on each side that grows
+            new_lo = min(lo, old_lo - size) if lo < old_lo else old_lo
+            new_hi = max(hi, old_hi + size) if hi > old_hi else old_hi
+        allowed = min(_CACHE_LIMIT, _CACHE_FACTOR * states.size + _CACHE_MIN)
+        if new_hi - new_lo + 1 > allowed:
+            if hi - lo + 1 > allowed or not size:
+                return log_pmf(states.astype(np.float64), self.mean, self.mean)
+            new_lo, new_hi = min(lo, old_lo), max(hi, old_hi)  # grow only as far as asked
+            if new_hi - new_lo + 1 > allowed:
+                return log_pmf(states.astype(np.float64), self.mean, self.mean)
+        parts = [self._cache] if size else []
+        if size and new_lo < old_lo:
+            parts.insert(0, self._compute(new_lo, old_lo - 1))
+        if size and new_hi > old_hi:
+            parts.append(self._compute(old_hi + 1, new_hi))
+        self._cache = np.concatenate(parts) if size else self._compute(new_lo, new_hi)
+        self._lo = new_lo
+        out: FloatArray = self._cache[states - new_lo]
         return out
 
     def finite_left(self, lo: int, hi: int) -> int:

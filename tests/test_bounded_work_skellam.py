@@ -1,0 +1,141 @@
+"""Bounded work for the Skellam calls of issue 28: each answers or refuses within 2 s.
+
+The 2 s bound is a contract, not a benchmark: it says the work is bounded (closed forms,
+monotonicity, guards checked before any table is built), where these calls used to take more
+than 15 s or raise MemoryError. Each call is measured once with ``time.perf_counter`` on this
+2-core sandbox, shared with other jobs; the uncontended times are far below the bound (the
+slowest, the boundary far out, about 0.4 s), so a failure means unbounded work, not a slow
+machine. A refusal must be `InvalidParameter` and, in a session, must leave it unchanged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from expost import ExPostFilter, PrivateSession
+from expost.errors import InvalidParameter
+from expost.mechanisms import SkellamNoiseReduction
+from expost.mechanisms.skellam_noise_reduction import EXACT_PRICE_MAX_SHIFT
+from expost.skellam.boundary import SkellamPrivacyBoundary
+from expost.skellam.loss import SkellamLoss
+
+BOUND_S = 2.0  # the contract of issue 28 ("Bounded work")
+
+
+def answers_in_time(call: Callable[[], object]) -> object:
+    """``call()``'s value, or the `InvalidParameter` it raised; fails if it took over 2 s."""
+    start = time.perf_counter()
+    try:
+        out: object = call()
+    except InvalidParameter as refusal:
+        out = refusal
+    elapsed = time.perf_counter() - start
+    assert elapsed <= BOUND_S, f"took {elapsed:.2f} s (contract: {BOUND_S} s)"
+    return out
+
+
+def _session() -> PrivateSession:
+    return PrivateSession(ExPostFilter(10.0, 1e-5), np.random.default_rng(3))
+
+
+def _unchanged(session: PrivateSession) -> bool:
+    return session.spent == 0.0 and session.history == ()
+
+
+@pytest.fixture(autouse=True)
+def _warm() -> None:
+    """Import scipy and mpmath before timing (a first import is not the work being bounded)."""
+    SkellamLoss(1.0, 1).eps_for_delta(1e-3)
+
+
+def test_fixed_price_with_a_large_sensitivity() -> None:
+    """Was a loop over every shift 1..Δ (each a SkellamLoss): now the shift Δ alone
+    (monotone in the shift), and Δ beyond EXACT_PRICE_MAX_SHIFT is refused before any table."""
+    session = _session()
+    out = answers_in_time(lambda: session.skellam(5, 1000, [100.0, 10.0], fixed_delta=1e-6))
+    assert isinstance(out, InvalidParameter)
+    assert "sensitivity" in str(out)
+    assert "akl" in str(out)
+    assert _unchanged(session)
+    akl = answers_in_time(
+        lambda: SkellamNoiseReduction([100.0, 10.0], 1.0, 1000).fixed_cost(1e-6, "akl")
+    )
+    assert not isinstance(akl, InvalidParameter)
+    largest = answers_in_time(
+        lambda: SkellamNoiseReduction([100.0, 10.0], 1.0, EXACT_PRICE_MAX_SHIFT).fixed_cost(1e-6)
+    )
+    assert not isinstance(largest, InvalidParameter)
+
+
+@pytest.mark.parametrize("fixed", [True, False], ids=["fixed-price", "boundary"])
+def test_extreme_times_are_refused(fixed: bool) -> None:
+    session = _session()
+    kwargs: dict[str, object] = (
+        {"fixed_delta": 1e-6} if fixed else {"boundary": SkellamPrivacyBoundary(3.0, 1e-6)}
+    )
+    out = answers_in_time(lambda: session.skellam(5, 1, [1e-300], **kwargs))  # type: ignore[arg-type]
+    assert isinstance(out, InvalidParameter)
+    assert "rate·t" in str(out)
+    assert _unchanged(session)
+
+
+def test_boundary_far_out_answers() -> None:
+    """z* is near −4.7e7 here: the pmf is evaluated at the points a search asks (Debye's
+    expansion where ive underflows, without asking scipy), not on a table spanning them."""
+    psi = answers_in_time(lambda: SkellamPrivacyBoundary(0.3, 1e-6)(50.0))
+    assert isinstance(psi, float)
+    assert 13.0 < psi < 14.0  # about log(1/delta): one shift of weight ~1, ratio ~2|z|/(2λt)
+
+
+def test_huge_rate_is_refused_before_any_table() -> None:
+    """Was MemoryError ("636 PiB"): λ·t_min = 1e31 is beyond the exact price's limit."""
+    mechanism = SkellamNoiseReduction([100, 10], rate=10**30)
+    out = answers_in_time(lambda: mechanism.fixed_cost(1e-6))
+    assert isinstance(out, InvalidParameter)
+    assert "akl" in str(out)
+    akl = answers_in_time(lambda: mechanism.fixed_cost(1e-6, "akl"))
+    assert not isinstance(akl, InvalidParameter)
+
+
+@pytest.mark.parametrize(
+    ("times", "rate", "sensitivity"),
+    [
+        ([1.0, 2.0], 1.0, 1),  # increasing
+        ([1.0, float("nan")], 1.0, 1),
+        ([float("inf")], 1.0, 1),
+        ([], 1.0, 1),
+        ([1.0], 0.0, 1),
+        ([1.0], float("inf"), 1),
+        ([1e300], 1e300, 1),  # rate·t overflows
+        ([1e-300], 1e-300, 1),  # rate·t underflows to 0
+        ([1.0], 1.0, 1.5),
+        ([1.0], 1.0, 0),
+        ([1.0], 1.0, True),
+    ],
+)
+def test_constructor_refuses_bad_inputs(times: list[float], rate: float, sensitivity: int) -> None:
+    with pytest.raises(InvalidParameter):
+        SkellamNoiseReduction(times, rate, sensitivity)
+
+
+@pytest.mark.parametrize("value", [2.5, "120", float("nan"), 2**53 + 2, [[1, 2]]])
+def test_session_refuses_bad_values_before_spending(value: object) -> None:
+    session = _session()
+    with pytest.raises(InvalidParameter, match="value"):
+        session.skellam(value, 1, [10.0, 1.0], fixed_delta=1e-6)  # type: ignore[arg-type]
+    assert _unchanged(session)
+
+
+def test_releases_are_exact_integers_near_the_value_limit() -> None:
+    """value + noise in int64: at 2**53 − 1 a float sum would round odd releases to even."""
+    value = 2**53 - 1
+    mechanism = SkellamNoiseReduction(np.geomspace(50.0, 5.0, 6))
+    run = mechanism.run(value, np.random.default_rng(11))
+    noise = mechanism.run(0, np.random.default_rng(11)).released
+    assert run.released.dtype == np.int64
+    assert [int(x) for x in run.released.ravel()] == [value + int(z) for z in noise.ravel()]
+    assert any(int(x) % 2 for x in run.released.ravel())  # odd releases survive
