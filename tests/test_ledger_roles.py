@@ -442,3 +442,13 @@ def test_the_server_accepts_every_release_method_s_settlement(shared: tuple[str,
     assert again._ledger is not None
     assert [e.kind for e in again._ledger.entries()] == ["reserve", "settle"] * rounds
     again.close()
+
+
+def test_a_missing_database_is_refused_and_nothing_is_created(pg_server: Any) -> None:
+    admin: str = pg_server.get_uri()
+    url = _with_ledger(admin.replace("/postgres?", "/no_such_db?", 1), "budget")
+    with pytest.raises(LedgerError, match='database "no_such_db" does not exist'):
+        _session(url, create=True)
+    with pytest.raises(LedgerError, match="does not exist"):
+        init_ledger(url, BUDGET)
+    assert _psql(admin, "SELECT count(*) FROM pg_database WHERE datname = 'no_such_db'") == [(0,)]
