@@ -452,3 +452,19 @@ def test_a_missing_database_is_refused_and_nothing_is_created(pg_server: Any) ->
     with pytest.raises(LedgerError, match="does not exist"):
         init_ledger(url, BUDGET)
     assert _psql(admin, "SELECT count(*) FROM pg_database WHERE datname = 'no_such_db'") == [(0,)]
+
+
+def test_a_file_made_before_ledger_ids_opens_but_cannot_be_pinned(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    init_ledger(path, BUDGET)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("DELETE FROM meta WHERE key = 'ledger_id'")  # as the previous release wrote it
+    conn.close()
+    s = _session(str(path))
+    assert s._ledger is not None
+    assert s._ledger.ledger_id is None
+    s.close()
+    with pytest.raises(LedgerMismatch, match="has id None"):
+        _session(str(path), ledger_id=str(uuid.uuid4()))
