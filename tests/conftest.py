@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from hypothesis import settings
@@ -55,9 +56,45 @@ def pg_ledger_url(server: Any, name: str) -> str:
     return f"{uri}{'&' if '?' in uri else '?'}ledger={name}"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+CLIENT_ROLE = "expost_client"
+
+
+def as_role(url: str, role: str) -> str:
+    """``url`` with its user replaced by ``role`` (no password: the test server trusts local)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=f"{role}@{parts.netloc.rsplit('@', 1)[-1]}"))
+
+
+@pytest.fixture(scope="session")
+def pg_client(pg_server: Any) -> str:
+    """The test server's URL as a client role with the documented grants (docs/sharing-a-budget.md,
+    "Deployment"), plus ``expost.create_ledger`` so it can start the tests' fresh ledgers; the
+    schema installed by the administrator (the server's superuser)."""
+    import psycopg
+
+    from expost.ledger.pg_schema import client_grants
+    from expost.ledger.postgres import PostgresLedger
+
+    PostgresLedger.open(
+        pg_ledger_url(pg_server, "installed"), {"installed": True}, create=True
+    ).close()
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (CLIENT_ROLE,)).fetchone():
+            conn.execute(f"CREATE ROLE {CLIENT_ROLE} LOGIN")
+        for grant in client_grants(CLIENT_ROLE):
+            conn.execute(grant)
+        conn.execute(f"GRANT EXECUTE ON FUNCTION expost.create_ledger(text, text) TO {CLIENT_ROLE}")
+    return as_role(pg_server.get_uri(), CLIENT_ROLE)
+
+
+@pytest.fixture(params=["sqlite", "postgres", "postgres-client"])
 def ledger_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh ledger on each backend: a SQLite file, or a new ledger in the test server."""
+    """A fresh ledger on each backend: a SQLite file, or a new ledger in the test server, opened
+    by its superuser or by a client role with only the documented grants."""
     if request.param == "sqlite":
         return str(tmp_path / "budget.sqlite")
-    return pg_ledger_url(request.getfixturevalue("pg_server"), f"t{next(_LEDGERS)}_{os.getpid()}")
+    name = f"t{next(_LEDGERS)}_{os.getpid()}"
+    if request.param == "postgres-client":
+        uri: str = request.getfixturevalue("pg_client")
+        return f"{uri}{'&' if '?' in uri else '?'}ledger={name}"
+    return pg_ledger_url(request.getfixturevalue("pg_server"), name)

@@ -106,6 +106,6 @@ class LedgerCorrupted(LedgerError):
         self.path = path
         self.problem = problem
         super().__init__(
-            f"{str(path)!r} is not a valid expost ledger: {problem}; the file was left "
+            f"{str(path)!r} is not a valid expost ledger: {problem}; it was left "
             "unchanged (a ledger is never reset or overwritten)"
         )

@@ -111,18 +111,20 @@ NOT_EXACT = {
 class PrivateSession:
     """Adaptive private analysis under one filter (FAC Thm 1–2, APC Thm 1–2, 5, Lemma 6.2, B.2).
 
-    ``filter`` is the budget (e.g. ``UnifiedFilter.from_dp(10.0, 1e-6)``), ``rng`` the only
-    source of randomness, ``ledger`` an optional SQLite file, or a ``postgresql://…?ledger=NAME``
-    URL, that makes the spend persistent and shareable between processes (`expost.ledger`). The private values passed to the methods are
-    used for one release and never stored; results hold only released values.
+        ``filter`` is the budget (e.g. ``UnifiedFilter.from_dp(10.0, 1e-6)``), ``rng`` the only
+        source of randomness, ``ledger`` an optional SQLite file, or a ``postgresql://…?ledger=NAME``
+        URL, that makes the spend persistent and shareable between processes (`expost.ledger`): an
+    existing ledger only (`LedgerNotFound` otherwise) unless ``create=True``; ``ledger_id`` pins
+    the id printed when it was created, so a re-created ledger is refused. The private values passed to the methods are
+        used for one release and never stored; results hold only released values.
 
-    By default releases add float noise from ``rng``: for research and simulation (float
-    samplers leak, docs/releasing-safely.md). ``exact=True`` (bits from the OS CSPRNG) or an
-    explicit ``bits`` source is the secure mode: ``gaussian``, ``laplace`` and
-    ``exponential_mechanism`` release integers from the exact mechanisms (discrete Gaussian,
-    discrete Laplace, permute-and-flip), ``above_threshold`` runs `ExactAboveThreshold`, and every
-    other mechanism is refused, naming the
-    alternative, before it spends anything.
+        By default releases add float noise from ``rng``: for research and simulation (float
+        samplers leak, docs/releasing-safely.md). ``exact=True`` (bits from the OS CSPRNG) or an
+        explicit ``bits`` source is the secure mode: ``gaussian``, ``laplace`` and
+        ``exponential_mechanism`` release integers from the exact mechanisms (discrete Gaussian,
+        discrete Laplace, permute-and-flip), ``above_threshold`` runs `ExactAboveThreshold`, and every
+        other mechanism is refused, naming the
+        alternative, before it spends anything.
     """
 
     def __init__(

@@ -176,6 +176,10 @@ BEGIN
     END IF;
     SELECT coalesce(max(r.id) + 1, 0) INTO v_next FROM expost.rounds r WHERE r.ledger = p_name;
     IF coalesce(v_config->>'format', '') LIKE 'expost-session/%' THEN
+        IF p_kind NOT IN ('reserve', 'settle') THEN
+            RAISE EXCEPTION 'expost: a session ledger takes reserve and settle entries, not %',
+                p_kind;
+        END IF;
         IF jsonb_typeof(v_rec->'round') IS DISTINCT FROM 'number'
             OR (v_rec->>'round') !~ '^[0-9]{{1,9}}$' THEN
             RAISE EXCEPTION 'expost: a session entry needs a round number, not %', v_rec;
@@ -192,7 +196,7 @@ BEGIN
                 RAISE EXCEPTION 'expost: reservation of round % is out of order', v_round;
             END IF;
             v_token := gen_random_uuid();
-        ELSIF p_kind = 'settle' THEN
+        ELSE
             IF (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(v_rec) k)
                 <> '{{cost,round}}' THEN
                 RAISE EXCEPTION 'expost: a settle entry is round and cost: %', v_rec;
@@ -212,9 +216,6 @@ BEGIN
                 RAISE EXCEPTION 'expost: settlement % of round % is above its reservation %',
                     v_rec->'cost', v_round, v_reserved;
             END IF;
-        ELSE
-            RAISE EXCEPTION 'expost: a session ledger takes reserve and settle entries, not %',
-                p_kind;
         END IF;
     END IF;
     INSERT INTO expost.rounds VALUES (p_name, v_next, p_kind, p_record, v_now, v_round, v_token);

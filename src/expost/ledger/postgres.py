@@ -40,7 +40,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from expost._validation import positive
 from expost.errors import (
@@ -93,7 +93,7 @@ def _split(url: str) -> tuple[str, str, str, frozenset[str]]:
             "ledger", name, "must be a lower-case identifier: [a-z_][a-z0-9_]*, at most 63"
         )
     rest = [(k, v) for k, v in query if k != "ledger"]
-    libpq = urlunsplit(parts._replace(query=urlencode(rest)))
+    libpq = urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote)))
     return libpq, name, shown_url(url), frozenset(k for k, _ in rest)
 
 
@@ -106,7 +106,9 @@ def shown_url(url: str) -> str:
         netloc = f"{parts.username}:***@{netloc.rsplit('@', 1)[-1]}"
     query = parse_qsl(parts.query, keep_blank_values=True)
     if any(k == "password" for k, _ in query):
-        hidden = urlencode([(k, "***" if k == "password" else v) for k, v in query], safe="*")
+        hidden = urlencode(
+            [(k, "***" if k == "password" else v) for k, v in query], safe="*", quote_via=quote
+        )
         return urlunsplit(parts._replace(netloc=netloc, query=hidden))
     return urlunsplit(parts._replace(netloc=netloc))
 
