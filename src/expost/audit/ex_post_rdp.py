@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -165,7 +166,7 @@ def gaussian_bucket(delta: float = _DELTA, ratio: float = _RATIO) -> tuple[float
         z = mp.sqrt(2) * mp.erfinv(1 - 2 * mp.mpf(delta))
         eps = r**2 / 2 + r * z
 
-        def q(c: object) -> object:
+        def q(c: Any) -> Any:
             return mp.erfc(c / mp.sqrt(2)) / 2
 
         cut = mp.findroot(lambda c: mp.log(q(c) / q(c + r)) - eps, z - r)
@@ -202,11 +203,11 @@ def bucket_rdp_samples(alpha: float, halved: bool, n: int, rng: np.random.Genera
     return out
 
 
-@register(QUICK, PAPER)
+@register(PAPER)
 def post_processing_failure(suite: str) -> list[Audit]:
     """The bucket above the cut refutes the probabilistic ex-post bound; ex-post RDP holds."""
     eps, cut, prob = gaussian_bucket()
-    n = {QUICK: 200_000}.get(suite, 1_000_000)
+    n = 1_000_000
     setting = (
         f"Gaussian release, Δ = σ, constant ex-post bound ε = {eps:.5g} (P(L > ε) = {_DELTA:g}); "
         f"coarsened into the bucket {{y >= f(x) + {cut:.4f}σ}} (= f(x') + {cut + _RATIO:.4f}σ), "
