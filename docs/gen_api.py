@@ -23,7 +23,7 @@ __all__ = ["SECTIONS", "main", "render"]
 # (section title, the modules whose ``__all__`` it covers), in page order.
 SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Errors", ("expost.errors",)),
-    ("Guarantees and conversions", ("expost.guarantees",)),
+    ("Guarantees and conversions", ("expost.guarantees", "expost.ex_post_rdp")),
     ("Privacy-loss variables", ("expost.loss", "expost.skellam.loss")),
     ("Grids and stopping rules", ("expost.grids", "expost.stopping")),
     ("Mechanisms and their results", ("expost.mechanisms",)),

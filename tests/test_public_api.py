@@ -31,6 +31,7 @@ PUBLIC = [
     "DoublingTranscript",
     "EpsilonGrid",
     "ExPost",
+    "ExPostRDP",
     "ExPostCost",
     "ExPostFilter",
     "ExponentialMechanism",

@@ -31,6 +31,7 @@ from expost.errors import (
     LedgerMismatch,
     NotAStoppingTime,
 )
+from expost.ex_post_rdp import ExPostRDP
 from expost.exact import GeneratorBits, SecureBits
 from expost.filters import (
     ApproxDPFilter,
@@ -142,6 +143,7 @@ __all__ = [
     "ExPost",
     "ExPostCost",
     "ExPostFilter",
+    "ExPostRDP",
     "ExactAboveThreshold",
     "ExactDoubling",
     "ExponentialMechanism",

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 from attrs import field, frozen
 
@@ -62,9 +63,9 @@ def _level(name: str, value: object) -> float:
     return x
 
 
-def _optional_level(_instance: object, attribute: object, value: object) -> None:
+def _optional_level(_instance: Any, attribute: Any, value: Any) -> None:
     if value is not None:
-        _level(getattr(attribute, "name", "value"), value)
+        _level(attribute.name, value)
 
 
 def _table(value: object) -> tuple[tuple[float, float], ...]:
