@@ -532,3 +532,6 @@ def test_the_server_cap_is_never_stricter_than_the_filter(pg_server: Any, analys
     assert len(shared.history) == len(alone.history) > 7
     assert shared.spent == alone.spent
     shared.close()
+    last = "SELECT spent_rho FROM expost.rounds WHERE ledger = 'cap_exact' ORDER BY id DESC LIMIT 1"
+    (total,) = _psql(pg_server.get_uri(), last)[0]  # the server's running total, exact decimals
+    assert float(total) == pytest.approx(alone.spent, rel=1e-12)

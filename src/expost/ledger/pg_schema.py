@@ -60,8 +60,8 @@ _TABLES: Final = (
         created double precision NOT NULL,
         round integer CHECK (round >= 0),
         token uuid,
-        rho numeric,
-        delta numeric,
+        spent_rho numeric,
+        spent_delta numeric,
         PRIMARY KEY (ledger, id))""",
     "CREATE UNIQUE INDEX rounds_reserved ON expost.rounds (ledger, round) WHERE kind = 'reserve'",
     "CREATE UNIQUE INDEX rounds_settled ON expost.rounds (ledger, round) WHERE kind = 'settle'",
@@ -182,8 +182,8 @@ DECLARE
     v_token uuid;
     v_reserved jsonb;
     v_reserve_token uuid;
-    v_reserved_rho numeric;
-    v_reserved_delta numeric;
+    v_spent_rho numeric := 0;
+    v_spent_delta numeric := 0;
     v_rho numeric;
     v_delta numeric;
     v_filter jsonb := NULL;
@@ -198,7 +198,13 @@ BEGIN
     IF jsonb_typeof(v_rec) <> 'object' OR coalesce(p_kind, '') = '' THEN
         RAISE EXCEPTION 'expost: a round is a non-empty kind and a JSON object';
     END IF;
-    SELECT coalesce(max(r.id) + 1, 0) INTO v_next FROM expost.rounds r WHERE r.ledger = p_name;
+    -- the last entry: the next id, and the charge so far (a running total: O(1) per round)
+    SELECT r.id + 1, coalesce(r.spent_rho, 0), coalesce(r.spent_delta, 0)
+        INTO v_next, v_spent_rho, v_spent_delta
+        FROM expost.rounds r WHERE r.ledger = p_name ORDER BY r.id DESC LIMIT 1;
+    v_next := coalesce(v_next, 0);
+    v_spent_rho := coalesce(v_spent_rho, 0);
+    v_spent_delta := coalesce(v_spent_delta, 0);
     IF coalesce(v_config->>'format', '') LIKE 'expost-session/%' THEN
         IF p_kind NOT IN ('reserve', 'settle') THEN
             RAISE EXCEPTION 'expost: a session ledger takes reserve and settle entries, not %',
@@ -225,12 +231,10 @@ BEGIN
             END IF;
             v_token := gen_random_uuid();
             IF v_filter IS NOT NULL AND (
-                (SELECT coalesce(sum(r.rho), 0) FROM expost.rounds r WHERE r.ledger = p_name)
-                    + v_rho > (v_filter->>'rho')::numeric * 1.000000001
+                v_spent_rho + v_rho > (v_filter->>'rho')::numeric * 1.000000001
                 OR v_filter->>'type' <> 'BrownianFilter'
-                    AND (SELECT coalesce(sum(r.delta), 0) FROM expost.rounds r
-                         WHERE r.ledger = p_name) + v_delta
-                        > (v_filter->>'delta')::numeric * 1.000000001) THEN
+                    AND v_spent_delta + v_delta > (v_filter->>'delta')::numeric * 1.000000001)
+            THEN
                 RAISE EXCEPTION 'expost: reservation % of round % exceeds the budget %',
                     v_rec->'cost', v_round, v_filter;
             END IF;
@@ -239,8 +243,7 @@ BEGIN
                 <> '{{cost,round}}' THEN
                 RAISE EXCEPTION 'expost: a settle entry is round and cost: %', v_rec;
             END IF;
-            SELECT r.record::jsonb -> 'cost', r.token, r.rho, r.delta
-                INTO v_reserved, v_reserve_token, v_reserved_rho, v_reserved_delta
+            SELECT r.record::jsonb -> 'cost', r.token INTO v_reserved, v_reserve_token
                 FROM expost.rounds r
                 WHERE r.ledger = p_name AND r.kind = 'reserve' AND r.round = v_round;
             IF NOT FOUND OR p_token IS NULL OR v_reserve_token IS DISTINCT FROM p_token THEN
@@ -257,12 +260,12 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    IF p_kind = 'settle' THEN  -- the round's charge moves from its reservation to this
-        v_rho := v_rho - v_reserved_rho;
-        v_delta := v_delta - v_reserved_delta;
+    IF v_reserved IS NOT NULL THEN  -- a settlement: the round's charge moves to it
+        SELECT v_rho - p.rho, v_delta - p.delta INTO v_rho, v_delta
+            FROM expost.rho_price(v_reserved) p;
     END IF;
     INSERT INTO expost.rounds VALUES (p_name, v_next, p_kind, p_record, v_now, v_round, v_token,
-        v_rho, v_delta);
+        v_spent_rho + v_rho, v_spent_delta + v_delta);
     RETURN QUERY SELECT v_next, v_now, v_token;
 END $$"""
 
