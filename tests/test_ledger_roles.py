@@ -157,7 +157,7 @@ def shared(pg_server: Any, analyst: str) -> tuple[str, str]:
 
 def test_a_client_role_runs_a_session_end_to_end(shared: tuple[str, str]) -> None:
     url, _ = shared
-    a, b = _session(url), _session(url)
+    a, b = _session(url), _session(url, create=True)  # create=True opens an existing one as is
     a.gaussian(3.0, 1.0, 0.5)
     b.brownian(3.0, 1.0, ep.TimeGrid([4.0, 2.0]), stop=ep.AtIndex(1))
     with pytest.raises(ep.BudgetExceeded):
