@@ -157,7 +157,7 @@ def shared(pg_server: Any, analyst: str) -> tuple[str, str]:
 
 def test_a_client_role_runs_a_session_end_to_end(shared: tuple[str, str]) -> None:
     url, _ = shared
-    a, b = _session(url), _session(url)
+    a, b = _session(url), _session(url, create=True)  # create=True opens an existing one as is
     a.gaussian(3.0, 1.0, 0.5)
     b.brownian(3.0, 1.0, ep.TimeGrid([4.0, 2.0]), stop=ep.AtIndex(1))
     with pytest.raises(ep.BudgetExceeded):
@@ -468,3 +468,70 @@ def test_a_file_made_before_ledger_ids_opens_but_cannot_be_pinned(tmp_path: Path
     s.close()
     with pytest.raises(LedgerMismatch, match="has id None"):
         _session(str(path), ledger_id=str(uuid.uuid4()))
+
+
+def _bypass(url: str, name: str, ledger_id: str, rounds: int, rho: float) -> None:
+    """A client that skips the filter's check: a reservation straight through the function."""
+    record = {"round": rounds, "mechanism": "m", "cost": {"type": "ZCDPCost", "rho": rho}}
+    _psql(
+        url,
+        "SELECT * FROM expost.append_round(%s, %s::uuid, 'reserve', %s, NULL)",
+        name,
+        ledger_id,
+        json.dumps(record),
+    )
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [ep.ZCDPFilter(1.0), ep.UnifiedFilter(1.0), ep.ExPostFilter(1.0, 1e-6)],
+    ids=lambda f: type(f).__name__,
+)
+def test_the_server_caps_the_rho_sum_of_a_zcdp_budget(
+    pg_server: Any, analyst: str, budget: ep.PrivacyFilter
+) -> None:
+    """A reservation past a zCDP-family budget is refused by the server even when the client
+    skips its check; an ExPostFilter ledger (the twin) is priced only by its clients."""
+    name = f"cap_{type(budget).__name__.lower()}"
+    ledger_id = init_ledger(pg_ledger_url(pg_server, name), budget)
+    url = _with_ledger(analyst, name)
+    s = ep.PrivateSession(budget, np.random.default_rng(0), ledger=url)
+    if isinstance(budget, ep.ExPostFilter):
+        s.laplace(0.0, 1.0, 0.5)
+        _bypass(url, name, ledger_id, 1, 5.0)  # accepted: the server trusts this client
+        with pytest.raises(ep.InvalidParameter):
+            ep.PrivateSession(budget, np.random.default_rng(0), ledger=url)  # ZCDPCost unpriced
+        return
+    s.gaussian(0.0, 1.0, 0.75)
+    with pytest.raises(Exception, match="exceeds the budget"):
+        _bypass(url, name, ledger_id, 1, 0.5)
+    with pytest.raises(Exception, match="exceeds the budget"):
+        _bypass(url, name, ledger_id, 1, 0.2500001)
+    _bypass(url, name, ledger_id, 1, 0.25)  # exactly to the budget: accepted
+    s.refresh()
+    assert s.spent == 1.0
+    s.close()
+
+
+def test_the_server_cap_is_never_stricter_than_the_filter(pg_server: Any, analyst: str) -> None:
+    """Rounds of 0.1 (a double above 1/10) and Brownian rounds up to the budget: the server
+    admits exactly what the filter admits without a ledger."""
+    budget = ep.UnifiedFilter.from_dp(10.0, 1e-6)
+    init_ledger(pg_ledger_url(pg_server, "cap_exact"), budget)
+    shared = ep.PrivateSession(
+        budget, np.random.default_rng(0), ledger=_with_ledger(analyst, "cap_exact")
+    )
+    alone = ep.PrivateSession(budget, np.random.default_rng(0))
+    for s in (shared, alone):
+        while True:
+            try:
+                s.gaussian(0.0, 1.0, budget.rho / 7)
+                s.brownian(0.0, 1.0, ep.TimeGrid([30.0, 9.0]), stop=ep.AtIndex(1))
+            except ep.BudgetExceeded:
+                break
+    assert len(shared.history) == len(alone.history) > 7
+    assert shared.spent == alone.spent
+    shared.close()
+    last = "SELECT spent_rho FROM expost.rounds WHERE ledger = 'cap_exact' ORDER BY id DESC LIMIT 1"
+    (total,) = _psql(pg_server.get_uri(), last)[0]  # the server's running total, exact decimals
+    assert float(total) == pytest.approx(alone.spent, rel=1e-12)

@@ -140,10 +140,15 @@ def init(target: str, spec: str) -> str:
 def _spend(config: Mapping[str, Any], entries: tuple[LedgerEntry, ...], where: str) -> str:
     """The session rounds and spend a ledger's entries imply."""
     if "filter" not in config:
-        return f"{len(entries)} entries (not a session ledger)"
+        return f"{_count(len(entries), 'entry', 'entries')} (not a session ledger)"
     replay = Replay(filter_from_description(config["filter"]), where)
     f = replay.update(entries)
-    return f"{len(entries)} entries, {replay.rounds} rounds; spent {f.spent!r}, remaining {f.remaining!r}"
+    counts = f"{_count(len(entries), 'entry', 'entries')}, {_count(replay.rounds, 'round')}"
+    return f"{counts}; spent {f.spent!r}, remaining {f.remaining!r}"
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def show(target: str) -> str:

@@ -19,9 +19,12 @@ session ledger (format ``expost-session/…``) only ``reserve`` and ``settle`` e
 session's record shape and known cost types are accepted; reservations are numbered in order;
 a settlement needs the secret token the server returned to the reserving client, settles an
 open reservation exactly once, and is not above it on the fields where a request is the worst
-case (rho, eps, delta, eps_max; a Brownian time not below). What it trusts: the admission
-decision (the client prices the round against the filter under the lock) and the realised
-cost a client reports for its own round.
+case (rho, eps, delta, eps_max; a Brownian time not below). For a zCDP-family budget
+(``ZCDPFilter``, ``UnifiedFilter``, ``BrownianFilter``) it prices every round in exact decimals
+(``expost.rho_price``, as `expost.filters.zcdp.zcdp_price` does, never above it) and refuses a
+reservation past the budget (relative slack 1e-9 for decimal against binary). What it trusts:
+the admission decision for the other filter kinds (the client prices the round under the lock)
+and the realised cost a client reports for its own round.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ _TABLES: Final = (
         created double precision NOT NULL,
         round integer CHECK (round >= 0),
         token uuid,
+        spent_rho numeric,
+        spent_delta numeric,
         PRIMARY KEY (ledger, id))""",
     "CREATE UNIQUE INDEX rounds_reserved ON expost.rounds (ledger, round) WHERE kind = 'reserve'",
     "CREATE UNIQUE INDEX rounds_settled ON expost.rounds (ledger, round) WHERE kind = 'settle'",
@@ -106,6 +111,20 @@ BEGIN
         END IF;
     END LOOP;
 END $$"""
+
+_PRICE: Final = r"""
+CREATE FUNCTION expost.rho_price(c jsonb, OUT rho numeric, OUT delta numeric) LANGUAGE sql
+IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE c->>'type'
+        WHEN 'ZCDPCost' THEN (c->>'rho')::numeric WHEN 'GaussianCost' THEN (c->>'rho')::numeric
+        WHEN 'BrownianCost' THEN
+            coalesce((c->>'sensitivity')::numeric, 1) ^ 2 / (2 * (c->>'time')::numeric)
+        WHEN 'DPCost' THEN (c->>'eps')::numeric ^ 2 / 2
+        WHEN 'BoundedRangeCost' THEN (c->>'eps')::numeric ^ 2 / 8
+        WHEN 'ExPostCost' THEN coalesce((c->>'eps_max')::numeric ^ 2 / 2, 0) END,
+        CASE WHEN c->>'type' IN ('ZCDPCost', 'DPCost') THEN coalesce((c->>'delta')::numeric, 0)
+             ELSE 0 END
+$$"""
 
 _AT_MOST: Final = r"""
 CREATE FUNCTION expost.at_most(s jsonb, r jsonb) RETURNS boolean LANGUAGE sql IMMUTABLE
@@ -163,6 +182,11 @@ DECLARE
     v_token uuid;
     v_reserved jsonb;
     v_reserve_token uuid;
+    v_spent_rho numeric := 0;
+    v_spent_delta numeric := 0;
+    v_rho numeric;
+    v_delta numeric;
+    v_filter jsonb := NULL;
     v_now double precision := extract(epoch FROM clock_timestamp());
 BEGIN
     SELECT l.config::jsonb INTO v_config FROM expost.ledgers l
@@ -174,7 +198,13 @@ BEGIN
     IF jsonb_typeof(v_rec) <> 'object' OR coalesce(p_kind, '') = '' THEN
         RAISE EXCEPTION 'expost: a round is a non-empty kind and a JSON object';
     END IF;
-    SELECT coalesce(max(r.id) + 1, 0) INTO v_next FROM expost.rounds r WHERE r.ledger = p_name;
+    -- the last entry: the next id, and the charge so far (a running total: O(1) per round)
+    SELECT r.id + 1, coalesce(r.spent_rho, 0), coalesce(r.spent_delta, 0)
+        INTO v_next, v_spent_rho, v_spent_delta
+        FROM expost.rounds r WHERE r.ledger = p_name ORDER BY r.id DESC LIMIT 1;
+    v_next := coalesce(v_next, 0);
+    v_spent_rho := coalesce(v_spent_rho, 0);
+    v_spent_delta := coalesce(v_spent_delta, 0);
     IF coalesce(v_config->>'format', '') LIKE 'expost-session/%' THEN
         IF p_kind NOT IN ('reserve', 'settle') THEN
             RAISE EXCEPTION 'expost: a session ledger takes reserve and settle entries, not %',
@@ -186,6 +216,10 @@ BEGIN
         END IF;
         v_round := (v_rec->>'round')::integer;
         PERFORM expost.check_cost(v_rec->'cost');
+        SELECT p.rho, p.delta INTO v_rho, v_delta FROM expost.rho_price(v_rec->'cost') p;
+        IF v_config->'filter'->>'type' IN ('ZCDPFilter', 'UnifiedFilter', 'BrownianFilter') THEN
+            v_filter := v_config->'filter';
+        END IF;
         IF p_kind = 'reserve' THEN
             IF (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(v_rec) k)
                 <> '{{cost,mechanism,round}}' OR jsonb_typeof(v_rec->'mechanism') <> 'string' THEN
@@ -196,6 +230,14 @@ BEGIN
                 RAISE EXCEPTION 'expost: reservation of round % is out of order', v_round;
             END IF;
             v_token := gen_random_uuid();
+            IF v_filter IS NOT NULL AND (
+                v_spent_rho + v_rho > (v_filter->>'rho')::numeric * 1.000000001
+                OR v_filter->>'type' <> 'BrownianFilter'
+                    AND v_spent_delta + v_delta > (v_filter->>'delta')::numeric * 1.000000001)
+            THEN
+                RAISE EXCEPTION 'expost: reservation % of round % exceeds the budget %',
+                    v_rec->'cost', v_round, v_filter;
+            END IF;
         ELSE
             IF (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(v_rec) k)
                 <> '{{cost,round}}' THEN
@@ -218,7 +260,12 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    INSERT INTO expost.rounds VALUES (p_name, v_next, p_kind, p_record, v_now, v_round, v_token);
+    IF v_reserved IS NOT NULL THEN  -- a settlement: the round's charge moves to it
+        SELECT v_rho - p.rho, v_delta - p.delta INTO v_rho, v_delta
+            FROM expost.rho_price(v_reserved) p;
+    END IF;
+    INSERT INTO expost.rounds VALUES (p_name, v_next, p_kind, p_record, v_now, v_round, v_token,
+        v_spent_rho + v_rho, v_spent_delta + v_delta);
     RETURN QUERY SELECT v_next, v_now, v_token;
 END $$"""
 
@@ -227,6 +274,7 @@ INSTALL: Final = (
     "REVOKE ALL ON SCHEMA expost FROM PUBLIC",
     *_TABLES,
     _CHECK_COST,
+    _PRICE,
     _AT_MOST,
     *_READ,
     _APPEND,

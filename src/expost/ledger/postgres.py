@@ -142,7 +142,8 @@ class PostgresLedger(ClosesOnExit):
     @classmethod
     def _at(cls, url: str, timeout: float) -> PostgresLedger:
         if not is_postgres_url(url):
-            raise InvalidParameter("url", url, "must start with postgresql:// or postgres://")
+            shown = shown_url(url) if isinstance(url, str) else url
+            raise InvalidParameter("url", shown, "must start with postgresql:// or postgres://")
         return cls(*_split(url), timeout)
 
     @classmethod

@@ -27,7 +27,7 @@ def _is_postgres(target: object) -> bool:
     if isinstance(target, str) and (match := _URL.match(target)):
         raise InvalidParameter(
             "ledger",
-            target.split("@")[-1],
+            f"{match.group(1)}://{target[match.end() :].split('@')[-1]}",  # no credentials
             f"the scheme {match.group(1)!r} is not supported: a ledger is a SQLite file path "
             "or a postgresql:// URL",
         )
