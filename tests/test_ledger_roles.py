@@ -362,7 +362,7 @@ def test_passwords_are_never_printed(pg_server: Any, capsys: pytest.CaptureFixtu
 def test_init_parses_a_filter_without_evaluating_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, expected: object
 ) -> None:
-    from expost.ledger_command import parse_filter
+    from expost.cli.ledger import parse_filter
 
     assert parse_filter(spec) == expected
     path = str(tmp_path / "l.sqlite")
@@ -386,7 +386,7 @@ def test_init_parses_a_filter_without_evaluating_it(
     ],
 )
 def test_init_refuses_anything_but_filter_calls(tmp_path: Path, spec: str) -> None:
-    from expost.ledger_command import parse_filter
+    from expost.cli.ledger import parse_filter
 
     with pytest.raises(InvalidParameter, match="filter"):
         parse_filter(spec)

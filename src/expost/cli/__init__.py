@@ -1,7 +1,7 @@
 """The ``expost`` command: every subcommand's module lives in this package, the top layer.
 
 ``prove`` (`expost.cli.prove`), ``reproduce`` (`expost.cli.reproduce`), ``audit``
-(`expost.cli.audit`) and ``ledger`` (`expost.ledger_command`); nothing below imports it.
+(`expost.cli.audit`) and ``ledger`` (`expost.cli.ledger`); nothing below imports it.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from expost import ledger_command
 from expost.cli import audit as audit_cli
+from expost.cli import ledger as ledger_command
 from expost.cli import prove as prove_cli
 from expost.cli import reproduce as reproduce_cli
 
