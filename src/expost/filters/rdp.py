@@ -185,7 +185,7 @@ class RDPFilter:
     def spend(self, realised: RoundCost) -> RDPFilter:
         """A new filter with ``realised`` recorded; `BudgetExceeded` if no order can take it."""
         self.check(realised)
-        return attrs.evolve(self, realised=self.realised + (realised,))
+        return attrs.evolve(self, realised=(*self.realised, realised))
 
     def guarantee(self) -> ApproxDP:
         """(eps, delta)-DP for the whole interaction (module docstring)."""
