@@ -23,6 +23,7 @@ APC Lemma B.1) or (c) by ReducedAboveThreshold at the levels E_n (2E_N, BNR Thm 
 
 from expost.apps.erm.command import add_parser
 from expost.apps.erm.figures import plot_figure2, plot_figure3
+from expost.apps.erm.report import summary
 from expost.apps.erm.simulation import (
     ABOVE_THRESHOLD_EPS,
     CHECKERS,
@@ -35,7 +36,6 @@ from expost.apps.erm.simulation import (
     privacy_levels,
     run_task,
     single_run,
-    summary,
 )
 from expost.apps.erm.tasks import (
     LAMBDA,
