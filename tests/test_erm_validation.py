@@ -78,17 +78,43 @@ def test_the_stop_is_decided_by_the_released_values_alone() -> None:
 
 
 def test_the_rule_is_given_the_released_estimates_and_nothing_else() -> None:
-    seen: list[float] = []
+    seen: list[tuple[float, ...]] = []
 
-    def spy(value: float) -> bool:
-        seen.append(value)
+    def spy(values: tuple[float, ...]) -> bool:
+        seen.append(values)
         return False
 
     result = CHECK.run(iter(SCORES.tolist()), np.random.default_rng(1), rule=spy)
-    assert seen == list(result.released)
+    assert seen == [result.released[: k + 1] for k in range(len(TIMES))]
     assert result.stop_index is None
     assert result.ex_post_rdp == CHECK.charge(len(TIMES) - 1)
-    assert not set(seen) & set(SCORES.tolist())
+    assert not set(result.released) & set(SCORES.tolist())
+
+
+def test_the_windowed_rule_post_processes_the_releases() -> None:
+    """window = m: the estimate of the last m increments, computed from the releases alone; its
+    mean is the precision-weighted mean of the last m scores, its variance 1/(s_k − s_(k−m))."""
+    windowed = ValidationCheck(TIMES, 1.0, 55.0, below=False, window=3)
+    n = 20_000
+    released = windowed.releases_batch(np.tile(SCORES, (n, 1)), np.random.default_rng(12))
+    estimates = windowed.estimates(released)
+    np.testing.assert_array_equal(estimates[:, :3], released[:, :3])
+    s = 1.0 / TIMES
+    lag = np.concatenate([np.zeros(3), s[:-3]])
+    steps = np.diff(s, prepend=0.0)
+    for k in range(3, TIMES.size):
+        mean = float(np.dot(steps[k - 2 : k + 1], SCORES[k - 2 : k + 1]) / (s[k] - lag[k]))
+        sd = math.sqrt(1.0 / (s[k] - lag[k]))
+        assert st.mean_is_consistent(estimates[:, k], mean, sd)
+        assert st.variance_is_consistent(estimates[:, k] - mean, sd**2, 3 * sd**4)
+    assert not st.mean_is_consistent(
+        released[:, -1],
+        float(np.dot(steps[-3:], SCORES[-3:]) / (s[-1] - lag[-1])),
+        math.sqrt(TIMES[-1]),
+    )
+    result = windowed.run(iter(SCORES.tolist()), np.random.default_rng(13))
+    for k in range(len(result.released)):
+        assert windowed.decides(result.released[: k + 1]) == (k == result.stop_index)
 
 
 def test_batch_stops_are_the_stops_of_the_released_batch() -> None:

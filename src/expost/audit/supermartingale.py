@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from attrs import frozen
@@ -226,6 +226,10 @@ def gaussian_shaped(
     return [a * delta**2 / (2.0 * 2.0 * lam * t) for t in grid]
 
 
+def _value(table: dict[int, Mp], k: int) -> Mp:
+    return table.get(k, 0)
+
+
 def worst_stopping_mean(
     times: Sequence[float],
     rate: float,
@@ -252,15 +256,12 @@ def worst_stopping_mean(
             for n in range(len(grid) - 1, -1, -1):
                 t, z_max = grid[n], _window(lam * grid[n], positive("sds", sds), d + 1)
                 scale = mpmath.exp(-(mpmath.mpf(a) - 1) * mpmath.mpf(values[n]))
-                later = envelope
+                later = partial(_value, envelope)
                 envelope = {}
                 for z in range(-z_max, z_max + 1):
                     stop = _g(lam * t, z, d, a) * scale
                     if n + 1 < len(grid):
-                        go_on = _bridge_mean(
-                            t, grid[n + 1], lam, z, lambda k, table=later: table.get(k, 0), sds
-                        )
-                        stop = max(stop, go_on)
+                        stop = max(stop, _bridge_mean(t, grid[n + 1], lam, z, later, sds))
                     envelope[z] = stop
             mean = mpmath.fsum(_pmf(lam * grid[0], z) * v for z, v in envelope.items())
             if best is None or mean > best[0]:

@@ -11,6 +11,7 @@ import numpy as np
 from expost.apps.erm.simulation import (
     ABOVE_THRESHOLD_EPS,
     CHECK_SHARE,
+    CHECK_WINDOW,
     CHECKERS,
     DELTA,
     TUNED_EPS,
@@ -69,6 +70,9 @@ def summary(results: list[TaskResult], runs: int, seed: int) -> dict[str, Any]:
         "delta": DELTA,
         "boundary": f"linear, tuned at eps = {TUNED_EPS}",
         "above_threshold_eps": ABOVE_THRESHOLD_EPS,
-        "validation_check": f"Brownian, rho_k = {CHECK_SHARE} x BM's rho_k; eps at delta {DELTA}",
+        "validation_check": (
+            f"Brownian, rho_k = {CHECK_SHARE} x BM's rho_k, rule on the last {CHECK_WINDOW} "
+            f"increments; eps at delta {DELTA}"
+        ),
         "tasks": tasks,
     }

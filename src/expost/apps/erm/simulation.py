@@ -49,6 +49,7 @@ __all__ = [
     "ABOVE_THRESHOLD_EPS",
     "CHECKERS",
     "CHECK_SHARE",
+    "CHECK_WINDOW",
     "DEFAULT_RUNS",
     "DELTA",
     "METHODS",
@@ -83,6 +84,8 @@ CHECKERS: tuple[Checker, ...] = (
 DEFAULT_RUNS = 1000
 CHECK_SHARE = 1.0
 """The validation check's ρ at level k over BM's ex-post zCDP ρ = Δ2²/(2t_k) at that level."""
+CHECK_WINDOW = 5
+"""Increments the validation check's rule averages (`ValidationCheck.window`)."""
 
 
 def privacy_levels(first: float = 0.16, last: float = 32.0, num: int = 60) -> FloatArray:
@@ -114,10 +117,16 @@ class Mechanisms:
 
     @classmethod
     def build(
-        cls, task: ERMTask, levels: npt.ArrayLike, validation: ERMData | None = None
+        cls,
+        task: ERMTask,
+        levels: npt.ArrayLike,
+        validation: ERMData | None = None,
+        share: float = CHECK_SHARE,
+        window: int | None = CHECK_WINDOW,
     ) -> Mechanisms:
         """BM on TimeGrid.from_boundary(ψ tuned at 0.3, levels); LNR on scales Δ1/levels; the
-        validation check (default: on the training data) at ρ_k = CHECK_SHARE·Δ2²/(2t_k)."""
+        validation check (default: on the training data) at ρ_k = share·Δ2²/(2t_k), its rule
+        averaging the last ``window`` increments."""
         e = np.asarray(levels, dtype=np.float64)
         boundary = LinearPrivacyBoundary.tuned_for(TUNED_EPS, DELTA, task.l2_sensitivity)
         grid = TimeGrid.from_boundary(boundary, e)
@@ -127,8 +136,8 @@ class Mechanisms:
         sensitivity = (
             task.utility_sensitivity if validation is None else task.loss_range / validation.n
         )
-        times = bm.times * (sensitivity / task.l2_sensitivity) ** 2 / CHECK_SHARE
-        check = ValidationCheck(times, sensitivity, 0.0)  # the target is set per run
+        times = bm.times * (sensitivity / task.l2_sensitivity) ** 2 / positive("share", share)
+        check = ValidationCheck(times, sensitivity, 0.0, window=window)  # target: per run
         check_rho = np.array([check.rho(k) for k in range(times.size)])
         costs = {m: _level_costs(m, bm, bounds[m], check) for m in METHODS}
         return cls(bm, lnr, boundary, bounds, validation, check, check_rho, costs)
@@ -334,11 +343,13 @@ def run_task(
     tick: Callable[[], None] = lambda: None,
     execution: Execution | None = None,
     validation: ERMData | None = None,
+    check: tuple[float, int | None] = (CHECK_SHARE, CHECK_WINDOW),
 ) -> TaskResult:
     """BNR Sec. 6 on one task, vectorised over runs: Figure 2 curves and Figure 3 ex-post losses.
 
     The validation check runs on ``validation`` (default: the training data, still private:
-    the check's ex-post RDP is added to the mechanism's, which holds for any data it reads).
+    the check's ex-post RDP is added to the mechanism's, which holds for any data it reads);
+    ``check`` = (share, window) of `Mechanisms.build`.
 
     Each method's runs are cut into chunks of `RUN_CHUNK` drawn from streams spawned from
     ``seed`` (`expost.execution.children`: the same seed object gives the same result however
@@ -352,7 +363,7 @@ def run_task(
     if not isinstance(seed, np.random.SeedSequence):
         raise InvalidParameter("seed", seed, "must be a numpy.random.SeedSequence")
     goal = positive("target", target)
-    mechanisms = Mechanisms.build(task, levels, validation)
+    mechanisms = Mechanisms.build(task, levels, validation, *check)
     methods: dict[Method, MethodResult] = {}
     sizes = chunk_sizes(n_runs, RUN_CHUNK)
     with (Execution() if execution is None else execution).executor() as executor:

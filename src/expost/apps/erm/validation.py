@@ -11,8 +11,11 @@ query, in privacy time s = 1/τ for decreasing noise times τ_1 > … > τ_K:
 
 with W a standard Brownian motion and B(τ) = τ·W(1/τ) (Lévy time inversion, THEORY §3): Y_k is
 the precision-weighted mean of the scores so far plus noise of variance τ_k; with a constant
-score it is exactly `BrownianNoiseReduction`. The check stops at the first k whose *released*
-Y_k passes the target (a rule that sees nothing else).
+score it is exactly `BrownianNoiseReduction`. The check stops at the first k where a rule of the
+*released* values Y_1..Y_k passes the target. The default rule post-processes them (free: the
+guarantee is immune, THEORY §11) into the estimate of the last ``window`` increments,
+(s_k·Y_k − s_(k−m)·Y_(k−m))/(s_k − s_(k−m)), which forgets older models (a smaller bias when
+the models improve, a larger variance); ``window=None`` uses Y_k itself.
 
 Privacy (THEORY §11, the argument of ex-post-rdp-brownian with a predictable drift): the
 releases Y_1..Y_k and the increments of X determine each other, and the k-th increment is a
@@ -27,7 +30,7 @@ add (the interleaved rounds form one supermartingale, THEORY §11 "Filters").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +67,12 @@ def _times(value: npt.ArrayLike) -> FloatArray:
     return read_only(positive_decreasing("times", value))
 
 
+def _window(value: object) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidParameter("window", value, "must be None or an integer >= 1")
+    return value
+
+
 @frozen
 class ValidationResult:
     """The stop (``stop_index``, 0-based; None: never passed, charged at the last time), the
@@ -80,18 +89,38 @@ class ValidationCheck:
     passes ``target`` (module docstring; ex-post zCDP ρ = Δ²/(2τ_stop), THEORY §11).
 
     ``times``: decreasing noise times τ_1 > … > τ_K (variance of the k-th estimate);
-    ``sensitivity``: Δ of every score; ``below``: pass when Y_k <= target (a loss), else when
-    Y_k >= target (an accuracy or a count).
+    ``sensitivity``: Δ of every score; ``below``: pass when the estimate is <= target (a loss),
+    else when it is >= target (an accuracy or a count); ``window``: increments the estimate
+    uses (None: all, the estimate is Y_k).
     """
 
     times: FloatArray = field(converter=_times, eq=False)
     sensitivity: float = field(converter=as_float, validator=validator(positive))
     target: float = field(converter=as_float, validator=validator(finite))
     below: bool = True
+    window: int | None = field(default=None, converter=_window)
 
-    def passes(self, released: float) -> bool:
-        """The stopping rule: does the released estimate pass the target?"""
-        return released <= self.target if self.below else released >= self.target
+    def passes(self, estimate: float) -> bool:
+        """Does an estimate pass the target?"""
+        return estimate <= self.target if self.below else estimate >= self.target
+
+    def estimates(self, released: npt.ArrayLike) -> FloatArray:
+        """The rule's estimates (trials, k) from released values (trials, k) alone: Y itself, or
+        the precision-weighted mean of the last ``window`` increments (module docstring)."""
+        y = np.atleast_2d(finite_array("released", released))
+        if y.shape[1] > self.times.size:
+            raise InvalidParameter("released", y.shape, f"has more than {self.times.size} values")
+        if self.window is None:
+            return y
+        s, m = 1.0 / self.times[: y.shape[1]], self.window
+        x = y * s
+        out: FloatArray = y.copy()  # the first m estimates use every increment: Y itself
+        out[:, m:] = (x[:, m:] - x[:, :-m]) / (s[m:] - s[:-m])
+        return out
+
+    def decides(self, released: Sequence[float]) -> bool:
+        """The default rule: does the estimate after the released values so far pass?"""
+        return self.passes(float(self.estimates(np.asarray(released)[None, :])[0, -1]))
 
     def rho(self, index: int) -> float:
         """Ex-post zCDP ρ of a run stopped at ``index``: Δ²/(2τ_index) rounded up."""
@@ -126,10 +155,9 @@ class ValidationCheck:
         return out
 
     def stops(self, released: npt.ArrayLike) -> IntArray:
-        """The stop of each run (−1: none) from its released estimates (trials, K) alone."""
-        y = finite_array("released", released)
-        fired = y <= self.target if self.below else y >= self.target
-        return first_hits(np.atleast_2d(fired))
+        """The stop of each run (−1: none) from its released values (trials, K) alone."""
+        e = self.estimates(released)
+        return first_hits(e <= self.target if self.below else e >= self.target)
 
     def run_batch(self, scores: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
         """Each run's stop index (−1: none) for private scores (trials, K)."""
@@ -139,13 +167,13 @@ class ValidationCheck:
         self,
         scores: Iterable[float],
         rng: np.random.Generator,
-        rule: Callable[[float], bool] | None = None,
+        rule: Callable[[tuple[float, ...]], bool] | None = None,
     ) -> ValidationResult:
         """Consume ``scores`` lazily (round k's score may depend on what was released before
-        it) and stop at the first release that ``rule`` (default `passes`) accepts; ``rule`` is
-        given the released estimate and nothing else."""
+        it) and stop as soon as ``rule`` (default `decides`) accepts the released values so
+        far; ``rule`` is given those and nothing else."""
         rng = generator(rng)
-        accept = self.passes if rule is None else rule
+        accept = self.decides if rule is None else rule
         path = BrownianPath(1, rng)
         released: list[float] = []
         weighted, previous = 0.0, 0.0
@@ -156,7 +184,7 @@ class ValidationCheck:
             weighted += (1.0 / t - previous) * finite("scores", score)
             previous = 1.0 / t
             released.append(weighted * t + float(path.next(t)[0]))
-            if accept(released[-1]):
+            if accept(tuple(released)):
                 return ValidationResult(k, tuple(released), self.charge(k))
         if not released:
             raise InvalidParameter("scores", scores, "must give at least one score")
