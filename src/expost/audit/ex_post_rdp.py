@@ -10,6 +10,10 @@
   iterate shifted by θ·(f(x) − f(x')), weight ``exp(−θL + θ(θ+1)·rho(T))`` on the path up to
   the stop, Girsanov in privacy time); the weighted sample then has second moment exp(2·rho).
   Twin: rho halved, whose mean is above 1.
+- ``ex-post-rdp-markov/bm/<rule>/alpha-<α>/delta-<δ>`` (deploy suites): the Markov form
+  ``P(L > ε_α(Y) + log(1/delta)/(α−1)) <= delta`` at deployment deltas, drawn tilted by θ = α − 1,
+  where the weight on the event is below delta (`ImportanceClaim`). Twin: the Markov term
+  dropped (the RDP value itself claimed as a high-probability bound).
 - ``post-processing/gaussian-bucket`` (expected refuted): a Gaussian release with the constant
   ex-post bound ε that its loss exceeds with probability exactly delta = 1e-3 (Δ = σ); the
   release is coarsened into the bucket {y >= cut} (cut = `gaussian_bucket`: the lowest cut whose
@@ -33,7 +37,8 @@ from expost.audit._paper import Constant, gaussian_loss
 from expost.audit.brownian import LossAbove
 from expost.audit.claims import EValueClaim, ProbabilityClaim
 from expost.audit.core import Audit, Twin
-from expost.audit.registry import DEPLOY, DEPLOY_QUICK, PAPER, QUICK, register
+from expost.audit.registry import DEPLOY, DEPLOY_QUICK, PAPER, QUICK, register, register_at_deltas
+from expost.audit.tilting import ROUNDING_MARGIN, ImportanceCase
 from expost.ex_post_rdp import ExPostRDP
 from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction
@@ -43,10 +48,12 @@ __all__ = [
     "ALPHAS",
     "ValueAbove",
     "bm_ex_post_rdp",
+    "bm_ex_post_rdp_markov",
     "bm_rdp_samples",
     "bucket_rdp_samples",
     "bucket_violations",
     "gaussian_bucket",
+    "markov_weights",
     "post_processing_failure",
 ]
 
@@ -114,7 +121,7 @@ def _bm_audit(suite: str, rule: str, alpha: float) -> Audit:
     theta = tilt(alpha)
     name = f"ex-post-rdp/bm/{rule}/alpha-{alpha:g}"
     how = "plain Monte Carlo" if theta == 0.0 else f"tilted by θ = {theta:g} (Girsanov)"
-    n = {QUICK: 20_000, PAPER: 200_000}.get(suite, 1_000_000)
+    n = 20_000 if suite == QUICK else 200_000
     return Audit(
         name=name,
         source="THEORY §11 (ex-post RDP of the BM; Räisä, Koskela & Honkela 2025)",
@@ -134,11 +141,57 @@ def _bm_audit(suite: str, rule: str, alpha: float) -> Audit:
     )
 
 
-@register(QUICK, PAPER, DEPLOY, DEPLOY_QUICK)
+@register(QUICK, PAPER)
 def bm_ex_post_rdp(suite: str) -> list[Audit]:
     """The BM's ex-post RDP under three adaptive rules at α in `ALPHAS` (quick: α = 4 only)."""
-    alphas = (4.0,) if suite in (QUICK, DEPLOY_QUICK) else ALPHAS
+    alphas = (4.0,) if suite == QUICK else ALPHAS
     return [_bm_audit(suite, rule, a) for rule in _RULES for a in alphas]
+
+
+def markov_weights(
+    rule: str, alpha: float, delta: float, markov: bool, n: int, rng: np.random.Generator
+) -> FloatArray:
+    """n runs of ``w·1{L > ε_α(Y) + log(1/delta)/(α−1)}`` (``markov=False``, the twin: the term
+    log(1/delta)/(α−1) dropped), drawn tilted by θ = α − 1. On the event
+    ``w = exp(−θL + θ(θ+1)·rho) < exp(−log(1/delta)) = delta`` (1 for the twin): the Markov step
+    of THEORY §11 is the weight bound."""
+    theta = alpha - 1.0
+    bm = BrownianNoiseReduction(TimeGrid(_TIMES), 1.0, _rule(rule))
+    tr = bm.run_batch(_FX + theta * (_FX - _FXP), n, rng)
+    assert tr.cost is not None  # a BM always has its zCDP cost
+    loss = gaussian_loss(tr.value, tr.times, _FX, _FXP)
+    tail = -math.log(delta) / (alpha - 1.0) if markov else 0.0
+    bound = np.nextafter(alpha * np.asarray(tr.cost) + tail, np.inf)
+    log_w = -theta * loss + theta * (theta + 1.0) / (2.0 * tr.times)
+    out: FloatArray = np.where(loss > bound, np.exp(log_w), 0.0)
+    return out
+
+
+def _markov_audit(suite: str, delta: float, rule: str, alpha: float) -> Audit:
+    name = f"ex-post-rdp-markov/bm/{rule}/alpha-{alpha:g}"
+    return ImportanceCase(
+        delta=delta,
+        name=name,
+        source="THEORY §11 (ex-post RDP, Markov conversion)",
+        statement=(
+            f"BM, Δ = 1, 30 log-spaced times in [0.25, 4], {rule} stopping rule: "
+            f"P(L > α·Δ²/(2T) + log(1/delta)/(α−1)) <= delta at α = {alpha:g}"
+        ),
+        proposal=f"every iterate shifted by (α−1)·(f(x) − f(x')), α = {alpha:g}",
+        weight_bound=delta * ROUNDING_MARGIN,
+        simulate=partial(markov_weights, rule, alpha, delta, True),
+        twin_name=f"{name}/markov-term-dropped",
+        twin_proposal="the same tilt (weight < 1 on P(L > α·rho))",
+        twin_bound=ROUNDING_MARGIN,
+        twin_simulate=partial(markov_weights, rule, alpha, delta, False),
+    ).audit(200_000 if suite == DEPLOY else 50_000, 50_000)
+
+
+@register_at_deltas(DEPLOY, DEPLOY_QUICK)
+def bm_ex_post_rdp_markov(suite: str, delta: float) -> list[Audit]:
+    """The Markov form of the BM's ex-post RDP at deployment deltas (deploy-quick: one rule)."""
+    rules = _RULES if suite == DEPLOY else ("adversarial",)
+    return [_markov_audit(suite, delta, rule, a) for rule in rules for a in (2.0, 4.0)]
 
 
 # --- Post-processing: a probabilistic ex-post bound fails, ex-post RDP holds ----------------

@@ -1,0 +1,192 @@
+"""An RDP filter at chosen orders that prices ex-post RDP rounds at their realised ε_α(y).
+
+THEORY §11 (Feldman & Zrnic 2021's RDP filter with realised costs). If every round i satisfies
+E[exp((α−1)(L_i − ε_(α,i)(Y_i))) | past] <= 1 (ex-post RDP; an ordinary RDP round has a constant
+ε_α), the product of these factors is a nonnegative supermartingale at each order α, and Ville
+gives P(∃n: Σ L_i >= Σ ε_(α,i) + log(k/delta)/(α−1)) <= delta/k. With a budget
+B_α = eps − log(k/delta)/(α−1) at each of k orders, a filter that admits a round only while its
+largest possible charge fits B_α at *some* order keeps, at the stop, an order α* with
+Σ ε_(α*,i) <= B_α*, so P(Σ L_i > eps) <= delta: the interaction is (eps, delta)-DP (the union
+over the k orders is paid by the split of delta).
+
+Prices per order (`rdp_price`, every number rounded up): `RDPCost` (an `ExPostRDP`, realised)
+its ε_α; a Brownian round α·Δ²/(2t) (the `UnifiedFilter` price Δ²/(2t) times α, APC Thm 5;
+THEORY §11: that zCDP price is the release's ex-post zCDP); a zCDP or Gaussian round with delta 0
+α·rho; a pure eps-DP round min(eps, α·eps²/2) (Bun–Steinke 2016 Prop 3.3) and a bounded-range
+round min(eps, α·eps²/8) (Cesar–Rogers 2021): constants, so the smaller is a valid bound; a pure
+ex-post round (Laplace noise reduction, ``ExPostCost`` with delta 0) its realised bound. Rounds
+with a delta > 0 are refused (their loss can be unbounded with probability delta).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+
+import attrs
+from attrs import field, frozen
+
+from expost._validation import as_float, open_probability, positive, validator
+from expost.errors import BudgetExceeded, InvalidParameter
+from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP, markov_bound
+from expost.filters._exact import rho_of_brownian
+from expost.filters.base import refuse
+from expost.filters.costs import (
+    BoundedRangeCost,
+    BrownianCost,
+    Cost,
+    DPCost,
+    ExPostCost,
+    ZCDPCost,
+)
+from expost.guarantees import ApproxDP
+from expost.rounding import down_exact, sum_down, up_exact
+
+__all__ = ["RDPCost", "RDPFilter", "rdp_price"]
+
+_ACCEPTS = (
+    "RDPCost, BrownianCost, ZCDPCost/GaussianCost and DPCost with delta 0, BoundedRangeCost, "
+    "ExPostCost with delta 0"
+)
+
+
+def _guarantee(name: str, value: object) -> None:
+    if not isinstance(value, ExPostRDP):
+        raise InvalidParameter(name, value, "must be an ExPostRDP")
+
+
+@frozen
+class RDPCost:
+    """A round priced by its (ex-post) RDP guarantee: realised ε_α(y) after the release, or
+    the largest possible charge when asked for admission (THEORY §11)."""
+
+    guarantee: ExPostRDP = field(validator=validator(_guarantee))
+
+
+RoundCost = Cost | RDPCost
+
+
+def _times(alpha: float, x: float) -> float:
+    return up_exact(Fraction(alpha) * Fraction(x))
+
+
+def _pure_or_zcdp(alpha: float, eps: float, divisor: int) -> float:
+    """min(eps, α·eps²/divisor) rounded up: a constant pure-DP round's two valid RDP bounds."""
+    return min(eps, up_exact(Fraction(alpha) * Fraction(eps) ** 2 / divisor))
+
+
+def rdp_price(cost: RoundCost, alpha: float) -> float | None:
+    """ε_α charged for ``cost`` at order ``alpha`` (module docstring), None if not accepted."""
+    if isinstance(cost, RDPCost):
+        return cost.guarantee.eps(alpha)
+    if isinstance(cost, BrownianCost):
+        return _times(alpha, rho_of_brownian(cost.time, cost.sensitivity))
+    if isinstance(cost, ZCDPCost):
+        return _times(alpha, cost.rho) if cost.delta == 0.0 else None
+    if isinstance(cost, DPCost):
+        return _pure_or_zcdp(alpha, cost.eps, 2) if cost.delta == 0.0 else None
+    if isinstance(cost, BoundedRangeCost):
+        return _pure_or_zcdp(alpha, cost.eps, 8)
+    if isinstance(cost, ExPostCost) and cost.delta == 0.0:
+        return cost.bound
+    return None
+
+
+def _orders(value: Sequence[float]) -> tuple[float, ...]:
+    out = tuple(sorted(float(a) for a in value))
+    if not out or len(set(out)) != len(out) or any(not a > 1.0 for a in out):
+        raise InvalidParameter("orders", value, "must be distinct orders > 1, at least one")
+    return out
+
+
+def _rounds(value: Iterable[RoundCost]) -> tuple[RoundCost, ...]:
+    return tuple(value)
+
+
+@frozen
+class RDPFilter:
+    """(eps, delta)-DP for an interaction of ex-post RDP, RDP and zCDP rounds (THEORY §11).
+
+    Budgets B_α = eps − log(k/delta)/(α−1) at the k ``orders`` (rounded down: `budgets`). A
+    round is admitted iff, with its price added, the exact sum stays within B_α at some order;
+    the record ``realised`` holds the rounds' realised costs.
+    """
+
+    eps: float = field(converter=as_float, validator=validator(positive))
+    delta: float = field(converter=as_float, validator=validator(open_probability))
+    orders: tuple[float, ...] = field(default=DEFAULT_ORDERS, converter=_orders)
+    realised: tuple[RoundCost, ...] = field(default=(), converter=_rounds)
+
+    def __attrs_post_init__(self) -> None:
+        if self.realised and not self._fitting(self._totals()):
+            raise InvalidParameter("realised", self.realised, "its costs exceed every budget")
+
+    @property
+    def budgets(self) -> tuple[float, ...]:
+        """B_α = eps − log(k/delta)/(α−1) per order, rounded down (<= 0: that order admits nothing)."""
+        share = down_exact(Fraction(self.delta) / len(self.orders))
+        # markov_bound(0, α, share) is log(1/share)/(α−1) rounded up
+        return tuple(sum_down([self.eps, -markov_bound(0.0, a, share)]) for a in self.orders)
+
+    def price(self, cost: RoundCost) -> tuple[float, ...]:
+        """ε_α of ``cost`` at each order; `InvalidParameter` if the filter cannot charge it."""
+        prices = [rdp_price(cost, a) for a in self.orders]
+        if any(p is None for p in prices):
+            raise refuse(self, repr(cost), _ACCEPTS)
+        return tuple(float(p) for p in prices if p is not None)
+
+    def _totals(self, extra: RoundCost | None = None) -> list[Fraction]:
+        rounds = (*self.realised, *(() if extra is None else (extra,)))
+        totals = [Fraction(0)] * len(self.orders)
+        for cost in rounds:
+            totals = [t + Fraction(p) for t, p in zip(totals, self.price(cost), strict=True)]
+        return totals
+
+    def _fitting(self, totals: list[Fraction]) -> list[int]:
+        """The orders (indices) whose exact sum is within their budget."""
+        return [
+            i
+            for i, (t, b) in enumerate(zip(totals, self.budgets, strict=True))
+            if b > 0.0 and t <= Fraction(b)
+        ]
+
+    @property
+    def rounds(self) -> int:
+        """How many rounds have been recorded."""
+        return len(self.realised)
+
+    @property
+    def spent(self) -> tuple[float, ...]:
+        """Σ ε_α over the recorded rounds, per order (exact sums rounded up)."""
+        return tuple(up_exact(t) for t in self._totals())
+
+    @property
+    def remaining(self) -> tuple[float, ...]:
+        """B_α − Σ ε_α per order, rounded down (0 where nothing is left)."""
+        return tuple(
+            max(0.0, down_exact(Fraction(b) - t))
+            for b, t in zip(self.budgets, self._totals(), strict=True)
+        )
+
+    def admits(self, request: RoundCost) -> bool:
+        """Whether a round charging at most ``request`` keeps some order within its budget."""
+        return bool(self._fitting(self._totals(request)))
+
+    def check(self, request: RoundCost) -> None:
+        """Raise `BudgetExceeded` unless ``request`` is admitted (named at the best order)."""
+        if self.admits(request):
+            return
+        asked = self.price(request)
+        i = max(range(len(self.orders)), key=lambda k: self.budgets[k] - self.spent[k] - asked[k])
+        raise BudgetExceeded(
+            self.spent[i], asked[i], self.remaining[i], f"eps_alpha (alpha={self.orders[i]:g})"
+        )
+
+    def spend(self, realised: RoundCost) -> RDPFilter:
+        """A new filter with ``realised`` recorded; `BudgetExceeded` if no order can take it."""
+        self.check(realised)
+        return attrs.evolve(self, realised=(*self.realised, realised))
+
+    def guarantee(self) -> ApproxDP:
+        """(eps, delta)-DP for the whole interaction (module docstring)."""
+        return ApproxDP(self.eps, self.delta)
