@@ -116,17 +116,25 @@ class RDPFilter:
     delta: float = field(converter=as_float, validator=validator(open_probability))
     orders: tuple[float, ...] = field(default=DEFAULT_ORDERS, converter=_orders)
     realised: tuple[RoundCost, ...] = field(default=(), converter=_rounds)
+    _budgets: tuple[float, ...] = field(init=False, eq=False, repr=False)
+    _sums: tuple[Fraction, ...] = field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
+        share = down_exact(Fraction(self.delta) / len(self.orders))
+        # markov_bound(0, α, share) is log(1/share)/(α−1) rounded up
+        budgets = tuple(sum_down([self.eps, -markov_bound(0.0, a, share)]) for a in self.orders)
+        object.__setattr__(self, "_budgets", budgets)
+        totals = [Fraction(0)] * len(self.orders)
+        for cost in self.realised:
+            totals = [t + Fraction(p) for t, p in zip(totals, self.price(cost), strict=True)]
+        object.__setattr__(self, "_sums", tuple(totals))
         if self.realised and not self._fitting(self._totals()):
             raise InvalidParameter("realised", self.realised, "its costs exceed every budget")
 
     @property
     def budgets(self) -> tuple[float, ...]:
         """B_α = eps − log(k/delta)/(α−1) per order, rounded down (<= 0: that order admits nothing)."""
-        share = down_exact(Fraction(self.delta) / len(self.orders))
-        # markov_bound(0, α, share) is log(1/share)/(α−1) rounded up
-        return tuple(sum_down([self.eps, -markov_bound(0.0, a, share)]) for a in self.orders)
+        return self._budgets
 
     def price(self, cost: RoundCost) -> tuple[float, ...]:
         """ε_α of ``cost`` at each order; `InvalidParameter` if the filter cannot charge it."""
@@ -136,11 +144,10 @@ class RDPFilter:
         return tuple(float(p) for p in prices if p is not None)
 
     def _totals(self, extra: RoundCost | None = None) -> list[Fraction]:
-        rounds = (*self.realised, *(() if extra is None else (extra,)))
-        totals = [Fraction(0)] * len(self.orders)
-        for cost in rounds:
-            totals = [t + Fraction(p) for t, p in zip(totals, self.price(cost), strict=True)]
-        return totals
+        """The exact sums per order, with ``extra``'s price added."""
+        if extra is None:
+            return list(self._sums)
+        return [t + Fraction(p) for t, p in zip(self._sums, self.price(extra), strict=True)]
 
     def _fitting(self, totals: list[Fraction]) -> list[int]:
         """The orders (indices) whose exact sum is within their budget."""
