@@ -38,7 +38,6 @@ from attrs import frozen
 from expost._validation import positive, positive_decreasing, positive_int, renyi_order
 from expost.errors import InvalidParameter
 from expost.rounding import down_mp, up_mp
-from expost.skellam_loss import SkellamLoss
 
 __all__ = [
     "StepReport",
@@ -141,6 +140,8 @@ def _step_log_ratios(
 
 def _renyi(t: float, rate: float, d: int, alpha: float) -> float:
     """D_α of Skellam(λt, λt) against its shift by d, rounded up (`SkellamLoss.renyi`)."""
+    from expost import SkellamLoss  # the public name: its module is moving (issue 28)
+
     return SkellamLoss(rate * t, d).renyi(alpha)
 
 
@@ -154,6 +155,13 @@ def _arguments(
         positive_int("sensitivity", sensitivity),
         renyi_order(alpha),
     )
+
+
+def _candidate(eps: Sequence[float], size: int) -> list[float]:
+    values = [float(e) for e in eps]
+    if len(values) != size or not all(math.isfinite(e) and e >= 0.0 for e in values):
+        raise InvalidParameter("eps", eps, f"must be {size} finite values >= 0")
+    return values
 
 
 def _steps(
@@ -191,9 +199,7 @@ def check_skellam_rdp(
     supermartingale condition of the module docstring, step by step, on windows of ``sds``
     standard deviations; the report gives each step's worst ratio (<= 1: it holds there)."""
     grid, lam, delta, a = _arguments(times, rate, sensitivity, alpha)
-    values = [float(e) for e in eps]
-    if len(values) != len(grid) or not all(math.isfinite(e) and e >= 0.0 for e in values):
-        raise InvalidParameter("eps", eps, f"must be {len(grid)} finite values >= 0")
+    values = _candidate(eps, len(grid))
     return SupermartingaleReport(_steps(grid, lam, delta, a, values, positive("sds", sds)))
 
 
@@ -246,9 +252,7 @@ def worst_stopping_mean(
     import mpmath
 
     grid, lam, delta, a = _arguments(times, rate, sensitivity, alpha)
-    values = [float(e) for e in eps]
-    if len(values) != len(grid):
-        raise InvalidParameter("eps", eps, f"must be {len(grid)} values")
+    values = _candidate(eps, len(grid))
     best: tuple[Mp, int] | None = None
     with mpmath.workdps(_DPS):
         for d in range(1, delta + 1):
