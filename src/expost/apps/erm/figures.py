@@ -85,6 +85,7 @@ def plot_figure3(results: list[TaskResult], path: Path) -> None:
                 )
                 ax.axvline(median, color=_COLOURS[m], lw=1.5)
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(plt.NullFormatter())  # minor labels overlap
             ax.set_xlabel("ex-post privacy loss at the stop")
             ax.set_ylabel("runs")
             ax.set_title(f"{r.task}: {_CHECKER_TITLES[c]}", fontsize=10)
