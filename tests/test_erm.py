@@ -402,7 +402,11 @@ def test_cli_writes_figures_and_summary(tmp_path: Path, capsys: pytest.CaptureFi
                 entry = task["ex_post_loss"][method][checker]
                 assert entry["q25"] <= entry["median"] <= entry["q75"]
                 assert 0.0 <= entry["target_met_fraction"] <= entry["stopped_fraction"] <= 1.0
-    assert "reduced_above_threshold" in capsys.readouterr().out
+                assert ("median_check_rho" in entry) == (checker == "validation")
+        assert task["validation_set"] == "held out, n = 10000"
+    printed = capsys.readouterr().out
+    assert "reduced_above_threshold" in printed
+    assert "validation check on held out" in printed
 
 
 def test_cli_is_seeded_and_checks_its_arguments(tmp_path: Path) -> None:
