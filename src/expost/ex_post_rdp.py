@@ -47,7 +47,7 @@ from expost.filters.costs import (
 from expost.guarantees import ExPost
 from expost.rounding import down_exact, neg_log_up, sum_up, up_exact
 
-__all__ = ["DEFAULT_ORDERS", "ExPostRDP", "ex_post_rdp_of", "markov_bound"]
+__all__ = ["DEFAULT_ORDERS", "ExPostRDP", "ex_post_rdp_of", "markov_bound", "renyi_orders"]
 
 DEFAULT_ORDERS = (1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0, 128.0)
 """The orders `ExPostRDP.probabilistic` splits delta over unless told otherwise (fixed in
@@ -84,7 +84,8 @@ def _table(value: object) -> tuple[tuple[float, float], ...]:
     return tuple(pairs)
 
 
-def _orders(value: Iterable[float]) -> tuple[float, ...]:
+def renyi_orders(value: Iterable[float]) -> tuple[float, ...]:
+    """A non-empty set of distinct Rényi orders (each finite and > 1), sorted."""
     out = tuple(sorted(renyi_order(a) for a in value))
     if not out or len(set(out)) != len(out):
         raise InvalidParameter("orders", value, "must be a non-empty set of distinct orders > 1")
@@ -157,7 +158,7 @@ class ExPostRDP:
 
     def _fixed_orders(self, orders: Sequence[float] | None) -> tuple[float, ...]:
         if orders is not None:
-            return _orders(orders)
+            return renyi_orders(orders)
         return tuple(a for a, _ in self.orders) if self.orders else DEFAULT_ORDERS
 
     def probabilistic(self, delta: float, orders: Sequence[float] | None = None) -> ExPost:
@@ -190,7 +191,7 @@ class ExPostRDP:
         if all(m.pure is not None for m in ms):
             return cls.of_pure(max(float(m.pure or 0.0) for m in ms))
         if orders is not None:
-            chosen = _orders(orders)
+            chosen = renyi_orders(orders)
         else:
             tabled = {a for m in ms for a, _ in m.orders}
             chosen = tuple(sorted(tabled)) if tabled else DEFAULT_ORDERS

@@ -20,7 +20,7 @@ with a delta > 0 are refused (their loss can be unbounded with probability delta
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from fractions import Fraction
 
 import attrs
@@ -28,7 +28,7 @@ from attrs import field, frozen
 
 from expost._validation import as_float, open_probability, positive, validator
 from expost.errors import BudgetExceeded, InvalidParameter
-from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP, markov_bound
+from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP, markov_bound, renyi_orders
 from expost.filters._exact import rho_of_brownian
 from expost.filters.base import refuse
 from expost.filters.costs import (
@@ -92,13 +92,6 @@ def rdp_price(cost: RoundCost, alpha: float) -> float | None:
     return None
 
 
-def _orders(value: Sequence[float]) -> tuple[float, ...]:
-    out = tuple(sorted(float(a) for a in value))
-    if not out or len(set(out)) != len(out) or any(not a > 1.0 for a in out):
-        raise InvalidParameter("orders", value, "must be distinct orders > 1, at least one")
-    return out
-
-
 def _rounds(value: Iterable[RoundCost]) -> tuple[RoundCost, ...]:
     return tuple(value)
 
@@ -114,7 +107,7 @@ class RDPFilter:
 
     eps: float = field(converter=as_float, validator=validator(positive))
     delta: float = field(converter=as_float, validator=validator(open_probability))
-    orders: tuple[float, ...] = field(default=DEFAULT_ORDERS, converter=_orders)
+    orders: tuple[float, ...] = field(default=DEFAULT_ORDERS, converter=renyi_orders)
     realised: tuple[RoundCost, ...] = field(default=(), converter=_rounds)
     _budgets: tuple[float, ...] = field(init=False, eq=False, repr=False)
     _sums: tuple[Fraction, ...] = field(init=False, eq=False, repr=False)
