@@ -5,8 +5,8 @@
   difference (Monte Carlo by rejection, alpha = 1e-6); a kernel with the times swapped is rejected.
 - The certified bound passes the step check and the worst stopping rule (Snell envelope) stays
   at or below 1; the same bound with one increment cut by 1% fails the step check.
-- The Gaussian-shaped candidate α·Δ²/(2·2λt) is refuted on the grid (8, 4, 2, 1), λ = 1: an
-  adversarial stopping rule pushes E[exp((α−1)(L − ε))] above 1.
+- The Gaussian-shaped candidate α·Δ²/(2·2λt) and the fixed-time Rényi divergence are refuted on
+  the grid (8, 4, 2, 1), λ = 1: an adversarial stopping rule pushes E[exp((α−1)(L − ε))] above 1.
 - A window too small for the peak is refused.
 """
 
@@ -18,6 +18,7 @@ import math
 import numpy as np
 import pytest
 
+from expost import SkellamLoss
 from expost.audit.supermartingale import (
     _bridge_mean,
     _g,
@@ -81,6 +82,8 @@ def test_the_gaussian_shaped_bound_is_refuted_by_a_stopping_rule() -> None:
     worst, shift = worst_stopping_mean(GRID, 1.0, 1, 2.0, gaussian)
     assert worst > 1.01
     assert shift == 1
+    fixed_time = [SkellamLoss(t, 1).renyi(2.0) for t in GRID]  # D_α at each time: refuted too
+    assert worst_stopping_mean(GRID, 1.0, 1, 2.0, fixed_time)[0] > 1.02
     stretched = [1.25 * e for e in gaussian]  # a larger factor passes on this grid
     assert worst_stopping_mean(GRID, 1.0, 1, 2.0, stretched)[0] <= 1.0
 
