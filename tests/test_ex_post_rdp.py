@@ -25,6 +25,7 @@ from expost.audit.post_processing import bucket_factor, fixed_time_factor
 from expost.errors import InvalidParameter
 from expost.ex_post_rdp import DEFAULT_ORDERS, ex_post_rdp_of, markov_bound
 from expost.filters.costs import (
+    BoundedRangeCost,
     BrownianCost,
     DPCost,
     ExPostCost,
@@ -95,6 +96,8 @@ def test_ex_post_rdp_of_each_cost() -> None:
     assert ex_post_rdp_of(ZCDPCost(0.4, 1e-6)) is None
     assert ex_post_rdp_of(DPCost(1.5)) == ExPostRDP.of_pure(1.5)
     assert ex_post_rdp_of(DPCost(1.5, 1e-6)) is None
+    assert ex_post_rdp_of(BoundedRangeCost(0.8)) == ExPostRDP.of_pure(0.8)
+    assert ex_post_rdp_of(ExPostCost(1.2, 0.0, eps_max=3.0)) == ExPostRDP.of_pure(1.2)
     assert ex_post_rdp_of(None) is None
 
 

@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -102,18 +103,32 @@ def bm_rdp_samples(
 
     Drawn with every iterate shifted by θ·(f(x) − f(x')) (θ = 0: the plain law), weighted by
     ``w = exp(−θL + θ(θ+1)·Δ²/(2T))``; ε_α(Y) = ``ExPostRDP.of_rho(rho).eps(α)`` with the
-    library's realised rho (the batch's ``cost``), halved for the twin.
+    library's realised rho (the batch's ``cost``), halved for the twin. The Markov level of
+    `markov_weights` is the library's ``probabilistic(delta, orders=[α])``.
     """
+    loss, rho, log_w = _tilted_runs(rule, theta, n, rng)
+    eps = _per_value(rho / (2.0 if halved else 1.0), lambda r: ExPostRDP.of_rho(r).eps(alpha))
+    out: FloatArray = np.exp((alpha - 1.0) * (loss - eps) + log_w)
+    return out
+
+
+def _tilted_runs(
+    rule: str, theta: float, n: int, rng: np.random.Generator
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(L, the library's realised rho, log w) of n BM runs with every iterate shifted by
+    θ·(f(x) − f(x')); ``log w = −θL + θ(θ+1)·Δ²/(2T)`` (Girsanov in privacy time)."""
     bm = BrownianNoiseReduction(TimeGrid(_TIMES), 1.0, _rule(rule))
     tr = bm.run_batch(_FX + theta * (_FX - _FXP), n, rng)
     assert tr.cost is not None  # a BM always has its zCDP cost
     loss = gaussian_loss(tr.value, tr.times, _FX, _FXP)
-    rho = np.asarray(tr.cost) / (2.0 if halved else 1.0)
-    # ExPostRDP.of_rho(rho).eps(α) for each run, vectorised: α·rho rounded up (1 ulp covers it)
-    eps = np.nextafter(alpha * rho, np.inf)
-    exact_rho = 1.0 / (2.0 * tr.times)
-    log_w = -theta * loss + theta * (theta + 1.0) * exact_rho
-    out: FloatArray = np.exp((alpha - 1.0) * (loss - eps) + log_w)
+    log_w: FloatArray = -theta * loss + theta * (theta + 1.0) / (2.0 * tr.times)
+    return loss, np.asarray(tr.cost, dtype=np.float64), log_w
+
+
+def _per_value(values: FloatArray, bound: Callable[[float], float]) -> FloatArray:
+    """``bound`` (a library guarantee) at each run's value, evaluated once per distinct value."""
+    distinct, where = np.unique(values, return_inverse=True)
+    out: FloatArray = np.array([bound(float(v)) for v in distinct])[where]
     return out
 
 
@@ -155,15 +170,13 @@ def markov_weights(
     log(1/delta)/(α−1) dropped), drawn tilted by θ = α − 1. On the event
     ``w = exp(−θL + θ(θ+1)·rho) < exp(−log(1/delta)) = delta`` (1 for the twin): the Markov step
     of THEORY §11 is the weight bound."""
-    theta = alpha - 1.0
-    bm = BrownianNoiseReduction(TimeGrid(_TIMES), 1.0, _rule(rule))
-    tr = bm.run_batch(_FX + theta * (_FX - _FXP), n, rng)
-    assert tr.cost is not None  # a BM always has its zCDP cost
-    loss = gaussian_loss(tr.value, tr.times, _FX, _FXP)
-    tail = -math.log(delta) / (alpha - 1.0) if markov else 0.0
-    bound = np.nextafter(alpha * np.asarray(tr.cost) + tail, np.inf)
-    log_w = -theta * loss + theta * (theta + 1.0) / (2.0 * tr.times)
-    out: FloatArray = np.where(loss > bound, np.exp(log_w), 0.0)
+    loss, rho, log_w = _tilted_runs(rule, alpha - 1.0, n, rng)
+
+    def level(r: float) -> float:
+        g = ExPostRDP.of_rho(r)
+        return g.probabilistic(delta, orders=[alpha]).bound if markov else g.eps(alpha)
+
+    out: FloatArray = np.where(loss > _per_value(rho, level), np.exp(log_w), 0.0)
     return out
 
 
