@@ -199,8 +199,15 @@ class SpyTask(ERMTask):
         return self._inner.radius
 
     @property
+    def loss_range(self) -> float:
+        return self._inner.loss_range
+
+    @property
     def utility_sensitivity(self) -> float:
         return self._inner.utility_sensitivity
+
+    def loss_on(self, data: ERMData, models: npt.ArrayLike) -> FloatArray:
+        raise AssertionError("the spy has no validation set: the check must use loss")
 
     def models(self, released: npt.ArrayLike) -> FloatArray:
         return self._inner.models(released)
@@ -237,8 +244,15 @@ def test_reduced_above_threshold_reads_data_only_through_the_utility(
         assert 1 <= len(spy.calls) <= LEVELS.size
         assert all(call.shape == (4,) for call in spy.calls)
         assert cost in 2.0 * mechanisms.bounds[method]
+        spy.calls.clear()
+        cost, _ = single_run(
+            spy, mechanisms, method, "validation", target, np.random.default_rng(5)
+        )
+        assert 1 <= len(spy.calls) <= LEVELS.size
+        assert cost in mechanisms.costs[method]["validation"]
     losses = np.random.default_rng(6).uniform(0.0, 1.0, (50, LEVELS.size))
-    same = [halts(losses, LEVELS, 0.5, 0.01, np.random.default_rng(7)) for _ in range(2)]
+    check = (mechanisms.check, losses)
+    same = [halts(losses, LEVELS, 0.5, 0.01, np.random.default_rng(7), check) for _ in range(2)]
     for checker in CHECKERS:
         np.testing.assert_array_equal(same[0][checker], same[1][checker])
 
@@ -261,7 +275,12 @@ def _vector_and_single(
 
 @pytest.mark.parametrize(
     ("method", "checker"),
-    [("BM", "public"), ("BM", "reduced_above_threshold"), ("LNR", "above_threshold")],
+    [
+        ("BM", "public"),
+        ("BM", "reduced_above_threshold"),
+        ("LNR", "above_threshold"),
+        ("BM", "validation"),
+    ],
 )
 def test_vectorised_runs_match_single_runs(
     small_logistic: LogisticRegression, method: str, checker: str
@@ -383,7 +402,11 @@ def test_cli_writes_figures_and_summary(tmp_path: Path, capsys: pytest.CaptureFi
                 entry = task["ex_post_loss"][method][checker]
                 assert entry["q25"] <= entry["median"] <= entry["q75"]
                 assert 0.0 <= entry["target_met_fraction"] <= entry["stopped_fraction"] <= 1.0
-    assert "reduced_above_threshold" in capsys.readouterr().out
+                assert ("median_check_rho" in entry) == (checker == "validation")
+        assert task["validation_set"] == "held out, n = 10000"
+    printed = capsys.readouterr().out
+    assert "reduced_above_threshold" in printed
+    assert "validation check on held out" in printed
 
 
 def test_cli_is_seeded_and_checks_its_arguments(tmp_path: Path) -> None:

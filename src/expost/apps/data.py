@@ -29,6 +29,7 @@ __all__ = [
     "normalise_rows",
     "synthetic_classification",
     "synthetic_regression",
+    "synthetic_with_validation",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -112,8 +113,15 @@ def _unit_vector(d: int, rng: np.random.Generator) -> FloatArray:
     return out
 
 
+_N, _CLASSIFICATION_D, _SEPARATION = 10_000, 38, 0.6
+_REGRESSION_D, _SIGNAL, _NOISE = 77, 1.5, 0.7
+
+
 def synthetic_classification(
-    rng: np.random.Generator, n: int = 10_000, d: int = 38, separation: float = 0.6
+    rng: np.random.Generator,
+    n: int = _N,
+    d: int = _CLASSIFICATION_D,
+    separation: float = _SEPARATION,
 ) -> ERMData:
     """Two Gaussian classes at the paper's KDD-99 size (BNR Sec. 6: n = 10,000, d = 38).
 
@@ -124,18 +132,24 @@ def synthetic_classification(
     rng = generator(rng)
     n, d = positive_int("n", n), positive_int("d", d)
     s = positive("separation", separation)
-    w = _unit_vector(d, rng)
+    return _classification_rows(_unit_vector(d, rng), n, s, rng)
+
+
+def _classification_rows(
+    w: FloatArray, n: int, separation: float, rng: np.random.Generator
+) -> ERMData:
+    d = w.size
     y = rng.choice(np.array([-1.0, 1.0]), size=n)
-    raw = rng.standard_normal((n, d)) / np.sqrt(d) + s * y[:, None] * w
+    raw = rng.standard_normal((n, d)) / np.sqrt(d) + separation * y[:, None] * w
     return ERMData(normalise_rows(raw), y, "synthetic", "classification")
 
 
 def synthetic_regression(
     rng: np.random.Generator,
-    n: int = 10_000,
-    d: int = 77,
-    signal: float = 1.5,
-    noise: float = 0.7,
+    n: int = _N,
+    d: int = _REGRESSION_D,
+    signal: float = _SIGNAL,
+    noise: float = _NOISE,
 ) -> ERMData:
     """A linear model at the paper's Twitter size (BNR Sec. 6: n = 10,000, d = 77).
 
@@ -146,11 +160,36 @@ def synthetic_regression(
     rng = generator(rng)
     n, d = positive_int("n", n), positive_int("d", d)
     a, b = positive("signal", signal), positive("noise", noise)
-    w = _unit_vector(d, rng)
-    z = rng.standard_normal((n, d))
-    y = a * (z @ w) + b * rng.standard_normal(n)
+    return _regression_rows(_unit_vector(d, rng), n, a, b, rng)
+
+
+def _regression_rows(
+    w: FloatArray, n: int, signal: float, noise: float, rng: np.random.Generator
+) -> ERMData:
+    z = rng.standard_normal((n, w.size))
+    y = signal * (z @ w) + noise * rng.standard_normal(n)
     rows = normalise_rows(np.column_stack([z, y]))
     return ERMData(rows[:, :-1], rows[:, -1], "synthetic", "regression")
+
+
+def synthetic_with_validation(
+    kind: Kind, rng: np.random.Generator, validation: int = 10_000
+) -> tuple[ERMData, ERMData]:
+    """The default synthetic training set of ``kind`` (the very rows `synthetic_classification`
+    / `synthetic_regression` draw with their defaults from the same generator) and
+    ``validation`` more rows from the same distribution (same direction w), drawn after them:
+    a private validation set."""
+    rng = generator(rng)
+    m = positive_int("validation", validation)
+    if kind == "classification":
+        w = _unit_vector(_CLASSIFICATION_D, rng)
+        train = _classification_rows(w, _N, _SEPARATION, rng)
+        return train, _classification_rows(w, m, _SEPARATION, rng)
+    if kind == "regression":
+        w = _unit_vector(_REGRESSION_D, rng)
+        train = _regression_rows(w, _N, _SIGNAL, _NOISE, rng)
+        return train, _regression_rows(w, m, _SIGNAL, _NOISE, rng)
+    raise InvalidParameter("kind", kind, "must be 'classification' or 'regression'")
 
 
 def _standardise(columns: FloatArray) -> FloatArray:

@@ -16,15 +16,16 @@ from expost.apps.data import (
     load_bundled,
     synthetic_classification,
     synthetic_regression,
+    synthetic_with_validation,
 )
 from expost.apps.erm.figures import plot_figure2, plot_figure3
+from expost.apps.erm.report import summary
 from expost.apps.erm.simulation import (
     CHECKERS,
     DEFAULT_RUNS,
     TaskResult,
     privacy_levels,
     run_task,
-    summary,
     task_chunks,
 )
 from expost.apps.erm.tasks import (
@@ -60,6 +61,17 @@ def _dataset(data: str, task: str, seed: np.random.SeedSequence) -> ERMData:
     if data == "sklearn":
         return load_bundled("breast_cancer" if classification else "diabetes")
     return load_bundled(data)
+
+
+def _validation(data: str, task: str, seed: np.random.SeedSequence) -> ERMData | None:
+    """A held-out validation set for synthetic data (same generator, drawn after the training
+    rows, which stay as `_dataset` draws them); None (check on the training data) otherwise."""
+    if data != "synthetic":
+        return None
+    rng = np.random.default_rng(seed)
+    if task == "logistic":
+        return synthetic_with_validation("classification", rng)[1]
+    return synthetic_with_validation("regression", rng)[1]
 
 
 def _tasks_for(task: str, data: str) -> list[str] | str:
@@ -107,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
                 target=target,
                 tick=progress.tick,
                 execution=execution,
+                validation=_validation(args.data, task.name, seeds[task.name]),
             )
         )
     progress.close()
@@ -129,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
 def _table(results: list[TaskResult]) -> str:
     lines = [
         "median ex-post privacy loss at the stop (share of runs whose model meets the target)",
-        f"{'task':<9}{'method':<7}" + "".join(f"{c:>26}" for c in CHECKERS),
+        f"{'task':<9}{'method':<7}" + "".join(f"{c[:24]:>26}" for c in CHECKERS),
     ]
     for r in results:
         for m, res in r.methods.items():
@@ -140,7 +153,7 @@ def _table(results: list[TaskResult]) -> str:
             lines.append(f"{r.task:<9}{m:<7}{cells}")
         lines.append(
             f"  {r.task} ({r.data}): {r.seconds:.1f} s, non-private loss "
-            f"{r.non_private_loss:.4f}, target {r.target:g}"
+            f"{r.non_private_loss:.4f}, target {r.target:g}; validation check on {r.validation}"
         )
     return "\n".join(lines)
 

@@ -18,12 +18,16 @@ Brownian mechanism (BM) at times t_k = ψ^(−1)(E_k) of the linear boundary tun
 delta = 1e-6 (BNR Thm 3.6, appendix), Laplace noise reduction (LNR) at scales Δ1/E_k
 (BNR Prop 4.2). Stopping at the first model whose loss is at most the target, checked (a) on
 the training data as if public (ex-post loss E_N), (b) by AboveThreshold at eps = 0.5 (E_N + 0.5,
-APC Lemma B.1) or (c) by ReducedAboveThreshold at the levels E_n (2E_N, BNR Thm 5.1, Cor 5.2).
+APC Lemma B.1) or (c) by ReducedAboveThreshold at the levels E_n (2E_N, BNR Thm 5.1, Cor 5.2),
+or (d) by a private validation check under ex-post RDP (`validation`, THEORY §11; issue 29).
 """
 
 from expost.apps.erm.figures import plot_figure2, plot_figure3
+from expost.apps.erm.report import summary
 from expost.apps.erm.simulation import (
     ABOVE_THRESHOLD_EPS,
+    CHECK_SHARE,
+    CHECK_WINDOW,
     CHECKERS,
     DELTA,
     METHODS,
@@ -34,7 +38,6 @@ from expost.apps.erm.simulation import (
     privacy_levels,
     run_task,
     single_run,
-    summary,
 )
 from expost.apps.erm.tasks import (
     LAMBDA,
@@ -45,10 +48,13 @@ from expost.apps.erm.tasks import (
     logistic_minimiser,
     make_task,
 )
+from expost.apps.erm.validation import ValidationCheck, ValidationResult
 
 __all__ = [
     "ABOVE_THRESHOLD_EPS",
     "CHECKERS",
+    "CHECK_SHARE",
+    "CHECK_WINDOW",
     "DELTA",
     "LAMBDA",
     "METHODS",
@@ -60,6 +66,8 @@ __all__ = [
     "MethodResult",
     "RidgeRegression",
     "TaskResult",
+    "ValidationCheck",
+    "ValidationResult",
     "logistic_minimiser",
     "make_task",
     "plot_figure2",

@@ -34,6 +34,7 @@ _CHECKER_TITLES = {
     "public": "training data as public",
     "above_threshold": f"AboveThreshold (eps = {ABOVE_THRESHOLD_EPS})",
     "reduced_above_threshold": "ReducedAboveThreshold",
+    "validation": "private validation check (ex-post RDP)",
 }
 
 
@@ -64,7 +65,7 @@ def plot_figure3(results: list[TaskResult], path: Path) -> None:
     """BNR Figure 3: ex-post privacy loss at the stop, per checker, BM vs LNR."""
     plt = _pyplot()
     fig, axes = plt.subplots(
-        len(results), len(CHECKERS), figsize=(15, 3.6 * len(results)), squeeze=False
+        len(results), len(CHECKERS), figsize=(5 * len(CHECKERS), 3.6 * len(results)), squeeze=False
     )
     for row, r in zip(axes, results, strict=True):
         everything = np.concatenate(
@@ -84,6 +85,7 @@ def plot_figure3(results: list[TaskResult], path: Path) -> None:
                 )
                 ax.axvline(median, color=_COLOURS[m], lw=1.5)
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(plt.NullFormatter())  # minor labels overlap
             ax.set_xlabel("ex-post privacy loss at the stop")
             ax.set_ylabel("runs")
             ax.set_title(f"{r.task}: {_CHECKER_TITLES[c]}", fontsize=10)

@@ -1,8 +1,10 @@
-"""BM vs LNR along one sequence of privacy levels, stopped by three accuracy checkers (BNR Sec. 6).
+"""BM vs LNR along one sequence of privacy levels, stopped by four accuracy checkers (BNR Sec. 6).
 
 Vectorised over runs (whole paths at once) and one run at a time (interactive samplers), with
 the ex-post loss each checker pays: E_N (public check), E_N + 0.5 (AboveThreshold, APC Lemma
-B.1), 2E_N (ReducedAboveThreshold, BNR Thm 5.1, Cor 5.2).
+B.1), 2E_N (ReducedAboveThreshold, BNR Thm 5.1, Cor 5.2), and for the private validation check
+(`expost.apps.erm.validation`, THEORY §11) the ex-post RDP of mechanism and check together,
+converted at delta = 1e-6 (`ExPostRDP.probabilistic`).
 """
 
 from __future__ import annotations
@@ -10,24 +12,27 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from expost._validation import as_float, generator, positive, positive_int, validator
+from expost.apps.data import ERMData
 from expost.apps.erm.tasks import (
     CELLS,
-    LAMBDA,
     ERMTask,
     FloatArray,
     IntArray,
     blocks,
 )
+from expost.apps.erm.validation import ValidationCheck, first_hits
 from expost.boundaries import LinearPrivacyBoundary
 from expost.errors import InvalidParameter
+from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP, ex_post_rdp_of
 from expost.execution import Execution, children, chunk_sizes, map_chunks
+from expost.filters.costs import BrownianCost
 from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction, LaplaceNoiseReduction
 from expost.mechanisms.threshold import AboveThreshold, ReducedAboveThreshold
@@ -37,12 +42,14 @@ from expost.processes import (
     sample_brownian_grid_privacy_time,
     sample_laplace_grid,
 )
-from expost.rounding import up, up_array
+from expost.rounding import sum_up, up, up_array
 from expost.stopping import WhenPublicUtility
 
 __all__ = [
     "ABOVE_THRESHOLD_EPS",
     "CHECKERS",
+    "CHECK_SHARE",
+    "CHECK_WINDOW",
     "DEFAULT_RUNS",
     "DELTA",
     "METHODS",
@@ -58,19 +65,27 @@ __all__ = [
     "privacy_levels",
     "run_task",
     "single_run",
-    "summary",
     "task_chunks",
 ]
 
 Method = Literal["BM", "LNR"]
-Checker = Literal["public", "above_threshold", "reduced_above_threshold"]
+Checker = Literal["public", "above_threshold", "reduced_above_threshold", "validation"]
 
 DELTA = 1e-6
 TUNED_EPS = 0.3
 ABOVE_THRESHOLD_EPS = 0.5
 METHODS: tuple[Method, ...] = ("BM", "LNR")
-CHECKERS: tuple[Checker, ...] = ("public", "above_threshold", "reduced_above_threshold")
+CHECKERS: tuple[Checker, ...] = (
+    "public",
+    "above_threshold",
+    "reduced_above_threshold",
+    "validation",
+)
 DEFAULT_RUNS = 1000
+CHECK_SHARE = 1.0
+"""The validation check's ρ at level k over BM's ex-post zCDP ρ = Δ2²/(2t_k) at that level."""
+CHECK_WINDOW = 5
+"""Increments the validation check's rule averages (`ValidationCheck.window`)."""
 
 
 def privacy_levels(first: float = 0.16, last: float = 32.0, num: int = 60) -> FloatArray:
@@ -88,23 +103,67 @@ def privacy_levels(first: float = 0.16, last: float = 32.0, num: int = 60) -> Fl
 
 @frozen(eq=False)
 class Mechanisms:
-    """BM and LNR for one task along the shared levels, and the ex-post bound of each level."""
+    """BM and LNR for one task along the shared levels, the ex-post bound of each level, the
+    private validation check on ``validation`` and what each checker costs at each level."""
 
     bm: BrownianNoiseReduction
     lnr: LaplaceNoiseReduction
     boundary: LinearPrivacyBoundary
     bounds: dict[str, FloatArray]
+    validation: ERMData | None
+    check: ValidationCheck
+    check_rho: FloatArray
+    costs: dict[Method, dict[Checker, FloatArray]]
 
     @classmethod
-    def build(cls, task: ERMTask, levels: npt.ArrayLike) -> Mechanisms:
-        """BM on TimeGrid.from_boundary(ψ tuned at 0.3, levels); LNR on scales Δ1/levels."""
+    def build(
+        cls,
+        task: ERMTask,
+        levels: npt.ArrayLike,
+        validation: ERMData | None = None,
+        share: float = CHECK_SHARE,
+        window: int | None = CHECK_WINDOW,
+    ) -> Mechanisms:
+        """BM on TimeGrid.from_boundary(ψ tuned at 0.3, levels); LNR on scales Δ1/levels; the
+        validation check (default: on the training data) at ρ_k = share·Δ2²/(2t_k), its rule
+        averaging the last ``window`` increments."""
         e = np.asarray(levels, dtype=np.float64)
         boundary = LinearPrivacyBoundary.tuned_for(TUNED_EPS, DELTA, task.l2_sensitivity)
         grid = TimeGrid.from_boundary(boundary, e)
         bm = BrownianNoiseReduction(grid, task.l2_sensitivity, boundary=boundary)
         lnr = LaplaceNoiseReduction(task.l1_sensitivity / e, task.l1_sensitivity)
         bounds = {"BM": np.asarray(boundary(bm.times)), "LNR": lnr.ex_post_bounds()}
-        return cls(bm, lnr, boundary, bounds)
+        sensitivity = (
+            task.utility_sensitivity if validation is None else task.loss_range / validation.n
+        )
+        times = bm.times * (sensitivity / task.l2_sensitivity) ** 2 / positive("share", share)
+        check = ValidationCheck(times, sensitivity, 0.0, window=window)  # target: per run
+        check_rho = np.array([check.rho(k) for k in range(times.size)])
+        costs = {m: _level_costs(m, bm, bounds[m], check) for m in METHODS}
+        return cls(bm, lnr, boundary, bounds, validation, check, check_rho, costs)
+
+
+def _level_costs(
+    method: Method, bm: BrownianNoiseReduction, bounds: FloatArray, check: ValidationCheck
+) -> dict[Checker, FloatArray]:
+    """Each checker's ex-post loss when stopped at each level (`_COST`; validation: module
+    docstring). BM and check are both ex-post zCDP, so their ρ add; LNR is pure ex-post E_k, so
+    ε_α = E_k + α·ρ_check at `DEFAULT_ORDERS`; either is converted at DELTA (THEORY §11)."""
+    out: dict[Checker, FloatArray] = {c: _COST[c](bounds) for c in _COST}
+    eps = []
+    for k, level in enumerate(bounds.tolist()):
+        charge = check.charge(k)
+        if method == "BM":
+            own = ex_post_rdp_of(BrownianCost(float(bm.times[k]), bm.sensitivity))
+            assert own is not None  # BM is ex-post zCDP
+            assert own.rho is not None
+            total = ExPostRDP.of_rho(sum_up([own.rho, charge.rho or 0.0]))
+        else:
+            pairs = {a: sum_up([level, charge.eps(a)]) for a in DEFAULT_ORDERS}
+            total = ExPostRDP.of_orders(pairs)
+        eps.append(total.probabilistic(DELTA).bound)
+    out["validation"] = np.array(eps)
+    return out
 
 
 def path_block(task: ERMTask, levels: int) -> int:
@@ -117,8 +176,8 @@ def _path_losses(
     method: Method,
     runs: int,
     rng: np.random.Generator,
-) -> FloatArray:
-    """Training loss of every iterate of ``runs`` whole paths, shape (runs, K).
+) -> tuple[FloatArray, FloatArray]:
+    """Training and validation loss of every iterate of ``runs`` whole paths, (runs, K) each.
 
     Each block of runs is ``value + path`` with paths drawn as `BrownianNoiseReduction` /
     `LaplaceNoiseReduction.run_batch` draw them (privacy-time BM, continuous Laplace process).
@@ -133,10 +192,13 @@ def _path_losses(
         scales = mechanisms.lnr.array
         draw = lambda k: sample_laplace_grid(scales, k, m, rng)
     K = mechanisms.bounds[method].size
-    out = np.empty((runs, K))
+    out, held_out = np.empty((runs, K)), np.empty((runs, K))
     for block in blocks(runs, path_block(task, K)):
-        out[block] = task.loss(task.value + draw(block.stop - block.start))
-    return out
+        models = task.models(task.value + draw(block.stop - block.start))
+        out[block] = task.model_loss(models)
+        if mechanisms.validation is not None:
+            held_out[block] = task.loss_on(mechanisms.validation, models)
+    return out, out if mechanisms.validation is None else held_out
 
 
 _COST: dict[Checker, Callable[[FloatArray], FloatArray]] = {
@@ -155,23 +217,29 @@ def halts(
     target: float,
     sensitivity: float,
     rng: np.random.Generator,
+    validation: tuple[ValidationCheck, FloatArray] | None = None,
 ) -> dict[Checker, IntArray]:
     """Halting index (−1: never) of each checker on the losses of whole paths.
 
     (a) the first iterate whose training loss, treated as public, is <= target (the rule of
     `WhenPublicUtility`); (b) AboveThreshold at eps = 0.5 and (c) ReducedAboveThreshold at the
-    levels E_n, both on the utility −loss of sensitivity ``sensitivity``: the data enter only
-    through ``losses``.
+    levels E_n, both on the utility −loss of sensitivity ``sensitivity``; (d) with
+    ``validation`` = (check, validation losses), the check stopped at the first released
+    estimate <= target. The data enter only through the losses. (d)'s noise is drawn last, so
+    (a)–(c) do not depend on whether it runs.
     """
-    hit = losses <= target
-    public: IntArray = np.where(hit.any(axis=1), np.argmax(hit, axis=1), -1)
+    public = first_hits(losses <= target)
     at = AboveThreshold(ABOVE_THRESHOLD_EPS, -target, sensitivity)
     rat = ReducedAboveThreshold(-target, float(level_bounds[-1]), sensitivity)
-    return {
+    out: dict[Checker, IntArray] = {
         "public": public,
         "above_threshold": at.run_batch(-losses, rng),
         "reduced_above_threshold": rat.run_batch(-losses, level_bounds, rng),
     }
+    if validation is not None:
+        check, held_out = validation
+        out["validation"] = evolve(check, target=target).run_batch(held_out, rng)
+    return out
 
 
 def _curve(losses: FloatArray) -> dict[str, FloatArray]:
@@ -188,29 +256,39 @@ def _curve(losses: FloatArray) -> dict[str, FloatArray]:
 class MethodResult:
     """One mechanism on one task: the Figure 2 curve and, per checker, for each run the ex-post
     loss at its stop, whether it stopped, and whether the model it stopped at meets the target
-    (a run that never stops is charged at the last level; Figure 3)."""
+    (a run that never stops is charged at the last level; Figure 3); ``check_rho``: the
+    validation check's own ex-post zCDP ρ at its stop."""
 
     curve: dict[str, FloatArray]
     ex_post: dict[Checker, FloatArray]
     stopped: dict[Checker, npt.NDArray[np.bool_]]
     met: dict[Checker, npt.NDArray[np.bool_]]
     stop_loss: dict[Checker, FloatArray]
+    check_rho: FloatArray
 
     @classmethod
     def from_halts(
-        cls, losses: FloatArray, halts: dict[Checker, IntArray], bounds: FloatArray, target: float
+        cls,
+        losses: FloatArray,
+        halts: dict[Checker, IntArray],
+        costs: dict[Checker, FloatArray],
+        target: float,
+        check_rho: FloatArray,
     ) -> MethodResult:
-        """Costs and accuracy at the halting indices (−1: charged at the last level)."""
+        """Costs (``costs[checker][k]``: stopped at level k) and accuracy at the halting
+        indices (−1: charged at the last level)."""
         rows = np.arange(losses.shape[0])
         ex_post, stopped, met, stop_loss = {}, {}, {}, {}
         for checker in CHECKERS:
             index = halts[checker]
-            stop = np.where(index >= 0, index, bounds.size - 1)
-            ex_post[checker] = _COST[checker](bounds[stop])
+            stop = np.where(index >= 0, index, losses.shape[1] - 1)
+            ex_post[checker] = costs[checker][stop]
             stopped[checker] = index >= 0
             stop_loss[checker] = losses[rows, stop]
             met[checker] = (index >= 0) & (stop_loss[checker] <= target)
-        return cls(_curve(losses), ex_post, stopped, met, stop_loss)
+        last = losses.shape[1] - 1
+        rho = check_rho[np.where(halts["validation"] >= 0, halts["validation"], last)]
+        return cls(_curve(losses), ex_post, stopped, met, stop_loss, rho)
 
 
 @frozen(eq=False)
@@ -227,6 +305,7 @@ class TaskResult:
     sensitivities: dict[str, float]
     methods: dict[Method, MethodResult]
     seconds: float
+    validation: str = "training data"
 
 
 RUN_CHUNK = 100
@@ -243,9 +322,10 @@ def _chunk(
 ) -> tuple[FloatArray, dict[Checker, IntArray]]:
     """The path losses and each checker's halting index of ``runs`` runs, from one stream."""
     rng = np.random.default_rng(seed)
-    losses = _path_losses(task, mechanisms, method, runs, rng)
+    losses, held_out = _path_losses(task, mechanisms, method, runs, rng)
     bounds = mechanisms.bounds[method]
-    return losses, halts(losses, bounds, target, task.utility_sensitivity, rng)
+    check = (mechanisms.check, held_out)
+    return losses, halts(losses, bounds, target, task.utility_sensitivity, rng, check)
 
 
 def task_chunks(runs: int) -> int:
@@ -262,8 +342,14 @@ def run_task(
     target: float,
     tick: Callable[[], None] = lambda: None,
     execution: Execution | None = None,
+    validation: ERMData | None = None,
+    check: tuple[float, int | None] = (CHECK_SHARE, CHECK_WINDOW),
 ) -> TaskResult:
     """BNR Sec. 6 on one task, vectorised over runs: Figure 2 curves and Figure 3 ex-post losses.
+
+    The validation check runs on ``validation`` (default: the training data, still private:
+    the check's ex-post RDP is added to the mechanism's, which holds for any data it reads);
+    ``check`` = (share, window) of `Mechanisms.build`.
 
     Each method's runs are cut into chunks of `RUN_CHUNK` drawn from streams spawned from
     ``seed`` (`expost.execution.children`: the same seed object gives the same result however
@@ -277,7 +363,7 @@ def run_task(
     if not isinstance(seed, np.random.SeedSequence):
         raise InvalidParameter("seed", seed, "must be a numpy.random.SeedSequence")
     goal = positive("target", target)
-    mechanisms = Mechanisms.build(task, levels)
+    mechanisms = Mechanisms.build(task, levels, validation, *check)
     methods: dict[Method, MethodResult] = {}
     sizes = chunk_sizes(n_runs, RUN_CHUNK)
     with (Execution() if execution is None else execution).executor() as executor:
@@ -290,7 +376,7 @@ def run_task(
             losses = np.concatenate([p[0] for p in parts])
             stops = {c: np.concatenate([p[1][c] for p in parts]) for c in CHECKERS}
             methods[method] = MethodResult.from_halts(
-                losses, stops, mechanisms.bounds[method], goal
+                losses, stops, mechanisms.costs[method], goal, mechanisms.check_rho
             )
     return TaskResult(
         task=task.name,
@@ -304,9 +390,11 @@ def run_task(
             "l2": task.l2_sensitivity,
             "l1": task.l1_sensitivity,
             "utility": task.utility_sensitivity,
+            "validation": mechanisms.check.sensitivity,
         },
         methods=methods,
         seconds=time.perf_counter() - start,
+        validation="training data" if validation is None else f"held out, n = {validation.n}",
     )
 
 
@@ -354,6 +442,16 @@ def single_run(
             )
         assert run.ex_post is not None  # both mechanisms carry ex-post bounds
         return run.ex_post.bound, run.stopped
+    if checker == "validation":
+        data = mechanisms.validation
+        iterates = _iterates(task, mechanisms, method, rng)
+        scores = (
+            float(task.loss(y) if data is None else task.loss_on(data, task.models(y)))
+            for y in iterates
+        )
+        check = evolve(mechanisms.check, target=target).run(scores, rng)
+        stop = last if check.stop_index is None else check.stop_index
+        return float(mechanisms.costs[method]["validation"][stop]), check.stop_index is not None
     utilities = (-float(task.loss(y)) for y in _iterates(task, mechanisms, method, rng))
     if checker == "above_threshold":
         at = AboveThreshold(ABOVE_THRESHOLD_EPS, -target, task.utility_sensitivity)
@@ -371,49 +469,3 @@ def single_run(
     reduced = rat.run(utilities, bounds, rng)
     stop = last if reduced.stop_index is None else reduced.stop_index
     return 2.0 * float(bounds[stop]), reduced.stop_index is not None
-
-
-def _quartiles(res: MethodResult, checker: Checker) -> dict[str, float]:
-    values = res.ex_post[checker]
-    q25, median, q75 = np.quantile(values, [0.25, 0.5, 0.75])
-    return {
-        "median": float(median),
-        "q25": float(q25),
-        "q75": float(q75),
-        "mean": float(values.mean()),
-        "stopped_fraction": float(res.stopped[checker].mean()),
-        "target_met_fraction": float(res.met[checker].mean()),
-        "median_loss_at_stop": float(np.median(res.stop_loss[checker])),
-    }
-
-
-def summary(results: list[TaskResult], runs: int, seed: int) -> dict[str, Any]:
-    """The JSON summary: per task, method and checker, the quartiles of the ex-post loss."""
-    tasks: dict[str, Any] = {}
-    for r in results:
-        tasks[r.task] = {
-            "data": r.data,
-            "n": r.n,
-            "d": r.d,
-            "target": r.target,
-            "non_private_loss": r.non_private_loss,
-            "sensitivities": r.sensitivities,
-            "seconds": r.seconds,
-            "levels": r.levels.tolist(),
-            "ex_post_loss": {
-                m: {c: _quartiles(res, c) for c in CHECKERS} for m, res in r.methods.items()
-            },
-            "loss_curve": {
-                m: {k: v.tolist() for k, v in res.curve.items()} for m, res in r.methods.items()
-            },
-        }
-    return {
-        "experiment": "BNR Sec. 6 (accuracy-first private ERM)",
-        "runs": runs,
-        "seed": seed,
-        "lambda": LAMBDA,
-        "delta": DELTA,
-        "boundary": f"linear, tuned at eps = {TUNED_EPS}",
-        "above_threshold_eps": ABOVE_THRESHOLD_EPS,
-        "tasks": tasks,
-    }

@@ -86,16 +86,26 @@ class ERMTask(ABC):
 
     @property
     @abstractmethod
+    def loss_range(self) -> float:
+        """r: the unregularised loss of one row under any model in the ball lies in an interval
+        of length r, so a mean over n rows has sensitivity r/n."""
+
+    @property
     def utility_sensitivity(self) -> float:
         """Sensitivity of the training loss of any model in the ball (the accuracy check's)."""
+        return self.loss_range / self.data.n
 
     @abstractmethod
     def models(self, released: npt.ArrayLike) -> FloatArray:
         """The models (..., d) post-processed from released statistics (..., m)."""
 
     @abstractmethod
+    def loss_on(self, data: ERMData, models: npt.ArrayLike) -> FloatArray:
+        """The regularised loss of models (..., d) on ``data`` (a validation set), shape (...)."""
+
     def model_loss(self, models: npt.ArrayLike) -> FloatArray:
         """The regularised training loss L(β) of models (..., d), shape (...)."""
+        return self.loss_on(self.data, models)
 
     def loss(self, released: npt.ArrayLike) -> FloatArray:
         """The training loss of the model of each released statistic (..., m) -> (...)."""
@@ -114,6 +124,12 @@ def _checked_released(released: npt.ArrayLike, m: int) -> FloatArray:
     if r.ndim < 1 or r.shape[-1] != m:
         raise InvalidParameter("released", r.shape, f"must have shape (..., {m})")
     return r
+
+
+def _same_shape(data: ERMData, own: ERMData) -> ERMData:
+    if not isinstance(data, ERMData) or data.kind != own.kind or data.d != own.d:
+        raise InvalidParameter("data", data, f"must be {own.kind} ERMData with d = {own.d}")
+    return data
 
 
 def _kind(kind: str, data: ERMData) -> ERMData:
@@ -190,26 +206,27 @@ class LogisticRegression(ERMTask):
         return math.sqrt(2.0 * math.log(2.0) / self.lam)
 
     @property
-    def utility_sensitivity(self) -> float:
-        """R/n: on the ball, log(1 + e^(−z)) for |z| <= R ranges over an interval of length R."""
-        return self.radius / self.data.n
+    def loss_range(self) -> float:
+        """R: on the ball, log(1 + e^(−z)) for |z| <= R ranges over an interval of length R."""
+        return self.radius
 
     def models(self, released: npt.ArrayLike) -> FloatArray:
         """The released β, projected onto the ball."""
         return _project(_checked_released(released, self.data.d), self.radius)
 
-    def model_loss(self, models: npt.ArrayLike) -> FloatArray:
-        """Mean log(1 + exp(−yβᵀx)) + λ‖β‖²/2, in blocks of models (vectorised).
+    def loss_on(self, data: ERMData, models: npt.ArrayLike) -> FloatArray:
+        """Mean log(1 + exp(−yβᵀx)) + λ‖β‖²/2 on ``data``, in blocks of models (vectorised).
 
         Inside the ball |yβᵀx| <= R, so exp cannot overflow; outside it the loss is computed
         through logaddexp.
         """
+        data = _same_shape(data, self.data)
         b = _checked_models(models, self.data.d)
         flat = b.reshape(-1, self.data.d)
-        signed = self.data.features * self.data.targets[:, None]
+        signed = data.features * data.targets[:, None]
         out = np.empty(flat.shape[0])
         safe = bool(np.all(np.linalg.norm(flat, axis=1) <= self.radius * (1.0 + 1e-9)))
-        for block in blocks(flat.shape[0], max(1, CELLS // self.data.n)):
+        for block in blocks(flat.shape[0], max(1, CELLS // data.n)):
             margins = signed @ flat[block].T
             if safe:
                 np.negative(margins, out=margins)
@@ -270,9 +287,9 @@ class RidgeRegression(ERMTask):
         return 1.0 / math.sqrt(self.lam)
 
     @property
-    def utility_sensitivity(self) -> float:
-        """(R² + 1)/(2n): (βᵀx − y)²/2 <= (‖β‖² + 1)(‖x‖² + y²)/2 (Cauchy–Schwarz)."""
-        return (self.radius**2 + 1.0) / (2.0 * self.data.n)
+    def loss_range(self) -> float:
+        """(R² + 1)/2: 0 <= (βᵀx − y)²/2 <= (‖β‖² + 1)(‖x‖² + y²)/2 (Cauchy–Schwarz)."""
+        return (self.radius**2 + 1.0) / 2.0
 
     def models(self, released: npt.ArrayLike) -> FloatArray:
         """Solve (sym(Ã) + nλI)β = b̃ for each released statistic, then project onto the ball."""
@@ -289,12 +306,14 @@ class RidgeRegression(ERMTask):
             out[block] = np.linalg.solve(a, flat[block, i.size :, None])[..., 0]
         return _project(out, self.radius).reshape(*r.shape[:-1], d)
 
-    def model_loss(self, models: npt.ArrayLike) -> FloatArray:
-        """(βᵀXᵀXβ − 2βᵀXᵀy + yᵀy)/(2n) + λ‖β‖²/2 from the exact statistics."""
+    def loss_on(self, data: ERMData, models: npt.ArrayLike) -> FloatArray:
+        """(βᵀXᵀXβ − 2βᵀXᵀy + yᵀy)/(2n) + λ‖β‖²/2 from the exact statistics of ``data``."""
+        data = _same_shape(data, self.data)
         b = _checked_models(models, self.data.d)
-        x, y = self.data.features, self.data.targets
-        quadratic = np.einsum("...i,ij,...j->...", b, self.gram, b)
-        fit = (quadratic - 2.0 * b @ (x.T @ y) + float(y @ y)) / (2.0 * self.data.n)
+        x, y = data.features, data.targets
+        gram = self.gram if data is self.data else x.T @ x
+        quadratic = np.einsum("...i,ij,...j->...", b, gram, b)
+        fit = (quadratic - 2.0 * b @ (x.T @ y) + float(y @ y)) / (2.0 * data.n)
         result: FloatArray = fit + 0.5 * self.lam * np.einsum("...i,...i->...", b, b)
         return result
 
