@@ -22,6 +22,7 @@ from expost.mechanisms import SkellamNoiseReduction
 from expost.mechanisms.skellam_noise_reduction import EXACT_PRICE_MAX_SHIFT
 from expost.skellam.boundary import SkellamPrivacyBoundary
 from expost.skellam.loss import SkellamLoss
+from expost.skellam.pmf import log_pmf
 
 BOUND_S = 2.0  # the contract of issue 28 ("Bounded work")
 
@@ -139,3 +140,18 @@ def test_releases_are_exact_integers_near_the_value_limit() -> None:
     assert run.released.dtype == np.int64
     assert [int(x) for x in run.released.ravel()] == [value + int(z) for z in noise.ravel()]
     assert any(int(x) % 2 for x in run.released.ravel())  # odd releases survive
+
+
+def test_boundary_with_a_large_sensitivity_answers() -> None:
+    """ψ = max over 1 <= D <= Δ of log p(z) − log p(z − D): log p is concave, so the two ends
+    suffice (was an array over every D: 7.8 s at Δ = 10**7). Checked against every D at Δ = 40,
+    where D = 1 alone (the twin) is far below the maximum."""
+    psi = answers_in_time(lambda: SkellamPrivacyBoundary(3.0, 1e-6, sensitivity=10**7)(5.0))
+    assert isinstance(psi, float)
+    assert psi > 0.0
+    b = SkellamPrivacyBoundary(3.0, 1e-6, sensitivity=40)
+    z = b.crossing_point(5.0) + 1
+    lp = log_pmf(np.arange(z - 40, z + 1, dtype=np.float64), 5.0, 5.0)
+    every = float(np.max(lp[-1] - lp[:-1]))
+    assert every <= b(5.0) <= every + 1e-8
+    assert float(lp[-1] - lp[-2]) < every - 1.0
