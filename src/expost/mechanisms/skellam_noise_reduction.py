@@ -5,8 +5,8 @@ decreasing, the rate finite and > 0 with every λt a positive finite double, the
 positive integer, the boundary's rate and sensitivity), and `SkellamNoiseReduction.check_value`
 validates a value, so that a caller (the session's prepare step) can refuse bad input before
 anything is spent. The prices answer or refuse in bounded time: ``fixed_cost`` needs one
-`SkellamLoss` (the shift Δ alone, by monotonicity) and refuses means or sensitivities beyond
-documented limits before building a table (``EXACT_PRICE_MAX_MEAN``, ``EXACT_PRICE_MAX_SHIFT``).
+`SkellamLoss` (the shift Δ alone, by monotonicity) and refuses, before building a table, a
+mean below 1e-3 or a window of more than `expost.skellam.loss.MAX_TERMS` mpmath terms.
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from expost.mechanisms.transcript import BatchTranscript, Transcript
 from expost.processes import SkellamPath, sample_skellam_grid
 from expost.rounding import SMALLEST, down_exact
 from expost.skellam.boundary import SkellamPrivacyBoundary
-from expost.skellam.loss import SkellamLoss, akl_eps_for_delta
-from expost.skellam.pmf import MAX_MEAN, MIN_MEAN
+from expost.skellam.loss import MAX_TERMS, SkellamLoss, akl_eps_for_delta, hockey_stick_terms
+from expost.skellam.pmf import MIN_MEAN
 from expost.stopping import StoppingRule, first_stops, rule_or_never
 
-__all__ = ["EXACT_PRICE_MAX_MEAN", "EXACT_PRICE_MAX_SHIFT", "MAX_VALUE", "SkellamNoiseReduction"]
+__all__ = ["MAX_VALUE", "SkellamNoiseReduction"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -52,14 +52,6 @@ IntArray = npt.NDArray[np.int64]
 MAX_VALUE = 2**53
 """The largest |value| accepted: every such integer is a double, and value + noise is added in
 int64 (noise counts stay far below 2**62), so a release is exactly value + noise."""
-EXACT_PRICE_MAX_MEAN = 1e5
-"""``fixed_cost(method="exact")`` refuses λ·t_min above this: its mpmath work grows like
-sqrt(λ·t_min) (measured 0.5 to 0.7 s at 1e5, Δ = 1, on the 2-core sandbox; use
-``method="akl"`` beyond)."""
-EXACT_PRICE_MAX_SHIFT = 64
-"""``fixed_cost(method="exact")`` refuses Δ above this: its window of the pmf grows like Δ
-(measured 1.2 s at Δ = 64, λ·t_min = 1e5, delta = 1e-300 with the sandbox loaded threefold;
-use ``method="akl"`` beyond)."""
 _NOISE_LIMIT = 2**62  # |noise| below this, |value| <= 2**53: value + noise cannot wrap in int64
 
 
@@ -154,7 +146,8 @@ class SkellamNoiseReduction:
         tests are thresholds; a larger shift is stochastically larger, so its trade-off curve
         lies below and every hockey-stick divergence is at least as large; symmetric noise
         gives both directions one law. Refused (InvalidParameter, before any table) for
-        λ·t_min outside [1e-3, ``EXACT_PRICE_MAX_MEAN``] or Δ > ``EXACT_PRICE_MAX_SHIFT``.
+        λ·t_min < 1e-3 and where 12·sqrt(2λ·t_min) + 16·Δ exceeds `MAX_TERMS` = 6500 (bounded
+        work: λ·t_min up to about 1.46e5 at Δ = 1, Δ up to 405 at small means).
         ``"akl"``: `akl_eps_for_delta` (Agarwal–Kairouz–Liu's Rényi bound, converted; a
         closed form for any λ·t_min and Δ)."""
         d = open_probability("delta", delta)
@@ -171,20 +164,15 @@ class SkellamNoiseReduction:
         return DPCost(max(eps, SMALLEST), d)  # eps = 0 only if delta covers the whole run
 
     def _check_exact_price(self, mean: float) -> None:
-        top = min(EXACT_PRICE_MAX_MEAN, MAX_MEAN)
-        if not MIN_MEAN <= mean <= top:
+        terms = hockey_stick_terms(mean, mean, self.sensitivity)
+        if mean < MIN_MEAN or terms > MAX_TERMS:
             raise InvalidParameter(
                 "times",
                 self.times,
-                f"must have rate·times[-1] in [{MIN_MEAN:g}, {top:g}] for the exact price "
-                f"(it is {mean!r}); use fixed_cost(delta, 'akl') beyond",
-            )
-        if self.sensitivity > EXACT_PRICE_MAX_SHIFT:
-            raise InvalidParameter(
-                "sensitivity",
-                self.sensitivity,
-                f"must be <= {EXACT_PRICE_MAX_SHIFT} for the exact price (its work grows with "
-                "the shift); use fixed_cost(delta, 'akl')",
+                f"with rate {self.rate!r} and sensitivity {self.sensitivity}, the exact price "
+                f"needs rate·times[-1] >= {MIN_MEAN:g} (it is {mean!r}) and 12·sqrt(2·rate·"
+                f"times[-1]) + 16·sensitivity <= {MAX_TERMS} (it is {terms:.0f}; bounded work); "
+                "use fixed_cost(delta, 'akl') beyond",
             )
 
     def _boundary(self) -> SkellamPrivacyBoundary:

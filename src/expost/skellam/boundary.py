@@ -178,7 +178,9 @@ class SkellamPrivacyBoundary:
     def _psi_at(self, mean: float, w: FloatArray) -> float:
         logp = SkellamLogPmf(mean)
         z = self._z_star(logp, w) + 1
-        d = np.arange(1, self.sensitivity + 1)
+        # max over 1 <= D <= Δ of log p(z) − log p(z − D): log p is concave (the pmf is
+        # log-concave), so log p(z − D) is concave in D and its minimum over 1..Δ is at an end.
+        d = np.unique([1, self.sensitivity])
         top = float(logp.at(np.array([z]))[0])
         losses = top - logp.at(z - d)
         worst = float(np.max(losses))

@@ -37,11 +37,18 @@ from expost.loss import delta_up, eps_for_delta_of
 from expost.rounding import SMALLEST, neg_log_up, up_exact, up_mp_converged
 from expost.skellam.pmf import MAX_MEAN, MIN_MEAN, log_pmf, log_tail_above, mp_pmf, mp_tail_above
 
-__all__ = ["SkellamLoss", "akl_eps_for_delta", "akl_renyi"]
+__all__ = ["MAX_TERMS", "SkellamLoss", "akl_eps_for_delta", "akl_renyi", "hockey_stick_terms"]
 
 FloatArray = npt.NDArray[np.float64]
 Mp = Any  # an mpmath number
 Number = Any  # a float or an mpmath number
+
+MAX_TERMS = 6500
+"""The most pmf terms a safe-sided sum may start from: ``delta_for_eps`` and ``eps_for_delta``
+refuse `hockey_stick_terms` above it, ``renyi`` 4·mu2 + 16·d above it (its geometric tail
+bound starts near y = −2·mu2), so that each answers or refuses within 2 s on the 2-core sandbox
+(measured at the corners, 12·sqrt(2·2.3e5) + 16 and 16·511 terms: 1.1 s of CPU each; the
+limit keeps them below about 0.9 s)."""
 
 _SUMMARY_TAIL = 5e-16  # omitted mass on each side of the float support (mean, cgf, sample)
 _WINDOW_TAIL_BITS = 72  # the safe-sided sums: bounded tails below 2^-72 of the sum
@@ -88,6 +95,12 @@ def _mean(name: str, value: object) -> float:
     if not MIN_MEAN <= m <= MAX_MEAN:
         raise InvalidParameter(name, value, f"must lie in [{MIN_MEAN:g}, {MAX_MEAN:g}]")
     return m
+
+
+def hockey_stick_terms(mu1: float, mu2: float, distance: int) -> float:
+    """The window of pmf terms the safe-sided hockey-stick sums start from,
+    12·sqrt(mu1 + mu2) + 16·d (`SkellamLoss._lower_cut`): their mpmath work grows with it."""
+    return 12.0 * math.sqrt(mu1 + mu2) + 16.0 * distance
 
 
 @frozen
@@ -165,6 +178,16 @@ class SkellamLoss:
 
     # -- safe-sided divergences -------------------------------------------------------------
 
+    def _check_work(self, terms: float, method: str) -> None:
+        """Refuse, before any table, a sum whose window of mpmath terms exceeds ``MAX_TERMS``."""
+        if terms > MAX_TERMS:
+            raise InvalidParameter(
+                "mu",
+                (self.mu, self._mu2, self.distance),
+                f"with mu2 and distance, {method} needs about {terms:.0f} mpmath pmf terms, "
+                f"more than {MAX_TERMS} (bounded work, issue 28)",
+            )
+
     def _log_tail_below(self, k: float) -> float:
         """Chernoff: log P(Y <= k) is at most this."""
         return float(log_tail_above(-k, self._mu2, self.mu))
@@ -198,7 +221,7 @@ class SkellamLoss:
 
     def _lower_cut(self, b: int, log_sum: Callable[[int], float]) -> int:
         """a <= b whose tail bound P(Y <= a − 1) is below 2^-72 of ``log_sum(a)``."""
-        width = math.ceil(12.0 * math.sqrt(self.mu + self._mu2)) + 16 * self.distance + 16
+        width = math.ceil(hockey_stick_terms(self.mu, self._mu2, self.distance)) + 16
         margin = _WINDOW_TAIL_BITS * math.log(2.0)
         while self._log_tail_below(b - width - 1) > log_sum(b - width) - margin:
             width *= 2
@@ -232,6 +255,7 @@ class SkellamLoss:
     def delta_for_eps(self, eps: float) -> float:
         """Σ_y (pmf(y) − e^eps·pmf(y − d))_+ (the hockey-stick divergence), rounded up (`delta_up`)."""
         e = nonnegative("eps", eps)
+        self._check_work(hockey_stick_terms(self.mu, self._mu2, self.distance), "delta_for_eps")
         window = self._window(e)
         if window is None:
             return SMALLEST
@@ -260,6 +284,7 @@ class SkellamLoss:
         """The smallest eps with delta_for_eps(eps) <= delta, rounded up (`eps_for_delta_of`;
         the float root is refined by a Newton step on the 128-bit profile)."""
         d = open_probability("delta", delta)
+        self._check_work(hockey_stick_terms(self.mu, self._mu2, self.distance), "eps_for_delta")
 
         def newton(root: float) -> float:
             import mpmath as mp  # lazy: keeps `import expost` fast
@@ -279,6 +304,7 @@ class SkellamLoss:
         import mpmath as mp  # lazy: keeps `import expost` fast
 
         a_ = renyi_order(alpha)
+        self._check_work(4.0 * self._mu2 + 16.0 * self.distance, "renyi")
         lo, hi = self._renyi_window(a_)
         d = self.distance
 
