@@ -16,7 +16,6 @@ from typing import Any
 import mpmath as mp
 import numpy as np
 import numpy.typing as npt
-import pytest
 
 from expost.boundaries import (
     LinearPrivacyBoundary,
@@ -26,7 +25,8 @@ from expost.boundaries import (
     apc_psi,
 )
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
-from tests.rounding_audit import DIGITS, N, audit, log_uniform
+from expost.rounding_registry import Rounded
+from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
 
 FloatArray = npt.NDArray[np.float64]
 Mp = Any  # an mpmath number
@@ -88,9 +88,10 @@ def _line_case(seed: int) -> tuple[list[float], list[float], list[Mp]]:
     return got, twin, want
 
 
-def test_line_crossing_is_an_upper_bound() -> None:
+@audits("LineCrossing.__call__")
+def test_line_crossing_is_an_upper_bound(rounded: Rounded) -> None:
     got, twin, want = _line_case(1)
-    audit(got, want, True, ulps=LINE_ULPS, twin=twin)
+    audit(got, want, rounded.up, ulps=LINE_ULPS, twin=twin)
 
 
 def _mixture_case(seed: int) -> tuple[list[float], list[float], list[Mp]]:
@@ -107,12 +108,14 @@ def _mixture_case(seed: int) -> tuple[list[float], list[float], list[Mp]]:
     return got, twin, want
 
 
-def test_two_sided_mixture_is_an_upper_bound() -> None:
+@audits("NormalMixture.__call__")
+def test_two_sided_mixture_is_an_upper_bound(rounded: Rounded) -> None:
     got, twin, want = _mixture_case(2)
-    audit(got, want, True, ulps=MIXTURE_ULPS, twin=twin)
+    audit(got, want, rounded.up, ulps=MIXTURE_ULPS, twin=twin)
 
 
-def test_apc_psi_is_an_upper_bound() -> None:
+@audits("apc_psi")
+def test_apc_psi_is_an_upper_bound(rounded: Rounded) -> None:
     p = _draw(3)
     got, want = _values(
         lambda i: apc_psi(p["t"][i], float(p["r"][i]), float(p["delta"][i])),
@@ -129,7 +132,7 @@ def test_apc_psi_is_an_upper_bound() -> None:
         for r, d, row in zip(p["r"], p["delta"], p["t"], strict=True)
         for v in row
     ]
-    audit(got, want, True, ulps=MIXTURE_ULPS, twin=twin)
+    audit(got, want, rounded.up, ulps=MIXTURE_ULPS, twin=twin)
 
 
 def _linear_boundaries(p: dict[str, FloatArray]) -> list[LinearPrivacyBoundary]:
@@ -156,6 +159,7 @@ def _audit_psi(
     mp_g: Callable[[Any, float], Mp],
     float_g: Callable[[Any, float], float],
     ulps: float,
+    up: bool,
 ) -> None:
     """ψ(t) = Δ²/(2t) + (Δ/t)·g(t) of each boundary at its row of times, against mpmath; the
     twin is the same formula in floats, rounded to nearest."""
@@ -168,7 +172,7 @@ def _audit_psi(
         for b, row in zip(psis, times, strict=True)
         for t in row
     ]
-    audit(got, want, True, ulps=ulps, twin=twin)
+    audit(got, want, up, ulps=ulps, twin=twin)
 
 
 PsiCase = tuple[
@@ -179,14 +183,14 @@ PsiCase = tuple[
     float,
 ]
 PSI_CASES: dict[str, PsiCase] = {
-    "linear": (
+    "LinearPrivacyBoundary.__call__": (
         4,
         _linear_boundaries,
         lambda b, t: mp_line(b.a, b.b, t),
         lambda b, t: b.a * t + b.b,
         LINEAR_PSI_ULPS,
     ),
-    "mixture": (
+    "MixturePrivacyBoundary.__call__": (
         5,
         _mixture_boundaries,
         lambda b, t: mp_mixture(b.r, b.delta, t),
@@ -196,37 +200,31 @@ PSI_CASES: dict[str, PsiCase] = {
 }
 
 
-@pytest.mark.parametrize("kind", PSI_CASES)
-def test_privacy_boundary_psi_is_an_upper_bound(kind: str) -> None:
+@audits(*PSI_CASES)
+def test_privacy_boundary_psi_is_an_upper_bound(rounded: Rounded) -> None:
     """`LinearPrivacyBoundary` and `MixturePrivacyBoundary` ψ(t), rounded up."""
-    seed, build, mp_g, float_g, ulps = PSI_CASES[kind]
+    seed, build, mp_g, float_g, ulps = PSI_CASES[rounded.name]
     p = _draw(seed)
-    _audit_psi(build(p), p["t"], mp_g, float_g, ulps)
+    _audit_psi(build(p), p["t"], mp_g, float_g, ulps, rounded.up)
 
 
-def test_boundary_delta_is_an_upper_bound() -> None:
+@audits("LineCrossing.delta", "LineCrossing.for_delta")
+def test_boundary_delta_is_an_upper_bound(rounded: Rounded) -> None:
     """``delta`` of a line boundary is exp(−2ab) rounded up; ``for_delta``'s b is rounded up."""
     rng = np.random.default_rng(6)
     a = log_uniform(rng, 1e-6, 1e3, N)
     deltas = log_uniform(rng, 1e-300, 0.9, N)
     lines = [LineCrossing.for_delta(x, d) for x, d in zip(a, deltas, strict=True)]
     with mp.workdps(DIGITS):
-        want_delta = [mp.exp(-2 * mp.mpf(x.a) * mp.mpf(x.b)) for x in lines]
-        want_b = [-mp.log(mp.mpf(d)) / (2 * mp.mpf(x)) for x, d in zip(a, deltas, strict=True)]
-    audit(
-        [x.delta for x in lines],
-        want_delta,
-        True,
-        ulps=2,
-        twin=[math.exp(-2.0 * x.a * x.b) for x in lines],
-    )
-    audit(
-        [x.b for x in lines],
-        want_b,
-        True,
-        ulps=2,
-        twin=[math.log(1.0 / d) / (2.0 * x) for x, d in zip(a, deltas, strict=True)],
-    )
+        if rounded.name == "LineCrossing.delta":
+            want = [mp.exp(-2 * mp.mpf(x.a) * mp.mpf(x.b)) for x in lines]
+            got = [x.delta for x in lines]
+            twin = [math.exp(-2.0 * x.a * x.b) for x in lines]
+        else:
+            want = [-mp.log(mp.mpf(d)) / (2 * mp.mpf(x)) for x, d in zip(a, deltas, strict=True)]
+            got = [x.b for x in lines]
+            twin = [math.log(1.0 / d) / (2.0 * x) for x, d in zip(a, deltas, strict=True)]
+    audit(got, want, rounded.up, ulps=2, twin=twin)
 
 
 def _levels(rng: np.random.Generator, floor: Sequence[float]) -> FloatArray:
@@ -236,7 +234,8 @@ def _levels(rng: np.random.Generator, floor: Sequence[float]) -> FloatArray:
     )
 
 
-def test_linear_time_for_meets_its_level() -> None:
+@audits("LinearPrivacyBoundary.time_for")
+def test_linear_time_for_meets_its_level(rounded: Rounded) -> None:
     """ψ(time_for(eps)) <= eps both as computed and exactly; the time is at most a few ulps
     (scaled by eps/(eps − Δa), the condition number of the inversion) above the exact root."""
     rng = np.random.default_rng(7)
@@ -260,14 +259,15 @@ def test_linear_time_for_meets_its_level() -> None:
         b.sensitivity * (b.sensitivity / 2.0 + b.b) / (e - b.sensitivity * b.a)
         for b, e in zip(psis, eps, strict=True)
     ]
-    audit(got, want, True, ulps=64, twin=twin, scale=scale)
+    audit(got, want, rounded.up, ulps=64, twin=twin, scale=scale)
 
 
 def _gap(t: float, b: MixturePrivacyBoundary, e: float) -> float:
     return float(b(t)) - e
 
 
-def test_mixture_time_for_meets_its_level() -> None:
+@audits("MixturePrivacyBoundary.time_for")
+def test_mixture_time_for_meets_its_level(rounded: Rounded) -> None:
     """ψ(time_for(eps)) <= eps as computed and exactly; eps exceeds the exact ψ there by brentq's
     documented tolerance only (< 1e-12 relative, 2¹³ ulps). Twin: brentq's root as it ends."""
     from scipy.optimize import brentq
@@ -291,10 +291,13 @@ def test_mixture_time_for_meets_its_level() -> None:
             mp_psi(mp_mixture(b.r, b.delta, t), b.sensitivity, t)
             for b, t in zip(psis[:200], twin, strict=True)
         ]
-    audit(list(eps), exact, True, ulps=2**13, twin=list(eps[:200]), twin_want=exact_twin)
+    # the level is audited against the exact ψ at the time: ψ(t) <= level is ``up`` for the level
+    audit(list(eps), exact, rounded.up, ulps=2**13, twin=list(eps[:200]), twin_want=exact_twin)
 
 
-def test_time_grid_from_boundary_meets_each_level() -> None:
+@audits("TimeGrid.from_boundary")
+def test_time_grid_from_boundary_meets_each_level(rounded: Rounded) -> None:
+    assert rounded.up  # times with ψ <= each level: a later time is the safe side
     rng = np.random.default_rng(9)
     p = _draw(9)
     checked = 0
@@ -327,23 +330,27 @@ def _clip_levels(seed: int) -> FloatArray:
     return log_uniform(rng, 4e-154, 1.3e154, N)
 
 
-def test_clipped_grids_end_at_the_largest_float_below_max_eps_squared() -> None:
+@audits("OpenEpsilonGrid.clip", "OpenEpsilonGrid.clip_each")
+def test_clipped_grids_end_at_the_largest_float_below_max_eps_squared(rounded: Rounded) -> None:
     """`OpenEpsilonGrid.clip` and `clip_each` end at the largest float <= max_eps² (exact
     Fraction reference): a budget admitting max_eps admits every point. Twin: max_eps*max_eps."""
     levels = _clip_levels(10)
     want = [_square_down_exact(float(m)) for m in levels]
+    assert not rounded.up  # the grid must end within the budget: down
     linear = OpenEpsilonGrid.linear_in_eps2(2.5e-308, 2)
-    got = [linear.clip(float(m)).eps2[-1] for m in levels]
-    assert got == want
-    rows = linear.clip_each(levels)
-    assert rows.eps2()[:, -1].tolist() == want
+    if rounded.name == "OpenEpsilonGrid.clip":
+        assert [linear.clip(float(m)).eps2[-1] for m in levels] == want
+    else:
+        assert linear.clip_each(levels).eps2()[:, -1].tolist() == want
     twin = (levels * levels).tolist()
     assert sum(t > w for t, w in zip(twin, want, strict=True)) > 0  # the twin overshoots
 
 
-def test_closed_clip_keeps_exactly_the_affordable_points() -> None:
+@audits("EpsilonGrid.clip")
+def test_closed_clip_keeps_exactly_the_affordable_points(rounded: Rounded) -> None:
     """`EpsilonGrid.clip(m)` keeps a point iff eps² <= m² exactly, on grids whose points sit at
     and around m² (the float nearest m² and its neighbours). Twin: sqrt(eps²) <= m."""
+    assert not rounded.up  # keeps only what the budget affords: down
     twin_wrong = 0
     for m in _clip_levels(11):
         near = float(m) * float(m)

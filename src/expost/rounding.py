@@ -39,6 +39,7 @@ from expost.errors import InvalidParameter
 __all__ = [
     "MP_START",
     "SMALLEST",
+    "delta_up",
     "down",
     "down_array",
     "down_exact",
@@ -410,3 +411,9 @@ def up_mp_converged(value: Callable[[], Any], start: int = MP_START) -> float:
             if high > 0 and abs(high - low) <= high * _MP_MARGIN:
                 return up_mp(high * (1 + mp.mpf(_MP_MARGIN)))
         prec *= 2
+
+
+def delta_up(value: Callable[[], Any]) -> float:
+    """A hockey-stick divergence rounded up (`up_mp_converged`) and capped at 1, which it never
+    exceeds (it is at most the total variation distance)."""
+    return min(up_mp_converged(value), 1.0)

@@ -53,7 +53,8 @@ class Rounded:
         return obj
 
 
-_UP, _DOWN = "up", "down"
+_UP: Direction = "up"
+_DOWN: Direction = "down"
 _TABLE: tuple[tuple[str, Direction, str], ...] = (
     # --- conversions and compositions (guarantees.py)
     ("zcdp_to_dp", _UP, "eps (exact Bun–Steinke check), delta (up_exact)"),
@@ -128,7 +129,11 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("BrownianOdometer.bound_from_times", _UP, "bound_at of the summed privacy times"),
     # --- filters: prices, budgets, guarantees
     ("filters.zcdp.zcdp_price", _UP, "rho and delta of a round, up_exact / rho_of_eps"),
-    ("filters.gaussian_dp.gdp_price", _UP, "mu² of a round: 2·rho exact, mu(eps)² with margin up_exact"),
+    (
+        "filters.gaussian_dp.gdp_price",
+        _UP,
+        "mu² of a round: 2·rho exact, mu(eps)² with margin up_exact",
+    ),
     ("filters.gaussian_dp.pure_dp_mu", _UP, "mu(eps) by scipy: the price adds a 2^-40 margin"),
     ("filters.Filter.price", _UP, "the subclass's price"),
     ("filters.Filter.spent", _UP, "exact sum, sum_up"),
@@ -139,8 +144,16 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("filters.Filter.reported_guarantee", _UP, "guarantee() unless overridden"),
     ("filters.Filter.max_bm_eps", _DOWN, "None: no BM pricing"),
     ("filters.Filter.min_bm_time", _UP, "None: no BM pricing"),
-    ("filters.base.BrownianPricedFilter.max_bm_eps", _DOWN, "largest admitted eps (bounded search)"),
-    ("filters.base.BrownianPricedFilter.min_bm_time", _UP, "smallest admitted time (bounded search)"),
+    (
+        "filters.base.BrownianPricedFilter.max_bm_eps",
+        _DOWN,
+        "largest admitted eps (bounded search)",
+    ),
+    (
+        "filters.base.BrownianPricedFilter.min_bm_time",
+        _UP,
+        "smallest admitted time (bounded search)",
+    ),
     ("ZCDPFilter.budget", _DOWN, "rho: stored"),
     ("ZCDPFilter.delta_budget", _DOWN, "delta: stored"),
     ("ZCDPFilter.guarantee", _UP, "ZCDP(rho, delta): stored"),
