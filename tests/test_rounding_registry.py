@@ -18,6 +18,7 @@ import inspect
 import pkgutil
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -292,3 +293,11 @@ def test_the_accounting_names_only_registered_entries() -> None:
     for table in (AUDITED, NO_ROUNDING, DELEGATES, NOT_YET_AUDITED):
         assert set(table) <= registered
     assert set(DELEGATES.values()) <= registered
+
+
+def test_the_docs_print_the_registry() -> None:
+    """docs/guarantees.md's table has one row per entry, as registered (and no other rows)."""
+    docs = Path(__file__).resolve().parent.parent / "docs" / "guarantees.md"
+    rows = [line for line in docs.read_text().splitlines() if line.startswith("| `")]
+    table = {r for r in rows if r.count("|") == 4 and r.split("|")[2].strip() in ("up", "down")}
+    assert table == {f"| `{e.name}` | {e.direction} | {e.what} |" for e in REGISTRY}
