@@ -29,7 +29,8 @@ from expost import (
     PermuteAndFlip,
     TimeGrid,
 )
-from expost.filters import DPCost, GaussianDPFilter
+from expost.apps.batch_budget import BatchBudget
+from expost.filters import DPCost, GaussianDPFilter, ZCDPCost, ZCDPFilter
 from expost.filters.zcdp import zcdp_price
 from expost.rounding_registry import Rounded
 from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
@@ -85,6 +86,19 @@ def _grid(rng: np.random.Generator) -> list[tuple[float, float]]:
     """(t, Δ): times over 24 decades, sensitivities over 6."""
     times = log_uniform(rng, 1e-12, 1e12, N).tolist()
     return list(zip(times, log_uniform(rng, 1e-3, 1e3, N).tolist(), strict=True))
+
+
+def _spends(rng: np.random.Generator) -> list[list[float]]:
+    """N histories of 1 to 6 rhos, each log-uniform in [1e-6, 1e3] (they sum below 10⁴)."""
+    sizes = rng.integers(1, 7, N)
+    return [log_uniform(rng, 1e-6, 1e3, int(k)).tolist() for k in sizes]
+
+
+def _batch(spends: list[float]) -> BatchBudget:
+    b = BatchBudget.start(ZCDPFilter(1e4), 1)
+    for r in spends:
+        b = b.spend([r])
+    return b
 
 
 CASES: dict[str, Case] = {
@@ -171,6 +185,34 @@ CASES: dict[str, Case] = {
         lambda x: Fraction(x[1]) / Fraction(x[0]),
         lambda x: x[1] / x[0],
         2,  # the quotient moved up 1 ulp
+    ),
+    "LaplaceNoiseReduction.cost_at": (
+        _grid,
+        lambda x: LaplaceNoiseReduction([4 * x[0], 2 * x[0]], x[1]).cost_at(x[0]).bound,
+        lambda x: Fraction(x[1]) / Fraction(x[0]),
+        lambda x: x[1] / x[0],
+        2,  # the quotient moved up 1 ulp
+    ),
+    "filters.Filter.spent": (
+        _spends,
+        lambda x: ZCDPFilter(1e9, realised=tuple(ZCDPCost(r) for r in x)).spent,
+        lambda x: sum(map(Fraction, x), Fraction(0)),
+        math.fsum,  # the exact sum rounded to nearest
+        1,
+    ),
+    "filters.Filter.remaining": (
+        _spends,
+        lambda x: ZCDPFilter(1e4, realised=tuple(ZCDPCost(r) for r in x)).remaining,
+        lambda x: 10_000 - sum(map(Fraction, x), Fraction(0)),
+        lambda x: math.fsum([1e4, *(-r for r in x)]),
+        1,
+    ),
+    "apps.batch_budget.BatchBudget.remaining": (
+        _spends,
+        lambda x: float(_batch(x).remaining()[0]),
+        lambda x: 10_000 - sum(map(Fraction, x), Fraction(0)),
+        lambda x: math.fsum([1e4, *(-r for r in x)]),
+        2**4,  # rho·(1 − 2⁻⁵⁰) less the running error bound: within 2⁻⁴⁹ of the budget
     ),
     "TimeGrid.max_rho_for": (
         _grid,
