@@ -25,6 +25,7 @@ from expost.boundaries import (
     apc_psi,
 )
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
+from expost.odometers import BrownianOdometer, MixtureOdometer
 from expost.rounding_registry import Rounded
 from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
 
@@ -360,3 +361,36 @@ def test_closed_clip_keeps_exactly_the_affordable_points(rounded: Rounded) -> No
             assert EpsilonGrid.from_eps2(eps2).clip(float(m)).eps2.tolist() == eps2[exact].tolist()
             twin_wrong += (np.sqrt(eps2) <= m).tolist() != exact
     assert twin_wrong > 0
+
+
+def _mp_apc_psi(v: float, gamma: float, delta: float) -> Mp:
+    total = mp.mpf(v) + mp.mpf(gamma)
+    return mp.sqrt(total * mp.log(total / (mp.mpf(delta) ** 2 * mp.mpf(gamma))))
+
+
+@audits("MixtureOdometer.bound_at", "BrownianOdometer.bound_at")
+def test_mixture_and_brownian_odometer_bounds_are_upper_bounds(rounded: Rounded) -> None:
+    """V/2 + the two-sided mixture (FAC Thm 4) or V/2 + apc_psi (APC Thm 4 with the drift):
+    the boundary's excess plus one rounding and 1 ulp. Twin: the float formula."""
+    p = _draw(12)
+    got, want, twin = [], [], []
+    with mp.workdps(DIGITS):
+        for r, d, row in zip(p["r"], p["delta"], p["t"], strict=True):
+            r_, d_ = float(r), float(d)
+            if rounded.name == "MixtureOdometer.bound_at":
+                got += MixtureOdometer(r_, 1e-9, d_).bound_at(row).tolist()
+                want += [mp_mixture(r_, d_, v) + mp.mpf(v) / 2 for v in row]
+                twin += [
+                    math.sqrt((v + r_) * (2.0 * math.log(1.0 / d_) + math.log1p(v / r_))) + v / 2
+                    for v in row
+                ]
+            else:
+                got += BrownianOdometer(r_, d_).bound_at(row).tolist()
+                want += [_mp_apc_psi(v, r_, d_) + mp.mpf(v) / 2 for v in row]
+                twin += [
+                    math.sqrt((v + r_) * math.log((v + r_) / (d_ * d_ * r_))) + v / 2
+                    if d_ * d_ * r_ > 0.0
+                    else math.inf
+                    for v in row
+                ]
+    audit(got, want, rounded.up, ulps=MIXTURE_PSI_ULPS, twin=twin)
