@@ -26,7 +26,14 @@ from expost.apps.batch_budget import _BM_BUMP, BatchBudget
 from expost.filters import GaussianDPFilter, UnifiedFilter, ZCDPFilter
 from expost.filters.base import BrownianPricedFilter
 from expost.filters.costs import BrownianCost, Cost, ZCDPCost
-from expost.rounding import largest_where, largest_where_array, nudge_down, nudge_up, smallest_where
+from expost.rounding import (
+    largest_where,
+    largest_where_array,
+    last_integer,
+    nudge_down,
+    nudge_up,
+    smallest_where,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -172,3 +179,18 @@ def test_the_vectorised_search_is_the_scalar_one() -> None:
     ]
     assert got.tolist() == want == c.tolist()
     assert largest_where_array(lambda x: x < 0.0, [1.0, 2.0], none=-1.0).tolist() == [-1.0, -1.0]
+
+
+def test_last_integer_is_a_bounded_search_on_any_range() -> None:
+    """The largest k <= c on [−2⁴⁰, 2⁴⁰] from random starts, within 2·41 + 2 checks."""
+    rng = np.random.default_rng(2814)
+    for c, start in rng.integers(-(2**40), 2**40, (200, 2)).tolist():
+        calls = [0]
+
+        def at_most(k: int, c: int = c, calls: list[int] = calls) -> bool:
+            calls[0] += 1
+            return k <= c
+
+        assert last_integer(at_most, start, -(2**40), 2**40) == c
+        assert calls[0] <= 2 * 41 + 2
+    assert last_integer(lambda k: k < -10, 0, -5, 5) is None
