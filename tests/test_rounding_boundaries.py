@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.boundaries import (
+    FACStitched,
     LinearPrivacyBoundary,
     LineCrossing,
     MixturePrivacyBoundary,
@@ -25,7 +26,7 @@ from expost.boundaries import (
     apc_psi,
 )
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
-from expost.odometers import BrownianOdometer, MixtureOdometer
+from expost.odometers import BrownianOdometer, MixtureOdometer, StitchedOdometer
 from expost.rounding_registry import Rounded
 from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
 
@@ -393,4 +394,32 @@ def test_mixture_and_brownian_odometer_bounds_are_upper_bounds(rounded: Rounded)
                     else math.inf
                     for v in row
                 ]
+    audit(got, want, rounded.up, ulps=MIXTURE_PSI_ULPS, twin=twin)
+
+
+@audits("StitchedOdometer.bound_at", "FACStitched.__call__")
+def test_stitched_odometer_bound_is_an_upper_bound(rounded: Rounded) -> None:
+    """u = g(V) + V/2, g(V) = 1.7·sqrt(V·(log log(2V/v0) + 0.72·log(5.2/delta''))) for V >= v0
+    (FAC Thm 3), the paper's decimal constants exact in the reference; ``FACStitched`` is g
+    alone. Twin: the float formula (the library's g before issue 28: 130 of 2,000 odometer bounds
+    were unsafe)."""
+    drift = 1 if rounded.name == "StitchedOdometer.bound_at" else 0
+    rng = np.random.default_rng(13)
+    n = N // PER
+    v0s, deltas = log_uniform(rng, 1e-6, 1e6, n), log_uniform(rng, 1e-300, 0.5, n)
+    got, want, twin = [], [], []
+    with mp.workdps(DIGITS):
+        for v0, d in zip(v0s.tolist(), deltas.tolist(), strict=True):
+            row = (v0 * (1.0 + log_uniform(rng, 1e-9, 1e9, PER))).tolist()
+            if drift:
+                got += StitchedOdometer(v0, 1e-9, d).bound_at(row).tolist()
+            else:
+                got += FACStitched(v0, d)(np.array(row)).tolist()
+            for v in row:
+                inner = mp.log(mp.log(2 * mp.mpf(v) / v0)) + mp.mpf("0.72") * mp.log(
+                    mp.mpf("5.2") / mp.mpf(d)
+                )
+                want.append(mp.mpf("1.7") * mp.sqrt(v * inner) + drift * mp.mpf(v) / 2)
+                f_inner = math.log(math.log(2.0 * v / v0)) + 0.72 * math.log(5.2 / d)
+                twin.append(1.7 * math.sqrt(v * f_inner) + drift * v / 2.0)
     audit(got, want, rounded.up, ulps=MIXTURE_PSI_ULPS, twin=twin)

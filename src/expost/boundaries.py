@@ -63,6 +63,7 @@ _NORMAL = float(np.finfo(np.float64).tiny)
 _IV_PREC = 160  # bits of the interval fallback: far more than its rounding to float needs
 _LINE_ULPS = 3  # a·v + b: two roundings, < 2u relative
 _MIXTURE_ULPS = 8  # two-sided mixture: < 7u relative (derivation in `_two_sided_mixture`)
+_STITCHED_ULPS = 16  # FACStitched: < 16u relative (derivation in `FACStitched._g`)
 _PSI_ULPS = 5  # Δ²/(2t) + (Δ/t)·G given an upper bound G on g: < 4u relative (`_psi`)
 _LEVEL_MARGIN = 2.0**-48  # `LinearPrivacyBoundary` solves at eps·(1 − this), below ψ's rounding
 
@@ -335,7 +336,21 @@ class FACStitched(_MartingaleBoundary):
     def _g(self, v: FloatArray) -> FloatArray:
         m = np.maximum(v, self.v0)
         inner = np.log(np.log(2.0 * m / self.v0)) + 0.72 * math.log(5.2 / self.delta)
-        return np.where(v < self.v0, np.inf, 1.7 * np.sqrt(m * inner))
+        product = m * inner
+        # inner >= log log 2 + 0.72·log 5.2 > 0.8 (delta < 1), so its absolute error of a few u
+        # is under 8u relative; the root, the product and the constants 1.7, 0.72, 5.2 (each
+        # within half an ulp of the paper's decimals) add under 8u: moved up _STITCHED_ULPS
+        lost = ~(product >= _NORMAL)
+        g = _upper(1.7 * np.sqrt(product), _STITCHED_ULPS, lost, m, self._g_iv)
+        return np.where(v < self.v0, np.inf, g)
+
+    def _g_iv(self, v: float) -> Any:
+        def compute(iv: Any) -> Any:
+            m = iv.mpf(max(v, self.v0))
+            c = iv.mpf("0.72") * iv.log(iv.mpf("5.2") / iv.mpf(self.delta))
+            return iv.mpf("1.7") * iv.sqrt(m * (iv.log(iv.log(2 * m / iv.mpf(self.v0))) + c))
+
+        return compute
 
 
 @overload

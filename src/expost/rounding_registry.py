@@ -99,6 +99,9 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     # --- boundaries and grids
     ("LineCrossing.__call__", _UP, "a·v + b, proven ulps"),
     ("NormalMixture.__call__", _UP, "two-sided mixture, proven ulps"),
+    ("FACStitched.__call__", _UP, "FAC Thm 3's stitched g, proven ulps (intervals off range)"),
+    ("PolynomialStitching.__call__", _UP, "Howard et al.'s stitching: a float value (open)"),
+    ("SkellamPrivacyBoundary.__call__", _UP, "Skellam ψ: nextafter(ψ + stated log-pmf margin)"),
     ("apc_psi", _UP, "proven ulps"),
     ("LineCrossing.delta", _UP, "exp(−2ab), 2 ulps"),
     ("LineCrossing.for_delta", _UP, "b = log(1/delta)/(2a), 2 ulps"),
