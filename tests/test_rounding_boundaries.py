@@ -23,6 +23,7 @@ from expost.boundaries import (
     LineCrossing,
     MixturePrivacyBoundary,
     NormalMixture,
+    PolynomialStitching,
     apc_psi,
 )
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
@@ -423,3 +424,39 @@ def test_stitched_odometer_bound_is_an_upper_bound(rounded: Rounded) -> None:
                 f_inner = math.log(math.log(2.0 * v / v0)) + 0.72 * math.log(5.2 / d)
                 twin.append(1.7 * math.sqrt(v * f_inner) + drift * v / 2.0)
     audit(got, want, rounded.up, ulps=MIXTURE_PSI_ULPS, twin=twin)
+
+
+@audits("PolynomialStitching.__call__")
+def test_polynomial_stitching_is_an_upper_bound(rounded: Rounded) -> None:
+    """g(v) = k1·sqrt(m·ℓ(m)), m = max(v, v0), k1 = (η^(1/4) + η^(−1/4))/√2, ℓ(m) = s·log log(η·m/v0)
+    + log(ζ(s)/(delta·(log η)^s)) (Howard et al. 2021 Thm 1), η in [1.05, 4], s in [1.05, 3],
+    inputs with ℓ > 0 (where g is defined). Twin: the float formula (the library's before issue
+    28)."""
+    from scipy.special import zeta
+
+    rng = np.random.default_rng(14)
+    n = N // PER
+    got, want, twin = [], [], []
+    with mp.workdps(DIGITS):
+        for v0, d, eta, s in zip(
+            log_uniform(rng, 1e-6, 1e6, n).tolist(),
+            log_uniform(rng, 1e-300, 0.9, n).tolist(),
+            rng.uniform(1.05, 4.0, n).tolist(),
+            rng.uniform(1.05, 3.0, n).tolist(),
+            strict=True,
+        ):
+            row = np.array(v0 * log_uniform(rng, 1e-3, 1e9, PER))
+            e_, s_ = mp.mpf(eta), mp.mpf(s)
+            c = mp.log(mp.zeta(s_) / (mp.mpf(d) * mp.log(e_) ** s_))
+            k1 = (e_ ** mp.mpf(0.25) + e_ ** mp.mpf(-0.25)) / mp.sqrt(2)
+            f_c = math.log(float(zeta(s)) / (d * math.log(eta) ** s))
+            f_k1 = (eta**0.25 + eta**-0.25) / math.sqrt(2.0)
+            for v in row.tolist():
+                m = max(v, v0)
+                ell = s_ * mp.log(mp.log(e_ * m / v0)) + c
+                if ell <= 0:
+                    continue
+                got.append(float(PolynomialStitching(v0, d, eta=eta, s=s)(v)))
+                want.append(k1 * mp.sqrt(m * ell))
+                twin.append(f_k1 * math.sqrt(m * (s * math.log(math.log(eta * m / v0)) + f_c)))
+    audit(got, want, rounded.up, ulps=32, twin=twin, n=N // 2)

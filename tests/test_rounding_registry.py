@@ -161,7 +161,6 @@ NOT_YET_AUDITED: dict[str, str] = {
     "SkellamNoiseReduction.cost_at": "Skellam tests",
     "SkellamNoiseReduction.fixed_cost": "Skellam tests (delegates to SkellamLoss / AKL)",
     "apps.lnr_composition.ComposedLaplace.dp_eps": "test_lnr_composition.py",
-    "PolynomialStitching.__call__": "NOT rounded up yet (a float value); test_boundaries.py",
     "SkellamPrivacyBoundary.__call__": "test_skellam_boundary.py::test_psi_is_exact_and_never_below",
 }
 

@@ -100,7 +100,11 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("LineCrossing.__call__", _UP, "a·v + b, proven ulps"),
     ("NormalMixture.__call__", _UP, "two-sided mixture, proven ulps"),
     ("FACStitched.__call__", _UP, "FAC Thm 3's stitched g, proven ulps (intervals off range)"),
-    ("PolynomialStitching.__call__", _UP, "Howard et al.'s stitching: a float value (open)"),
+    (
+        "PolynomialStitching.__call__",
+        _UP,
+        "Howard et al.'s stitching, proven ulps (else intervals)",
+    ),
     ("SkellamPrivacyBoundary.__call__", _UP, "Skellam ψ: nextafter(ψ + stated log-pmf margin)"),
     ("apc_psi", _UP, "proven ulps"),
     ("LineCrossing.delta", _UP, "exp(−2ab), 2 ulps"),
