@@ -1,4 +1,8 @@
-"""The safe-side check of the rounding audit (issue 21), shared by tests/test_rounding_*.py.
+"""The safe-side check of the rounding audit (issues 21, 28), shared by tests/test_rounding_*.py.
+
+Every audit test is parametrised by the registry entries it checks (`audits`), so the direction
+it checks is the registered one, and tests/test_rounding_registry.py can see which entries have
+an audit.
 
 A value is checked against a 50-digit mpmath reference computed in the test: none may lie on
 the unsafe side, none more than a stated number of ulps beyond the exact value, and a planted
@@ -8,17 +12,37 @@ round-to-nearest twin must show at least one unsafe result (so the check can fai
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import mpmath as mp
 import numpy as np
 import numpy.typing as npt
+import pytest
+
+from expost.rounding_registry import Rounded, entry
 
 FloatArray = npt.NDArray[np.float64]
 Mp = Any  # an mpmath number
 DIGITS = 50
 N = 2000  # inputs per function
+T = TypeVar("T", bound=Callable[..., None])
+AUDITED: dict[str, str] = {}  # registry name -> the audit test that checks it
+
+
+def audits(*names: str) -> Callable[[T], T]:
+    """Parametrise an audit test by the registry entries it checks (argument ``rounded``: the
+    safe direction comes from the registry, `expost.rounding_registry`), and record it."""
+    entries: list[Rounded] = [entry(n) for n in names]
+
+    def mark(test: T) -> T:
+        for n in names:
+            assert n not in AUDITED, f"{n} is audited twice"
+            AUDITED[n] = f"{test.__module__}::{test.__name__}"
+        marked: T = pytest.mark.parametrize("rounded", entries, ids=list(names))(test)
+        return marked
+
+    return mark
 
 
 def log_uniform(rng: np.random.Generator, lo: float, hi: float, size: int) -> FloatArray:

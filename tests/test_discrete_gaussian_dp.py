@@ -20,7 +20,8 @@ from expost.errors import InvalidParameter
 from expost.guarantees import cks_delta
 from expost.mechanisms.discrete_gaussian_dp import discrete_gaussian_delta, discrete_gaussian_eps
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism
-from tests.rounding_audit import audit, log_uniform
+from expost.rounding_registry import Rounded
+from tests.rounding_audit import audit, audits, log_uniform
 
 N = 300  # inputs: each reference is a direct sum of up to ~2,000 terms at 50 digits
 ULPS = 256.0  # the error terms of the module docstring allow about 100; measured <= 139
@@ -63,12 +64,13 @@ def _inputs(seed: int) -> list[tuple[Fraction, int, float]]:
     return [(Fraction(float(a)), int(b), float(c)) for a, b, c in zip(s2, d, eps, strict=True)]
 
 
-def test_delta_is_an_upper_bound_within_256_ulps() -> None:
+@audits("mechanisms.discrete_gaussian_dp.discrete_gaussian_delta")
+def test_delta_is_an_upper_bound_within_256_ulps(rounded: Rounded) -> None:
     cases = _inputs(1)
     got = [discrete_gaussian_delta(*c) for c in cases]
     want = [reference(*c) for c in cases]
     twin = [_float_twin(*c) for c in cases]
-    audit(got, want, True, ulps=ULPS, twin=twin, n=N)
+    audit(got, want, rounded.up, ulps=ULPS, twin=twin, n=N)
 
 
 def test_exact_delta_is_below_the_zcdp_conversions() -> None:

@@ -44,7 +44,8 @@ from expost.rounding import (
     up_exact,
     up_mp,
 )
-from tests.rounding_audit import DIGITS, N, audit, log_uniform
+from expost.rounding_registry import Rounded
+from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
 
 Mp = Any  # an mpmath number
 RNG = np.random.default_rng(20261125)
@@ -69,18 +70,20 @@ def _bs_eps(rho: float, delta: float) -> Mp:
     return _mp(rho) + 2 * mp.sqrt(_mp(rho) * _ell(delta))
 
 
-def test_zcdp_to_dp_eps_and_delta_are_upper_bounds() -> None:
+@audits("zcdp_to_dp")
+def test_zcdp_to_dp_eps_and_delta_are_upper_bounds(rounded: Rounded) -> None:
     got = [zcdp_to_dp(ZCDP(r, 1e-7), d) for r, d in zip(RHO, DELTA, strict=True)]
     with mp.workdps(DIGITS):
         want = [_bs_eps(r, d) for r, d in zip(RHO, DELTA, strict=True)]
         twin = [r + 2.0 * math.sqrt(r * math.log(1.0 / d)) for r, d in zip(RHO, DELTA, strict=True)]
-        audit([g.eps for g in got], want, True, ulps=4, twin=twin)
+        audit([g.eps for g in got], want, rounded.up, ulps=4, twin=twin)
         d_want = [1e-7 + (1 - _mp(1e-7)) * _mp(d) for d in DELTA]
         d_twin = [1e-7 + (1.0 - 1e-7) * d for d in DELTA]
-        audit([g.delta for g in got], d_want, True, ulps=1, twin=d_twin)
+        audit([g.delta for g in got], d_want, rounded.up, ulps=1, twin=d_twin)
 
 
-def test_rho_for_dp_is_a_lower_bound_of_rho_star() -> None:
+@audits("rho_for_dp")
+def test_rho_for_dp_is_a_lower_bound_of_rho_star(rounded: Rounded) -> None:
     got = [rho_for_dp(e, d) for e, d in zip(EPS, DELTA, strict=True)]
     twin = [
         (e / (math.sqrt(math.log(1 / d) + e) + math.sqrt(math.log(1 / d)))) ** 2
@@ -88,51 +91,58 @@ def test_rho_for_dp_is_a_lower_bound_of_rho_star() -> None:
     ]
     with mp.workdps(DIGITS):
         want = [_rho_star(e, d) for e, d in zip(EPS, DELTA, strict=True)]
-        audit(got, want, False, ulps=6, twin=twin)
+        audit(got, want, rounded.up, ulps=6, twin=twin)
 
 
-def test_filter_budgets_from_dp_are_never_above_rho_star() -> None:
+@audits("UnifiedFilter.from_dp", "ApproxDPFilter.budget")
+def test_filter_budgets_from_dp_are_never_above_rho_star(rounded: Rounded) -> None:
     """The "Done when": `UnifiedFilter.from_dp(eps, delta).rho` and `ApproxDPFilter` budgets."""
     pairs = list(zip(EPS, DELTA, strict=True))
-    unified = [UnifiedFilter.from_dp(e, d).rho for e, d in pairs]
-    approx = [ApproxDPFilter(e, 1e-9, d).budget for e, d in pairs]
+    if rounded.name == "UnifiedFilter.from_dp":
+        got = [UnifiedFilter.from_dp(e, d).rho for e, d in pairs]
+    else:
+        got = [ApproxDPFilter(e, 1e-9, d).budget for e, d in pairs]
     with mp.workdps(DIGITS):
         want = [_rho_star(e, d) for e, d in pairs]
         twin = [float(w) for w in want]
-        audit(unified, want, False, ulps=6, twin=twin)
-        audit(approx, want, False, ulps=6, twin=twin)
+        audit(got, want, rounded.up, ulps=6, twin=twin)
 
 
-def test_dp_to_zcdp_rho_is_eps_squared_over_two_rounded_up() -> None:
+@audits("dp_to_zcdp")
+def test_dp_to_zcdp_rho_is_eps_squared_over_two_rounded_up(rounded: Rounded) -> None:
     got = [dp_to_zcdp(PureDP(e)).rho for e in EPS]
     exact = [Fraction(e) ** 2 / 2 for e in EPS]
     assert all(up_exact(q) == g for q, g in zip(exact, got, strict=True))  # the nearest float up
     with mp.workdps(DIGITS):
-        audit(got, [_mp(e) ** 2 / 2 for e in EPS], True, ulps=1, twin=[e**2 / 2 for e in EPS])
+        audit(got, [_mp(e) ** 2 / 2 for e in EPS], rounded.up, ulps=1, twin=[e**2 / 2 for e in EPS])
 
 
-def test_dp_to_pdp_delta_is_an_upper_bound() -> None:
+@audits("dp_to_pdp")
+def test_dp_to_pdp_delta_is_an_upper_bound(rounded: Rounded) -> None:
     small = [d * min(e, 1.0) for d, e in zip(DELTA, EPS, strict=True)]  # 2·delta/(eps·e^eps) < 1
     got = [dp_to_pdp(ApproxDP(e, d)) for e, d in zip(EPS, small, strict=True)]
     assert all(g.eps == 2.0 * e for g, e in zip(got, EPS, strict=True))  # exact doubling
     twin = [2.0 * d / (e * math.exp(e)) for e, d in zip(EPS, small, strict=True)]
     with mp.workdps(DIGITS):
         want = [2 * _mp(d) / (_mp(e) * mp.exp(_mp(e))) for e, d in zip(EPS, small, strict=True)]
-        audit([g.delta for g in got], want, True, ulps=6, twin=twin)
+        audit([g.delta for g in got], want, rounded.up, ulps=6, twin=twin)
 
 
-def test_compositions_add_exactly_then_round_up() -> None:
+@audits("compose_zcdp", "compose_ex_post")
+def test_compositions_add_exactly_then_round_up(rounded: Rounded) -> None:
     rhos = log_uniform(np.random.default_rng(4), 1e-10, 1e4, 4 * N).reshape(N, 4)
-    got = [compose_zcdp(*(ZCDP(r) for r in row)).rho for row in rhos]
-    bounds = [compose_ex_post(*(ExPost(r, 1e-9) for r in row)).bound for row in rhos]
+    if rounded.name == "compose_zcdp":
+        got = [compose_zcdp(*(ZCDP(r) for r in row)).rho for row in rhos]
+    else:
+        got = [compose_ex_post(*(ExPost(r, 1e-9) for r in row)).bound for row in rhos]
     twin = [math.fsum(row) for row in rhos]
     with mp.workdps(DIGITS):
         want = [mp.fsum(_mp(r) for r in row) for row in rhos]
-        audit(got, want, True, ulps=1, twin=twin)
-        audit(bounds, want, True, ulps=1, twin=twin)
+        audit(got, want, rounded.up, ulps=1, twin=twin)
 
 
-def test_filter_odometer_bound_is_an_upper_bound() -> None:
+@audits("FilterOdometer.bound_at")
+def test_filter_odometer_bound_is_an_upper_bound(rounded: Rounded) -> None:
     odometers = [FilterOdometer(e, 1e-9, d) for e, d in zip(EPS[:200], DELTA[:200], strict=True)]
     v = log_uniform(np.random.default_rng(5), 1e-8, 1e4, N).reshape(200, -1)
     got = np.concatenate([o.bound_at(row) for o, row in zip(odometers, v, strict=True)])
@@ -154,7 +164,7 @@ def test_filter_odometer_bound_is_an_upper_bound() -> None:
             for o, row in zip(odometers, v, strict=True)
             for vv in row
         ]
-        audit(list(got), want, True, ulps=14, twin=list(twin))
+        audit(list(got), want, rounded.up, ulps=14, twin=list(twin))
 
 
 # ----------------------------------------------------------------------------- the module itself

@@ -19,7 +19,8 @@ from expost.loss import (
     LaplaceLoss,
     LaplaceNoiseReductionLoss,
 )
-from tests.rounding_audit import DIGITS, N, audit, log_uniform
+from expost.rounding_registry import Rounded
+from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
 
 Mp = Any
 
@@ -42,16 +43,18 @@ def _gaussian_inputs(seed: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, A
     return log_uniform(rng, 1e-6, 1e3, N), rng.uniform(0.0, 1.0, N) ** 2 * 500.0
 
 
-def test_gaussian_delta_for_eps_is_an_upper_bound() -> None:
+@audits("GaussianLoss.delta_for_eps")
+def test_gaussian_delta_for_eps_is_an_upper_bound(rounded: Rounded) -> None:
     rhos, epss = _gaussian_inputs(1)
     got = [GaussianLoss(r).delta_for_eps(float(e)) for r, e in zip(rhos, epss, strict=True)]
     twin = [GaussianLoss(r)._delta_float(float(e)) for r, e in zip(rhos, epss, strict=True)]
     with mp.workdps(DIGITS):
         want = [mp_gaussian_delta(r, e) for r, e in zip(rhos, epss, strict=True)]
-    audit(got, want, True, ulps=2, twin=twin)
+    audit(got, want, rounded.up, ulps=2, twin=twin)
 
 
-def test_gaussian_eps_for_delta_is_an_upper_bound() -> None:
+@audits("GaussianLoss.eps_for_delta")
+def test_gaussian_eps_for_delta_is_an_upper_bound(rounded: Rounded) -> None:
     """The smallest eps with the exact delta(eps) <= delta (root at 50 digits); the answer is
     above it by at most a few ulps. Twin: brentq's float root, as the old code returned it."""
     rng = np.random.default_rng(2)
@@ -68,43 +71,33 @@ def test_gaussian_eps_for_delta_is_an_upper_bound() -> None:
         float(brentq(lambda e, x=x, d=d: x._delta_float(e) - d, g / 2, 2 * g, rtol=1e-14))
         for x, d, g in zip(losses[:300], deltas[:300], got[:300], strict=True)
     ]
-    audit(got, want, True, ulps=8, twin=twin, twin_want=want[:300])
+    audit(got, want, rounded.up, ulps=8, twin=twin, twin_want=want[:300])
 
 
-def test_gaussian_and_brownian_levels_are_upper_bounds() -> None:
+@audits("GaussianLoss.renyi", "BrownianLoss.rho", "GaussianLoss.from_mechanism")
+def test_gaussian_and_brownian_levels_are_upper_bounds(rounded: Rounded) -> None:
     """renyi = alpha·rho, from_mechanism's rho = Δ²/(2σ²), BrownianLoss.rho = Δ²/(2t): exact
     rationals, so the answer is the smallest float >= them (0 or 1 ulp above)."""
     rng = np.random.default_rng(3)
     a, b = log_uniform(rng, 1e-50, 1e50, N), log_uniform(rng, 1e-50, 1e50, N)
     alpha = 1.0 + log_uniform(rng, 1e-12, 1e6, N)
-    rho = [GaussianLoss(float(x)).renyi(float(al)) for x, al in zip(a, alpha, strict=True)]
+    pairs = list(zip(a.tolist(), b.tolist(), strict=True))
     with mp.workdps(DIGITS):
-        audit(
-            rho,
-            [mp.mpf(x) * mp.mpf(al) for x, al in zip(a, alpha, strict=True)],
-            True,
-            ulps=1,
-            twin=[float(x * al) for x, al in zip(a, alpha, strict=True)],
-        )
-        exact = [Fraction(d) ** 2 / (2 * Fraction(t)) for d, t in zip(a, b, strict=True)]
-        want = [mp.mpf(q.numerator) / q.denominator for q in exact]
-        audit(
-            [BrownianLoss(float(t), float(d)).rho for d, t in zip(a, b, strict=True)],
-            want,
-            True,
-            ulps=1,
-            twin=[float(d**2 / (2.0 * t)) for d, t in zip(a, b, strict=True)],
-        )
-        audit(
-            [
-                GaussianLoss.from_mechanism(float(s), float(d)).rho
-                for d, s in zip(a, b, strict=True)
-            ],
-            [mp.mpf(d) ** 2 / (2 * mp.mpf(s) ** 2) for d, s in zip(a, b, strict=True)],
-            True,
-            ulps=1,
-            twin=[float(d**2 / (2.0 * s**2)) for d, s in zip(a, b, strict=True)],
-        )
+        if rounded.name == "GaussianLoss.renyi":
+            cases = list(zip(a.tolist(), alpha.tolist(), strict=True))
+            got = [GaussianLoss(x).renyi(al) for x, al in cases]
+            want = [mp.mpf(x) * mp.mpf(al) for x, al in cases]
+            twin = [x * al for x, al in cases]
+        elif rounded.name == "BrownianLoss.rho":
+            got = [BrownianLoss(t, d).rho for d, t in pairs]
+            exact = [Fraction(d) ** 2 / (2 * Fraction(t)) for d, t in pairs]
+            want = [mp.mpf(q.numerator) / q.denominator for q in exact]
+            twin = [d**2 / (2.0 * t) for d, t in pairs]
+        else:
+            got = [GaussianLoss.from_mechanism(s, d).rho for d, s in pairs]
+            want = [mp.mpf(d) ** 2 / (2 * mp.mpf(s) ** 2) for d, s in pairs]
+            twin = [d**2 / (2.0 * s**2) for d, s in pairs]
+        audit(got, want, rounded.up, ulps=1, twin=twin)
 
 
 def _laplace_inputs(seed: int) -> list[LaplaceLoss]:
@@ -116,7 +109,8 @@ def _laplace_inputs(seed: int) -> list[LaplaceLoss]:
     return kept
 
 
-def test_laplace_levels_are_upper_bounds() -> None:
+@audits("LaplaceLoss.eps", "LaplaceNoiseReductionLoss.ex_post_bound")
+def test_laplace_levels_are_upper_bounds(rounded: Rounded) -> None:
     """LaplaceLoss.eps and LaplaceNoiseReductionLoss.ex_post_bound = distance/scale, rounded up."""
     rng = np.random.default_rng(4)
     s, d = log_uniform(rng, 1e-150, 1e150, N), log_uniform(rng, 1e-150, 1e150, N)
@@ -124,12 +118,15 @@ def test_laplace_levels_are_upper_bounds() -> None:
         want = [mp.mpf(y) / mp.mpf(x) for x, y in zip(s, d, strict=True)]
     twin = [float(y / x) for x, y in zip(s, d, strict=True)]
     pairs = list(zip(s.tolist(), d.tolist(), strict=True))
-    audit([LaplaceLoss(x, y).eps for x, y in pairs], want, True, ulps=1, twin=twin)
-    lnr = [LaplaceNoiseReductionLoss(x, y).ex_post_bound for x, y in pairs]
-    audit(lnr, want, True, ulps=1, twin=twin)
+    if rounded.name == "LaplaceLoss.eps":
+        got = [LaplaceLoss(x, y).eps for x, y in pairs]
+    else:
+        got = [LaplaceNoiseReductionLoss(x, y).ex_post_bound for x, y in pairs]
+    audit(got, want, rounded.up, ulps=1, twin=twin)
 
 
-def test_laplace_delta_for_eps_is_an_upper_bound() -> None:
+@audits("LaplaceLoss.delta_for_eps")
+def test_laplace_delta_for_eps_is_an_upper_bound(rounded: Rounded) -> None:
     rng = np.random.default_rng(5)
     losses = _laplace_inputs(5)
     epss = [
@@ -139,10 +136,11 @@ def test_laplace_delta_for_eps_is_an_upper_bound() -> None:
     twin = [x._delta_float(e) for x, e in zip(losses, epss, strict=True)]
     with mp.workdps(DIGITS):
         want = [mp_laplace_delta(x.scale, x.distance, e) for x, e in zip(losses, epss, strict=True)]
-    audit(got, want, True, ulps=2, twin=twin)
+    audit(got, want, rounded.up, ulps=2, twin=twin)
 
 
-def test_laplace_eps_for_delta_is_an_upper_bound() -> None:
+@audits("LaplaceLoss.eps_for_delta")
+def test_laplace_eps_for_delta_is_an_upper_bound(rounded: Rounded) -> None:
     """Exact root eps = ε + 2·log(1 − delta); its conditioning ε/eps scales the ulps allowed."""
     rng = np.random.default_rng(6)
     losses = _laplace_inputs(6)
@@ -159,10 +157,11 @@ def test_laplace_eps_for_delta_is_an_upper_bound() -> None:
         float(brentq(lambda e, x=x, d=d: x._delta_float(e) - d, 0.0, x.eps, rtol=1e-14))
         for x, d in zip(losses, deltas, strict=True)
     ]
-    audit(got, want, True, ulps=8, twin=twin, scale=scale)
+    audit(got, want, rounded.up, ulps=8, twin=twin, scale=scale)
 
 
-def test_laplace_renyi_is_an_upper_bound() -> None:
+@audits("LaplaceLoss.renyi")
+def test_laplace_renyi_is_an_upper_bound(rounded: Rounded) -> None:
     rng = np.random.default_rng(7)
     scales, dists = log_uniform(rng, 1e-2, 1e2, N), log_uniform(rng, 1e-4, 1e1, N)
     alphas = 1.0 + log_uniform(rng, 1e-6, 1e3, N)
@@ -175,4 +174,4 @@ def test_laplace_renyi_is_an_upper_bound() -> None:
             e, al = mp.mpf(x.distance) / mp.mpf(x.scale), mp.mpf(a)
             mix = (al * mp.exp((al - 1) * e) + (al - 1) * mp.exp(-al * e)) / (2 * al - 1)
             want.append(mp.log(mix) / (al - 1))
-    audit(got, want, True, ulps=2, twin=twin)
+    audit(got, want, rounded.up, ulps=2, twin=twin)

@@ -26,7 +26,16 @@ from expost.apps.batch_budget import _BM_BUMP, BatchBudget
 from expost.filters import GaussianDPFilter, UnifiedFilter, ZCDPFilter
 from expost.filters.base import BrownianPricedFilter
 from expost.filters.costs import BrownianCost, Cost, ZCDPCost
-from expost.rounding import largest_where, largest_where_array, nudge_down, nudge_up, smallest_where
+from expost.rounding import (
+    largest_where,
+    largest_where_array,
+    last_integer,
+    nudge_down,
+    nudge_up,
+    smallest_where,
+)
+from expost.rounding_registry import Rounded
+from tests.rounding_audit import audits
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -172,3 +181,66 @@ def test_the_vectorised_search_is_the_scalar_one() -> None:
     ]
     assert got.tolist() == want == c.tolist()
     assert largest_where_array(lambda x: x < 0.0, [1.0, 2.0], none=-1.0).tolist() == [-1.0, -1.0]
+
+
+def test_last_integer_is_a_bounded_search_on_any_range() -> None:
+    """The largest k <= c on [−2⁴⁰, 2⁴⁰] from random starts, within 2·41 + 2 checks."""
+    rng = np.random.default_rng(2814)
+    for c, start in rng.integers(-(2**40), 2**40, (200, 2)).tolist():
+        calls = [0]
+
+        def at_most(k: int, c: int = c, calls: list[int] = calls) -> bool:
+            calls[0] += 1
+            return k <= c
+
+        assert last_integer(at_most, start, -(2**40), 2**40) == c
+        assert calls[0] <= 2 * 41 + 2
+    assert last_integer(lambda k: k < -10, 0, -5, 5) is None
+
+
+def _edge_filters(rng: np.random.Generator) -> list[BrownianPricedFilter]:
+    return _filters(rng)[:150]
+
+
+@audits(
+    "filters.base.BrownianPricedFilter.max_bm_eps",
+    "filters.base.BrownianPricedFilter.min_bm_time",
+    "apps.batch_budget.BatchBudget.max_bm_eps",
+)
+def test_bm_extremes_are_the_exact_edge_of_admission(rounded: Rounded) -> None:
+    """The reference is the filter's own exact admission: the answer is admitted and the next
+    float towards the unsafe side is not (max_bm_eps down: the largest admitted eps; min_bm_time
+    up: the smallest admitted time). Twin: the closed-form start sqrt(divisor·remaining) (or
+    Δ²/(divisor·remaining)) rounded to nearest, which is sometimes not admitted."""
+    rng = np.random.default_rng(2815)
+    towards = math.inf if not rounded.up else 0.0  # the unsafe side
+    twin_refused = 0
+    for f in _edge_filters(rng):
+        d = float(np.exp(rng.uniform(-5, 5)))
+        div, left = f._BM_DIVISOR, f.remaining
+        if rounded.name == "apps.batch_budget.BatchBudget.max_bm_eps":
+            if not isinstance(f, ZCDPFilter):
+                continue
+            b = BatchBudget.start(f, 1)
+            x = float(b.max_bm_eps()[0])
+            ok = bool(b.admits(b.bm_cost(x * x))[0])
+            beyond = math.nextafter(x, towards)
+            assert ok
+            assert not b.admits(b.bm_cost(beyond * beyond))[0]
+            start = math.sqrt(2.0 * b.remaining()[0])
+            twin_refused += not b.admits(b.bm_cost(start * start))[0]
+            continue
+
+        def admitted(x: float, d: float = d, f: BrownianPricedFilter = f) -> bool:
+            if rounded.name.endswith("max_bm_eps"):
+                return f.admits(BrownianCost.from_eps(x, d))
+            return f.admits(BrownianCost(x, d))
+
+        if rounded.name.endswith("max_bm_eps"):
+            x, start = f.max_bm_eps(d), math.sqrt(div * left)
+        else:
+            x, start = f.min_bm_time(d), d * d / (div * left)
+        assert admitted(x)
+        assert not admitted(math.nextafter(x, towards))
+        twin_refused += not admitted(start)
+    assert twin_refused > 0, "the closed form was never refused: the check has no power"

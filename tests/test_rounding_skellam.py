@@ -18,9 +18,10 @@ import pytest
 from scipy.optimize import brentq
 
 from expost.rounding import down
+from expost.rounding_registry import Rounded
 from expost.skellam.loss import SkellamLoss, akl_eps_for_delta, akl_renyi
 from expost.skellam.pmf import mp_pmf
-from tests.rounding_audit import DIGITS, N, audit, log_uniform
+from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
 
 Mp = Any
 _EDGE = mp.mpf(10) ** -70  # the reference grows its window until edge terms are below this
@@ -116,7 +117,8 @@ def test_mp_pmf_matches_besseli() -> None:
         assert worst < mp.mpf(10) ** -45
 
 
-def test_skellam_delta_for_eps_is_an_upper_bound() -> None:
+@audits("SkellamLoss.delta_for_eps")
+def test_skellam_delta_for_eps_is_an_upper_bound(rounded: Rounded) -> None:
     """eps is the loss at a random point where the pmf is above 1e-250 (so delta is a normal
     float); twin: the float profile (the search of eps_for_delta), rounded to nearest."""
     rng = np.random.default_rng(31)
@@ -132,7 +134,7 @@ def test_skellam_delta_for_eps_is_an_upper_bound() -> None:
             want.append(ref_delta(pmf, d, eps))
         got.append(loss.delta_for_eps(eps))
         twin.append(loss._profile_float(1e-300)(eps))
-    audit(got, want, True, ulps=2, twin=twin)
+    audit(got, want, rounded.up, ulps=2, twin=twin)
 
 
 def test_skellam_delta_for_eps_far_beyond_the_support() -> None:
@@ -143,10 +145,12 @@ def test_skellam_delta_for_eps_far_beyond_the_support() -> None:
             assert ref_delta(_Pmf(mu, mu), d, eps) < math.ulp(0.0)
 
 
-def test_skellam_eps_for_delta_is_an_upper_bound() -> None:
+@audits("SkellamLoss.eps_for_delta")
+def test_skellam_eps_for_delta_is_an_upper_bound(rounded: Rounded) -> None:
     """delta log-uniform down to 1e-300. The answer must be admissible under the 50-digit
     profile and the float 8 ulps below it must not be (a few ulps from the exact root); twin:
     the float root of the float profile, as a plain brentq would return it."""
+    assert rounded.up  # checked below: admissible, and 8 ulps lower is not
     rng = np.random.default_rng(32)
     deltas = log_uniform(rng, 1e-300, 1e-2, N)
     unsafe = loose = twin_unsafe = 0
@@ -169,8 +173,9 @@ def _float_root(loss: SkellamLoss, delta: float, near: float) -> float:
     return float(brentq(lambda e: profile(e) - delta, 0.0, 2 * near + 1, rtol=1e-15))
 
 
+@audits("SkellamLoss.renyi")
 @pytest.mark.parametrize("alphas", ["near one", "large"])
-def test_skellam_renyi_is_an_upper_bound(alphas: str) -> None:
+def test_skellam_renyi_is_an_upper_bound(alphas: str, rounded: Rounded) -> None:
     """D_alpha at alpha = 1 + [1e-6, 0.1] (cancellation) and 1 + [0.1, 30] (far tails); twin:
     the float cgf of the truncated support, cgf(alpha − 1)/(alpha − 1)."""
     rng = np.random.default_rng(34 if alphas == "near one" else 35)
@@ -183,7 +188,7 @@ def test_skellam_renyi_is_an_upper_bound(alphas: str) -> None:
         twin.append(loss.cgf(float(alpha) - 1.0) / (float(alpha) - 1.0))
         with mp.workdps(DIGITS):
             want.append(ref_renyi(_Pmf(mu1, mu2), d, float(alpha)))
-    audit(got, want, True, ulps=2, twin=twin, n=N // 2)
+    audit(got, want, rounded.up, ulps=2, twin=twin, n=N // 2)
 
 
 def _mp_akl(alpha: int, mu: float, d: int) -> Mp:
@@ -197,7 +202,8 @@ def _float_akl(alpha: int, mu: float, d: int) -> float:
     return alpha * d * d / (4 * mu) + extra
 
 
-def test_akl_renyi_and_eps_are_upper_bounds() -> None:
+@audits("skellam.loss.akl_renyi", "skellam.loss.akl_eps_for_delta")
+def test_akl_renyi_and_eps_are_upper_bounds(rounded: Rounded) -> None:
     """AKL's bound (a rational: the smallest float above it) and its Mironov conversion (the
     log rounded up by 2 ulps, then exact sums: within a few ulps); twins: the float formulas."""
     rng = np.random.default_rng(37)
@@ -207,13 +213,15 @@ def test_akl_renyi_and_eps_are_upper_bounds() -> None:
     deltas = log_uniform(rng, 1e-300, 0.5, N)
     cases = list(zip(alphas.tolist(), mus.tolist(), ds.tolist(), deltas.tolist(), strict=True))
     with mp.workdps(DIGITS):
-        audit(
-            [akl_renyi(a, m, d) for a, m, d, _ in cases],
-            [_mp_akl(a, m, d) for a, m, d, _ in cases],
-            True,
-            ulps=1,
-            twin=[_float_akl(a, m, d) for a, m, d, _ in cases],
-        )
+        if rounded.name == "skellam.loss.akl_renyi":
+            audit(
+                [akl_renyi(a, m, d) for a, m, d, _ in cases],
+                [_mp_akl(a, m, d) for a, m, d, _ in cases],
+                rounded.up,
+                ulps=1,
+                twin=[_float_akl(a, m, d) for a, m, d, _ in cases],
+            )
+            return
         want, twin = [], []
         for _, m, d, delta in cases:
             floats = {a: _float_akl(a, m, d) - math.log(delta) / (a - 1) for a in range(2, 257)}
@@ -223,7 +231,7 @@ def test_akl_renyi_and_eps_are_upper_bounds() -> None:
         audit(
             [akl_eps_for_delta(m, d, delta) for _, m, d, delta in cases],
             want,
-            True,
+            rounded.up,
             ulps=4,
             twin=twin,
         )

@@ -47,7 +47,7 @@ from expost._validation import (
     sample_count,
     validator,
 )
-from expost.rounding import MP_START, SMALLEST, nudge_up, up_exact, up_mp_converged
+from expost.rounding import MP_START, SMALLEST, delta_up, nudge_up, up_exact, up_mp_converged
 
 __all__ = [
     "BrownianLoss",
@@ -55,7 +55,6 @@ __all__ = [
     "LaplaceLoss",
     "LaplaceNoiseReductionLoss",
     "PrivacyLoss",
-    "delta_up",
     "eps_for_delta_of",
 ]
 
@@ -104,12 +103,6 @@ class PrivacyLoss(Protocol):
 
 
 _UNDERFLOW_Z = 41.0  # Φ(−z) < 2⁻¹⁰⁷⁴ for z > 40 (Mills: Φ(−z) <= φ(z)/z); 1 of slack
-
-
-def delta_up(value: Callable[[], Any]) -> float:
-    """A hockey-stick divergence rounded up (`up_mp_converged`) and capped at 1, which it never
-    exceeds (it is at most the total variation distance)."""
-    return min(up_mp_converged(value), 1.0)
 
 
 def eps_for_delta_of(

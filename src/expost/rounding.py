@@ -39,6 +39,7 @@ from expost.errors import InvalidParameter
 __all__ = [
     "MP_START",
     "SMALLEST",
+    "delta_up",
     "down",
     "down_array",
     "down_exact",
@@ -48,6 +49,7 @@ __all__ = [
     "iv_eval",
     "largest_where",
     "largest_where_array",
+    "last_integer",
     "neg_log_up",
     "nudge_down",
     "nudge_up",
@@ -268,10 +270,10 @@ def _float(key: int) -> float:
     return float(x)
 
 
-def _last(holds: Callable[[int], bool], start: int, low: int, high: int) -> int | None:
-    """The largest k in [low, high] at which ``holds`` (true up to some k, false above) is true,
-    None if it is true nowhere: gallop from ``start`` by 1, 2, 4, … then bisect. At most about
-    2·64 evaluations whatever the distance (floats have 64-bit keys)."""
+def last_integer(holds: Callable[[int], bool], start: int, low: int, high: int) -> int | None:
+    """The largest integer k in [low, high] at which ``holds`` (true up to some k, false above)
+    is true, None if it is true nowhere: gallop from ``start`` by 1, 2, 4, … then bisect. At most
+    about 2·log2(high − low) evaluations (2·64 for floats' 64-bit keys), whatever the distance."""
     start = min(max(start, low), high)
     if holds(start):
         good, step = start, 1
@@ -310,7 +312,7 @@ def largest_where(
     bisecting on the floats' bit patterns: at most about 130 evaluations of ``ok``, however far
     ``start`` is. Only values at which ``ok`` was seen to hold are returned, so the answer is
     safe even where ``ok`` is not exactly monotone."""
-    k = _last(lambda j: ok(_float(j)), _key(_number(start)), _key(low), _key(high))
+    k = last_integer(lambda j: ok(_float(j)), _key(_number(start)), _key(low), _key(high))
     return None if k is None else _float(k)
 
 
@@ -319,7 +321,7 @@ def smallest_where(
 ) -> float | None:
     """The smallest float in [low, high] at which ``ok`` holds, for ``ok`` false up to a point
     and true above it; None if it holds nowhere there (`largest_where` mirrored)."""
-    k = _last(lambda j: ok(_float(-j)), -_key(_number(start)), -_key(high), -_key(low))
+    k = last_integer(lambda j: ok(_float(-j)), -_key(_number(start)), -_key(high), -_key(low))
     return None if k is None else _float(-k)
 
 
@@ -410,3 +412,9 @@ def up_mp_converged(value: Callable[[], Any], start: int = MP_START) -> float:
             if high > 0 and abs(high - low) <= high * _MP_MARGIN:
                 return up_mp(high * (1 + mp.mpf(_MP_MARGIN)))
         prec *= 2
+
+
+def delta_up(value: Callable[[], Any]) -> float:
+    """A hockey-stick divergence rounded up (`up_mp_converged`) and capped at 1, which it never
+    exceeds (it is at most the total variation distance)."""
+    return min(up_mp_converged(value), 1.0)

@@ -51,6 +51,8 @@ _SQRT_HALF = math.sqrt(0.5)
 _SQRT_HALF_PI = math.sqrt(0.5 * math.pi)
 _LINE_ULPS = 3  # a·v + b: two roundings, < 2u relative
 _MIXTURE_ULPS = 8  # two-sided mixture: < 7u relative (derivation in `_two_sided_mixture`)
+_POLY_ULPS = 16  # PolynomialStitching: < 16u relative where not recomputed (`_g`)
+_STITCHED_ULPS = 16  # FACStitched: < 16u relative (derivation in `FACStitched._g`)
 
 
 class Boundary(Protocol):
@@ -253,8 +255,38 @@ class PolynomialStitching(MartingaleBoundary):
         m = np.maximum(v, self.v0)
         k1 = (self.eta**0.25 + self.eta**-0.25) / math.sqrt(2.0)
         constant = math.log(float(zeta(self.s)) / (self.delta * math.log(self.eta) ** self.s))
-        ell = self.s * np.log(np.log(self.eta * m / self.v0)) + constant
-        return np.asarray(k1 * np.sqrt(m * ell), dtype=np.float64)
+        log_x = np.log(self.eta * m / self.v0)  # > 0: eta > 1, m >= v0
+        log_log = np.log(log_x)
+        ell = self.s * log_log + constant
+        # ell's absolute error in u: log x is off by <= 2 + log x, so log log x by
+        # <= (2 + log x)/log x + 1 + |log log x|; the constant (zeta, power, logs) by <= 8 + |c|.
+        # Where that is <= 16·ell the root is within 8u and k1, the products and root add < 8u:
+        # moved up _POLY_ULPS; elsewhere (cancellation, subnormal) recomputed in intervals.
+        err = self.s * ((2.0 + log_x) / log_x + 1.0 + np.abs(log_log)) + 8.0 + abs(constant)
+        product = m * ell
+        lost = (ell > 0.0) & (~(err <= 16.0 * ell) | ~(product >= NORMAL))
+        with np.errstate(invalid="ignore"):  # ell <= 0: no boundary there (nan), as before
+            g = k1 * np.sqrt(product)
+        if np.any(np.isnan(g)):
+            return np.asarray(g, dtype=np.float64)
+        return upper(g, _POLY_ULPS, lost, m, self._g_iv)
+
+    def _g_iv(self, v: float) -> Any:
+        import mpmath
+
+        def compute(iv: Any) -> Any:
+            m, eta, s = iv.mpf(max(v, self.v0)), iv.mpf(self.eta), iv.mpf(self.s)
+            with mpmath.workprec(iv.prec + 32):
+                z = mpmath.zeta(self.s)  # within its working precision: widened by 2^-(prec)
+            zeta_s = iv.mpf(
+                [z * (1 - mpmath.mpf(2) ** -iv.prec), z * (1 + mpmath.mpf(2) ** -iv.prec)]
+            )
+            quarter = iv.sqrt(iv.sqrt(eta))
+            k1 = (quarter + 1 / quarter) / iv.sqrt(2)
+            c = iv.log(zeta_s / (iv.mpf(self.delta) * iv.exp(s * iv.log(iv.log(eta)))))
+            return k1 * iv.sqrt(m * (s * iv.log(iv.log(eta * m / iv.mpf(self.v0))) + c))
+
+        return compute
 
 
 @frozen
@@ -271,7 +303,21 @@ class FACStitched(MartingaleBoundary):
     def _g(self, v: FloatArray) -> FloatArray:
         m = np.maximum(v, self.v0)
         inner = np.log(np.log(2.0 * m / self.v0)) + 0.72 * math.log(5.2 / self.delta)
-        return np.where(v < self.v0, np.inf, 1.7 * np.sqrt(m * inner))
+        product = m * inner
+        # inner >= log log 2 + 0.72·log 5.2 > 0.8 (delta < 1), so its absolute error of a few u
+        # is under 8u relative; the root, the product and the constants 1.7, 0.72, 5.2 (each
+        # within half an ulp of the paper's decimals) add under 8u: moved up _STITCHED_ULPS
+        lost = ~(product >= NORMAL)
+        g = upper(1.7 * np.sqrt(product), _STITCHED_ULPS, lost, m, self._g_iv)
+        return np.where(v < self.v0, np.inf, g)
+
+    def _g_iv(self, v: float) -> Any:
+        def compute(iv: Any) -> Any:
+            m = iv.mpf(max(v, self.v0))
+            c = iv.mpf("0.72") * iv.log(iv.mpf("5.2") / iv.mpf(self.delta))
+            return iv.mpf("1.7") * iv.sqrt(m * (iv.log(iv.log(2 * m / iv.mpf(self.v0))) + c))
+
+        return compute
 
 
 @overload

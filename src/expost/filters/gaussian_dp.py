@@ -30,8 +30,9 @@ Prices, each rounded up:
   composition) costs a share of eps and delta, which is far dearer for budgets like
   APC Sec. 7's (docs/filters.md).
 
-The transcendental prices (mu(eps)²) are computed with scipy (imported lazily) and rounded up
-with a relative margin of 2⁻⁴⁰, far above the few-ulp error of ``erfinv`` / ``ndtri``.
+The transcendental prices (mu(eps)²) are computed with scipy (imported lazily): mu(eps) rounded
+up by a relative 2⁻⁴⁴, its square by a further 2⁻⁴⁰, far above the few-ulp error of ``erfinv`` /
+``ndtri`` (`tests/test_rounding_gdp.py` audits both against 50 digits).
 """
 
 from __future__ import annotations
@@ -60,21 +61,25 @@ from expost.rounding import down_ratio, up_exact
 
 __all__ = ["GaussianDPFilter", "gdp_price", "pure_dp_mu"]
 
-_MARGIN = 1 + Fraction(1, 2**40)  # relative, far above the few-ulp error of erfinv / ndtri
+_MU_MARGIN = 1 + Fraction(1, 2**44)  # relative, far above the few-ulp error of erfinv / ndtri
+_MARGIN = 1 + Fraction(1, 2**40)  # on mu(eps)², kept as before (mu is already rounded up)
 
 
 def pure_dp_mu(eps: float) -> float:
     """mu(eps) = 2·Φ⁻¹(e^eps/(1 + e^eps)): the smallest mu with G_mu <= f_(eps,0) (THEORY §9).
 
     Computed as 2·sqrt(2)·erfinv(tanh(eps/2)) for eps < 1 (no cancellation near 1/2) and
-    −2·Φ⁻¹(1/(1 + e^eps)) above (no rounding of the probability to 1).
+    −2·Φ⁻¹(1/(1 + e^eps)) above (no rounding of the probability to 1); rounded up by a relative
+    2⁻⁴⁴ (`_MU_MARGIN`), far above the few-ulp error of scipy's ``erfinv`` / ``ndtri``.
     """
     from scipy.special import erfinv, expit, ndtri  # lazy: keeps `import expost` fast
 
     e = positive("eps", eps)
     if e < 1.0:
-        return float(2.0 * math.sqrt(2.0) * erfinv(math.tanh(e / 2.0)))
-    return float(-2.0 * ndtri(expit(-e)))
+        mu = float(2.0 * math.sqrt(2.0) * erfinv(math.tanh(e / 2.0)))
+    else:
+        mu = float(-2.0 * ndtri(expit(-e)))
+    return up_exact(Fraction(mu) * _MU_MARGIN)
 
 
 def _pure_dp_price(eps: float) -> float:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
@@ -19,6 +21,7 @@ from expost._validation import (
 from expost.errors import InvalidParameter
 from expost.filters.costs import BoundedRangeCost
 from expost.guarantees import ZCDP, PureDP
+from expost.rounding import up_exact
 
 __all__ = ["ExponentialMechanism"]
 
@@ -65,8 +68,9 @@ class ExponentialMechanism:
         return self.eps if self.monotone else 2.0 * self.eps
 
     def guarantee(self) -> ZCDP:
-        """bounded_range²/8-zCDP: eps²/8 if monotone, else eps²/2 (Cesar–Rogers; APC Sec. 7.2)."""
-        return ZCDP(self.eps**2 / (8.0 if self.monotone else 2.0))
+        """bounded_range²/8-zCDP: eps²/8 if monotone, else eps²/2 (Cesar–Rogers; APC Sec. 7.2),
+        rounded up."""
+        return ZCDP(up_exact(Fraction(self.eps) ** 2 / (8 if self.monotone else 2)))
 
     def dp_guarantee(self) -> PureDP:
         """bounded_range-DP: eps-DP if monotone, else 2eps-DP."""

@@ -33,8 +33,8 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.loss import delta_up, eps_for_delta_of
-from expost.rounding import SMALLEST, neg_log_up, up_exact, up_mp_converged
+from expost.loss import eps_for_delta_of
+from expost.rounding import SMALLEST, delta_up, neg_log_up, up_exact, up_mp_converged
 from expost.skellam.pmf import MAX_MEAN, MIN_MEAN, log_pmf, log_tail_above, mp_pmf, mp_tail_above
 
 __all__ = ["MAX_TERMS", "SkellamLoss", "akl_eps_for_delta", "akl_renyi", "hockey_stick_terms"]

@@ -1,0 +1,250 @@
+"""The rounding registry: every public callable that returns a guarantee parameter, with the side
+its float is rounded to (issue 28; ARCHITECTURE principles 7 and 8).
+
+A reported eps, delta, rho, mu, ψ, bound, price, cost or time-for-a-level is rounded **up**; a
+budget, what remains of one, or the largest parameter a target allows is rounded **down**
+(`expost.rounding`). Names are paths in the public namespace: ``"cks_delta"`` is
+``expost.cks_delta``, ``"filters.gaussian_dp.gdp_price"`` is ``expost.filters.gaussian_dp.gdp_price``, a method is
+``"Class.method"`` on the public class. For a method defined on a private base the entry names
+each public subclass. The rounding audit (tests/test_rounding_*.py) is parametrised by these
+entries, with a 50-digit mpmath reference and an input strategy for each; a test fails when a
+public callable whose name or return type says it returns a guarantee parameter is missing here
+(tests/test_rounding_registry.py), and docs/guarantees.md prints this table.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Literal
+
+from attrs import field, frozen
+from attrs.validators import in_
+
+from expost.errors import InvalidParameter
+
+__all__ = ["REGISTRY", "Rounded", "entry"]
+
+Direction = Literal["up", "down"]
+
+
+@frozen
+class Rounded:
+    """One registered callable: its public ``name``, the safe ``direction`` of what it returns,
+    and ``what`` it returns (the parameter and how it is put on the safe side)."""
+
+    name: str
+    direction: Direction = field(validator=in_(("up", "down")))
+    what: str
+
+    @property
+    def up(self) -> bool:
+        """Rounded up (else down)."""
+        return self.direction == "up"
+
+    def resolve(self) -> object:
+        """The callable itself, looked up from ``expost`` (its modules, then attributes)."""
+        obj: object = importlib.import_module("expost")
+        parts = self.name.split(".")
+        for k, part in enumerate(parts):
+            if not hasattr(obj, part):
+                obj = importlib.import_module(".".join(["expost", *parts[: k + 1]]))
+            else:
+                obj = getattr(obj, part)
+        return obj
+
+
+_UP: Direction = "up"
+_DOWN: Direction = "down"
+_TABLE: tuple[tuple[str, Direction, str], ...] = (
+    # --- conversions and compositions (guarantees.py)
+    ("zcdp_to_dp", _UP, "eps (exact Bun–Steinke check), delta (up_exact)"),
+    ("cks_zcdp_to_dp", _UP, "eps: smallest float passing the CKS interval check; delta up_exact"),
+    ("cks_delta", _UP, "CKS delta at the float order, interval exp, >= 2^-1074"),
+    ("rho_for_dp", _DOWN, "rho*: largest float passing the exact Bun–Steinke check"),
+    ("cks_rho_for_dp", _DOWN, "rho: largest float passing the CKS interval check"),
+    ("dp_to_zcdp", _UP, "rho = eps²/2 up_exact"),
+    ("guarantees.rho_of_eps", _UP, "eps²/2 up_exact"),
+    ("dp_to_pdp", _UP, "pDP delta: exact ratio with e^eps bounded below"),
+    ("pdp_to_dp", _UP, "the same (eps, delta): no arithmetic"),
+    ("compose_zcdp", _UP, "rho and delta sums, sum_up"),
+    ("compose_ex_post", _UP, "bound and delta sums, sum_up"),
+    ("guarantees.gdp_delta", _UP, "delta_mu(eps): float value, relative margin 1e-6 + 2 ulps"),
+    ("guarantees.gdp_mu_for_dp", _DOWN, "mu: largest float with gdp_delta <= delta"),
+    ("GaussianDP.eps_for", _UP, "eps: smallest float with gdp_delta <= delta"),
+    ("GaussianDP.to_dp", _UP, "delta = gdp_delta"),
+    # --- privacy losses (loss.py, Skellam)
+    ("GaussianLoss.delta_for_eps", _UP, "hockey stick, precision doubling"),
+    ("GaussianLoss.eps_for_delta", _UP, "root nudged up to the rounded-up profile"),
+    ("GaussianLoss.renyi", _UP, "alpha·rho up_exact"),
+    ("GaussianLoss.from_mechanism", _UP, "rho = Δ²/(2σ²) up_exact"),
+    ("BrownianLoss.rho", _UP, "Δ²/(2t) up_exact"),
+    ("BrownianLoss.delta_for_eps", _UP, "delegates to GaussianLoss"),
+    ("BrownianLoss.eps_for_delta", _UP, "delegates to GaussianLoss"),
+    ("BrownianLoss.renyi", _UP, "delegates to GaussianLoss"),
+    ("LaplaceLoss.eps", _UP, "distance/scale up_exact"),
+    ("LaplaceLoss.from_eps", _UP, "the loss at a given eps: stored"),
+    ("LaplaceLoss.delta_for_eps", _UP, "1 − e^(−(ε − eps)/2), precision doubling"),
+    ("LaplaceLoss.eps_for_delta", _UP, "root nudged up"),
+    ("LaplaceLoss.renyi", _UP, "precision doubling"),
+    ("LaplaceNoiseReductionLoss.ex_post_bound", _UP, "distance/scale up_exact"),
+    ("LaplaceNoiseReductionLoss.delta_for_eps", _UP, "delegates to LaplaceLoss"),
+    ("LaplaceNoiseReductionLoss.eps_for_delta", _UP, "delegates to LaplaceLoss"),
+    ("LaplaceNoiseReductionLoss.renyi", _UP, "delegates to LaplaceLoss"),
+    ("loss.eps_for_delta_of", _UP, "any profile's root nudged up"),
+    ("SkellamLoss.delta_for_eps", _UP, "hockey stick in mpmath, tails bounded, >= 2^-1074"),
+    ("SkellamLoss.eps_for_delta", _UP, "root nudged up"),
+    ("SkellamLoss.renyi", _UP, "precision doubling, tails bounded"),
+    ("skellam.loss.akl_renyi", _UP, "AKL bound up_exact"),
+    ("skellam.loss.akl_eps_for_delta", _UP, "Mironov conversion: log up 2 ulps, exact sums"),
+    # --- boundaries and grids
+    ("LineCrossing.__call__", _UP, "a·v + b, proven ulps"),
+    ("NormalMixture.__call__", _UP, "two-sided mixture, proven ulps"),
+    ("FACStitched.__call__", _UP, "FAC Thm 3's stitched g, proven ulps (intervals off range)"),
+    (
+        "PolynomialStitching.__call__",
+        _UP,
+        "Howard et al.'s stitching, proven ulps (else intervals)",
+    ),
+    ("SkellamPrivacyBoundary.__call__", _UP, "Skellam ψ: nextafter(ψ + stated log-pmf margin)"),
+    ("apc_psi", _UP, "proven ulps"),
+    ("LineCrossing.delta", _UP, "exp(−2ab), 2 ulps"),
+    ("LineCrossing.for_delta", _UP, "b = log(1/delta)/(2a), 2 ulps"),
+    ("LinearPrivacyBoundary.__call__", _UP, "ψ(t), proven ulps"),
+    ("LinearPrivacyBoundary.delta", _UP, "its line's delta"),
+    ("LinearPrivacyBoundary.from_delta", _UP, "its line's b (LineCrossing.for_delta)"),
+    ("LinearPrivacyBoundary.time_for", _UP, "a time with ψ(t) <= level: nudged up"),
+    ("MixturePrivacyBoundary.__call__", _UP, "ψ(t), proven ulps"),
+    ("MixturePrivacyBoundary.time_for", _UP, "a time with ψ(t) <= level: nudged up"),
+    ("TimeGrid.from_boundary", _UP, "times with ψ <= each level"),
+    ("TimeGrid.rho_for", _UP, "Δ²/(2t), proven ulps"),
+    ("TimeGrid.max_rho_for", _UP, "Δ²/(2·t_min), proven ulps"),
+    ("TimeGrid.eps_for", _UP, "Δ/sqrt(t), proven ulps"),
+    ("EpsilonGrid.rho", _UP, "eps²/2: halving, exact"),
+    ("EpsilonGrid.max_rho", _UP, "the last eps²/2: halving, exact"),
+    ("EpsilonGrid.clip", _DOWN, "keeps points with eps² <= max_eps² exactly"),
+    ("OpenEpsilonGrid.clip", _DOWN, "ends at the largest float <= max_eps²"),
+    ("OpenEpsilonGrid.clip_each", _DOWN, "ends at the largest float <= max_eps²"),
+    # --- odometers
+    ("FilterOdometer.bound", _UP, "the line at the realised V"),
+    ("FilterOdometer.bound_at", _UP, "the line at V, proven ulps"),
+    ("MixtureOdometer.bound", _UP, "bound_at at the realised V"),
+    ("MixtureOdometer.bound_at", _UP, "mixture bound, proven ulps"),
+    ("StitchedOdometer.bound", _UP, "bound_at at the realised V"),
+    ("StitchedOdometer.bound_at", _UP, "stitched bound, proven ulps"),
+    ("BrownianOdometer.psi", _UP, "apc_psi"),
+    ("BrownianOdometer.bound_at", _UP, "V/2 + ψ(V)"),
+    ("BrownianOdometer.bound_from_times", _UP, "bound_at of the summed privacy times"),
+    # --- filters: prices, budgets, guarantees
+    ("filters.zcdp.zcdp_price", _UP, "rho and delta of a round, up_exact / rho_of_eps"),
+    (
+        "filters.gaussian_dp.gdp_price",
+        _UP,
+        "mu² of a round: 2·rho exact, mu(eps)² with margin up_exact",
+    ),
+    ("filters.gaussian_dp.pure_dp_mu", _UP, "mu(eps) by scipy: the price adds a 2^-40 margin"),
+    ("filters.Filter.price", _UP, "the subclass's price"),
+    ("filters.Filter.spent", _UP, "exact sum, sum_up"),
+    ("filters.Filter.remaining", _DOWN, "exact difference, sum_down"),
+    ("filters.Filter.budget", _DOWN, "abstract: the subclass's budget"),
+    ("filters.Filter.delta_budget", _DOWN, "abstract: the subclass's delta budget"),
+    ("filters.Filter.guarantee", _UP, "abstract: the subclass's guarantee"),
+    ("filters.Filter.reported_guarantee", _UP, "guarantee() unless overridden"),
+    ("filters.Filter.max_bm_eps", _DOWN, "None: no BM pricing"),
+    ("filters.Filter.min_bm_time", _UP, "None: no BM pricing"),
+    (
+        "filters.base.BrownianPricedFilter.max_bm_eps",
+        _DOWN,
+        "largest admitted eps (bounded search)",
+    ),
+    (
+        "filters.base.BrownianPricedFilter.min_bm_time",
+        _UP,
+        "smallest admitted time (bounded search)",
+    ),
+    ("ZCDPFilter.budget", _DOWN, "rho: stored"),
+    ("ZCDPFilter.delta_budget", _DOWN, "delta: stored"),
+    ("ZCDPFilter.guarantee", _UP, "ZCDP(rho, delta): stored"),
+    ("UnifiedFilter.from_dp", _DOWN, "rho = rho_for_dp / cks_rho_for_dp"),
+    ("UnifiedFilter.budget", _DOWN, "rho: stored"),
+    ("UnifiedFilter.delta_budget", _DOWN, "delta: stored"),
+    ("UnifiedFilter.guarantee", _UP, "ZCDP(rho, delta): stored"),
+    ("UnifiedFilter.dp_guarantee", _UP, "zcdp_to_dp / cks_zcdp_to_dp"),
+    ("UnifiedFilter.reported_guarantee", _UP, "dp_guarantee"),
+    ("ApproxDPFilter.budget", _DOWN, "rho_budget"),
+    ("ApproxDPFilter.rho_budget", _DOWN, "rho_for_dp"),
+    ("ApproxDPFilter.delta_budget", _DOWN, "delta': stored"),
+    ("ApproxDPFilter.guarantee", _UP, "(eps, delta' + delta''): stored eps, delta up_exact"),
+    ("ExPostFilter.budget", _DOWN, "eps: stored"),
+    ("ExPostFilter.delta_budget", _DOWN, "delta: stored"),
+    ("ExPostFilter.guarantee", _UP, "stored"),
+    ("BrownianFilter.budget", _DOWN, "rho: stored"),
+    ("BrownianFilter.delta_budget", _DOWN, "delta: stored"),
+    ("BrownianFilter.guarantee", _UP, "stored"),
+    ("GaussianDPFilter.from_dp", _DOWN, "mu = gdp_mu_for_dp"),
+    ("GaussianDPFilter.budget", _DOWN, "mu² down_ratio"),
+    ("GaussianDPFilter.delta_budget", _DOWN, "0.0"),
+    ("GaussianDPFilter.guarantee", _UP, "GaussianDP(mu): stored"),
+    ("GaussianDPFilter.reported_guarantee", _UP, "the stored target, checked against gdp_delta"),
+    ("ConcurrentFilter.price", _UP, "the parts' prices"),
+    ("ConcurrentFilter.spent", _UP, "the parts' spends"),
+    ("ConcurrentFilter.remaining", _DOWN, "the parts' remainders"),
+    ("ConcurrentFilter.guarantee", _UP, "sums of the parts' guarantees, sum_up"),
+    ("ConcurrentFilter.reported_guarantee", _UP, "guarantee"),
+    ("ConcurrentFilter.max_bm_eps", _DOWN, "smallest of the parts'"),
+    ("ConcurrentFilter.min_bm_time", _UP, "largest of the parts'"),
+    ("apps.batch_budget.BatchBudget.remaining", _DOWN, "float bound with the error term"),
+    ("apps.batch_budget.BatchBudget.max_bm_eps", _DOWN, "largest admitted eps (bounded search)"),
+    # --- mechanisms: costs and guarantees
+    ("GaussianMechanism.cost", _UP, "GaussianCost(rho): stored"),
+    ("GaussianMechanism.guarantee", _UP, "ZCDP(rho): stored"),
+    ("LaplaceMechanism.cost", _UP, "DPCost(eps): stored"),
+    ("LaplaceMechanism.guarantee", _UP, "PureDP(eps): stored"),
+    ("DiscreteGaussianMechanism.rho", _UP, "Δ²/(2σ²) up_exact"),
+    ("DiscreteGaussianMechanism.cost", _UP, "ZCDPCost(rho)"),
+    ("DiscreteGaussianMechanism.guarantee", _UP, "ZCDP(rho)"),
+    ("DiscreteGaussianMechanism.delta_for_eps", _UP, "discrete_gaussian_delta"),
+    ("DiscreteGaussianMechanism.eps_for_delta", _UP, "discrete_gaussian_eps"),
+    ("mechanisms.discrete_gaussian_dp.discrete_gaussian_delta", _UP, "error-bounded sum, up_mp"),
+    ("mechanisms.discrete_gaussian_dp.discrete_gaussian_eps", _UP, "root nudged up"),
+    ("DiscreteLaplaceMechanism.cost", _UP, "DPCost(eps) up_exact"),
+    ("DiscreteLaplaceMechanism.guarantee", _UP, "PureDP(eps) up_exact"),
+    ("ExactAboveThreshold.cost", _UP, "DPCost(eps) up_exact"),
+    ("ExactAboveThreshold.guarantee", _UP, "PureDP(eps) up_exact"),
+    ("PermuteAndFlip.cost", _UP, "DPCost(eps) up_exact"),
+    ("PermuteAndFlip.guarantee", _UP, "PureDP(eps) up_exact"),
+    ("ExponentialMechanism.cost", _UP, "BoundedRangeCost(eps): stored"),
+    ("ExponentialMechanism.guarantee", _UP, "ZCDP(eps²/8) up_exact"),
+    ("ExponentialMechanism.dp_guarantee", _UP, "PureDP(eps): stored"),
+    ("AboveThreshold.cost", _UP, "DPCost(eps): stored"),
+    ("AboveThreshold.guarantee", _UP, "PureDP(eps): stored"),
+    ("ReducedAboveThreshold.brownian_cost", _UP, "ExPostCost(2ψ(t_min)): doubling is exact"),
+    ("mechanisms.ReducedAboveThresholdResult.cost", _UP, "ExPostCost(level): stored"),
+    ("mechanisms.ReducedAboveThresholdResult.ex_post", _UP, "ExPost(level): stored"),
+    ("DoublingMethod.cost", _UP, "DPCost / ExPostCost of the method"),
+    ("DoublingMethod.guarantee", _UP, "the method's worst case"),
+    ("ExactDoubling.cost", _UP, "exact eps up_exact"),
+    ("BrownianNoiseReduction.cost", _UP, "BrownianCost(t_min): stored"),
+    ("BrownianNoiseReduction.cost_at", _UP, "BrownianCost(t) with ψ(t)"),
+    ("BrownianNoiseReduction.guarantee", _UP, "Δ²/(2·t_min) up_exact"),
+    ("LaplaceNoiseReduction.cost", _UP, "cost_at(t_min)"),
+    ("LaplaceNoiseReduction.cost_at", _UP, "ExPostCost(Δ1/scale, eps_max = Δ1/t_min), 1 ulp up"),
+    ("LaplaceNoiseReduction.guarantee", _UP, "PureDP(Δ1/t_min), 1 ulp up"),
+    ("LaplaceNoiseReduction.ex_post_bounds", _UP, "Δ1/t of each scale, 1 ulp up"),
+    ("SkellamNoiseReduction.cost", _UP, "ExPostCost of the Skellam boundary"),
+    ("SkellamNoiseReduction.cost_at", _UP, "ExPostCost(ψ(t))"),
+    ("SkellamNoiseReduction.fixed_cost", _UP, "DPCost: SkellamLoss / AKL eps, up"),
+    ("PrivateSession.spent", _UP, "the filter's spent"),
+    ("PrivateSession.remaining", _DOWN, "the filter's remaining"),
+    ("PrivateSession.guarantee", _UP, "the filter's reported guarantee"),
+    ("apps.lnr_composition.ComposedLaplace.dp_eps", _UP, "a bracket (lower, upper): upper up"),
+)
+
+REGISTRY: tuple[Rounded, ...] = tuple(Rounded(n, d, w) for n, d, w in _TABLE)
+
+
+def entry(name: str) -> Rounded:
+    """The registered entry called ``name``; `InvalidParameter` if there is none."""
+    for e in REGISTRY:
+        if e.name == name:
+            return e
+    raise InvalidParameter("name", name, "is not in the rounding registry")

@@ -1,0 +1,260 @@
+"""Rounding audit of the registry entries whose exact value is rational or a square root
+(issue 28): prices, rho and eps of the exact mechanisms, the zCDP price of a pure-DP round, the
+GDP filter's mu² budget, the noise reductions' worst cases and the time grids' prices.
+
+One table: registry name -> an input strategy, the value as the library reports it, the exact
+value (a `Fraction`, or an mpmath expression at 50 digits) and the round-to-nearest twin. Each
+entry's test is parametrised by the entry (`audits`), so its direction is the registered one;
+the twin must be caught.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from expost import (
+    BrownianNoiseReduction,
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    ExactAboveThreshold,
+    ExponentialMechanism,
+    LaplaceNoiseReduction,
+    PermuteAndFlip,
+    TimeGrid,
+)
+from expost.apps.batch_budget import BatchBudget
+from expost.filters import DPCost, GaussianDPFilter, ZCDPCost, ZCDPFilter
+from expost.filters.zcdp import zcdp_price
+from expost.rounding_registry import Rounded
+from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
+
+Mp = Any
+Exact = Fraction | Mp  # a rational, or an mpmath number at 50 digits
+
+
+def _fractions(rng: np.random.Generator) -> list[Fraction]:
+    """N rationals p/q with p, q up to 2⁴⁰ times a power of 2 in [2⁻⁴⁰, 2⁴⁰] (most not floats)."""
+    p = rng.integers(1, 2**40, N)
+    q = rng.integers(1, 2**40, N)
+    k = rng.integers(-40, 41, N)
+    return [
+        Fraction(int(a), int(b)) * Fraction(2) ** int(e) for a, b, e in zip(p, q, k, strict=True)
+    ]
+
+
+def _floats(rng: np.random.Generator) -> list[float]:
+    return [float(x) for x in log_uniform(rng, 1e-3, 1e3, N)]
+
+
+def _to_mp(x: Exact) -> Mp:
+    return mp.mpf(x.numerator) / x.denominator if isinstance(x, Fraction) else x
+
+
+Case = tuple[
+    Callable[[np.random.Generator], list[Any]],  # inputs
+    Callable[[Any], float],  # reported
+    Callable[[Any], Exact],  # exact
+    Callable[[Any], float],  # twin: the plain float formula
+    int,  # ulps allowed beyond the exact value
+]
+
+
+def _dgm(x: tuple[int, Fraction]) -> DiscreteGaussianMechanism:
+    return DiscreteGaussianMechanism(x[0], x[1])
+
+
+def _dgm_inputs(rng: np.random.Generator) -> list[tuple[int, Fraction]]:
+    return list(zip(rng.integers(1, 100, N).tolist(), _fractions(rng), strict=True))
+
+
+def _em(x: tuple[float, bool]) -> ExponentialMechanism:
+    return ExponentialMechanism(x[0], x[1])
+
+
+def _em_inputs(rng: np.random.Generator) -> list[tuple[float, bool]]:
+    return list(zip(_floats(rng), (rng.uniform(size=N) < 0.5).tolist(), strict=True))
+
+
+def _grid(rng: np.random.Generator) -> list[tuple[float, float]]:
+    """(t, Δ): times over 24 decades, sensitivities over 6."""
+    times = log_uniform(rng, 1e-12, 1e12, N).tolist()
+    return list(zip(times, log_uniform(rng, 1e-3, 1e3, N).tolist(), strict=True))
+
+
+def _spends(rng: np.random.Generator) -> list[list[float]]:
+    """N histories of 1 to 6 rhos, each log-uniform in [1e-6, 1e3] (they sum below 10⁴)."""
+    sizes = rng.integers(1, 7, N)
+    return [log_uniform(rng, 1e-6, 1e3, int(k)).tolist() for k in sizes]
+
+
+def _batch(spends: list[float]) -> BatchBudget:
+    b = BatchBudget.start(ZCDPFilter(1e4), 1)
+    for r in spends:
+        b = b.spend([r])
+    return b
+
+
+CASES: dict[str, Case] = {
+    "DiscreteGaussianMechanism.rho": (
+        _dgm_inputs,
+        lambda x: _dgm(x).rho,
+        lambda x: Fraction(x[0] ** 2) / (2 * x[1]),
+        lambda x: x[0] ** 2 / (2 * float(x[1])),
+        1,
+    ),
+    "DiscreteLaplaceMechanism.guarantee": (
+        _fractions,
+        lambda e: DiscreteLaplaceMechanism(1, e).guarantee().eps,
+        lambda e: e,
+        float,
+        1,
+    ),
+    "DiscreteLaplaceMechanism.cost": (
+        _fractions,
+        lambda e: DiscreteLaplaceMechanism(1, e).cost().eps,
+        lambda e: e,
+        float,
+        1,
+    ),
+    "ExactAboveThreshold.guarantee": (
+        _fractions,
+        lambda e: ExactAboveThreshold(e, 0).guarantee().eps,
+        lambda e: e,
+        float,
+        1,
+    ),
+    "ExactAboveThreshold.cost": (
+        _fractions,
+        lambda e: ExactAboveThreshold(e, 0).cost().eps,
+        lambda e: e,
+        float,
+        1,
+    ),
+    "PermuteAndFlip.guarantee": (
+        _fractions,
+        lambda e: PermuteAndFlip(e).guarantee().eps,
+        lambda e: e,
+        float,
+        1,
+    ),
+    "PermuteAndFlip.cost": (
+        _fractions,
+        lambda e: PermuteAndFlip(e).cost().eps,
+        lambda e: e,
+        float,
+        1,
+    ),
+    "ExponentialMechanism.guarantee": (
+        _em_inputs,
+        lambda x: _em(x).guarantee().rho,
+        lambda x: Fraction(x[0]) ** 2 / (8 if x[1] else 2),
+        lambda x: x[0] ** 2 / (8.0 if x[1] else 2.0),
+        1,
+    ),
+    "filters.zcdp.zcdp_price": (
+        _floats,
+        lambda e: zcdp_price(DPCost(e))[0],  # type: ignore[index]
+        lambda e: Fraction(e) ** 2 / 2,
+        lambda e: e * e / 2.0,
+        1,
+    ),
+    "GaussianDPFilter.budget": (
+        _floats,
+        lambda m: GaussianDPFilter(m).budget,
+        lambda m: Fraction(m) ** 2,
+        lambda m: m * m,
+        1,
+    ),
+    "BrownianNoiseReduction.guarantee": (
+        _grid,
+        lambda x: BrownianNoiseReduction(TimeGrid([2 * x[0], x[0]]), x[1]).guarantee().rho,
+        lambda x: Fraction(x[1]) ** 2 / (2 * Fraction(x[0])),
+        lambda x: x[1] ** 2 / (2.0 * x[0]),
+        1,
+    ),
+    "LaplaceNoiseReduction.guarantee": (
+        _grid,
+        lambda x: LaplaceNoiseReduction([2 * x[0], x[0]], x[1]).guarantee().eps,
+        lambda x: Fraction(x[1]) / Fraction(x[0]),
+        lambda x: x[1] / x[0],
+        2,  # the quotient moved up 1 ulp
+    ),
+    "LaplaceNoiseReduction.cost_at": (
+        _grid,
+        lambda x: LaplaceNoiseReduction([4 * x[0], 2 * x[0]], x[1]).cost_at(x[0]).bound,
+        lambda x: Fraction(x[1]) / Fraction(x[0]),
+        lambda x: x[1] / x[0],
+        2,  # the quotient moved up 1 ulp
+    ),
+    "filters.Filter.spent": (
+        _spends,
+        lambda x: ZCDPFilter(1e9, realised=tuple(ZCDPCost(r) for r in x)).spent,
+        lambda x: sum(map(Fraction, x), Fraction(0)),
+        math.fsum,  # the exact sum rounded to nearest
+        1,
+    ),
+    "filters.Filter.remaining": (
+        _spends,
+        lambda x: ZCDPFilter(1e4, realised=tuple(ZCDPCost(r) for r in x)).remaining,
+        lambda x: 10_000 - sum(map(Fraction, x), Fraction(0)),
+        lambda x: math.fsum([1e4, *(-r for r in x)]),
+        1,
+    ),
+    "apps.batch_budget.BatchBudget.remaining": (
+        _spends,
+        lambda x: float(_batch(x).remaining()[0]),
+        lambda x: 10_000 - sum(map(Fraction, x), Fraction(0)),
+        lambda x: math.fsum([1e4, *(-r for r in x)]),
+        2**4,  # rho·(1 − 2⁻⁵⁰) less the running error bound: within 2⁻⁴⁹ of the budget
+    ),
+    "TimeGrid.max_rho_for": (
+        _grid,
+        lambda x: TimeGrid([2 * x[0], x[0]]).max_rho_for(x[1]),
+        lambda x: Fraction(x[1]) ** 2 / (2 * Fraction(x[0])),
+        lambda x: x[1] ** 2 / (2.0 * x[0]),
+        5,  # two roundings, then 3 ulps up (grids._PRICE_ULPS)
+    ),
+    "TimeGrid.rho_for": (
+        _grid,
+        lambda x: float(TimeGrid([x[0]]).rho_for(x[1])[0]),
+        lambda x: Fraction(x[1]) ** 2 / (2 * Fraction(x[0])),
+        lambda x: x[1] ** 2 / (2.0 * x[0]),
+        5,
+    ),
+    "TimeGrid.eps_for": (
+        _grid,
+        lambda x: float(TimeGrid([x[0]]).eps_for(x[1])[0]),
+        lambda x: mp.mpf(x[1]) / mp.sqrt(mp.mpf(x[0])),
+        lambda x: x[1] / math.sqrt(x[0]),
+        5,
+    ),
+}
+
+
+@audits(*CASES)
+def test_exact_values_are_on_the_safe_side(rounded: Rounded) -> None:
+    inputs, reported, exact, twin, ulps = CASES[rounded.name]
+    xs = inputs(np.random.default_rng(abs(hash(rounded.name)) % 2**32))
+    got = [reported(x) for x in xs]
+    with mp.workdps(DIGITS):
+        want = [_to_mp(exact(x)) for x in xs]
+        audit(got, want, rounded.up, ulps=ulps, twin=[twin(x) for x in xs])
+
+
+@pytest.mark.parametrize("name", ["DiscreteLaplaceMechanism.guarantee", "GaussianDPFilter.budget"])
+def test_exact_rational_answers_are_the_nearest_float_on_the_safe_side(name: str) -> None:
+    """Where the answer is one rounding of a rational, it is exactly the adjacent float."""
+    inputs, reported, exact, _, _ = CASES[name]
+    for x in inputs(np.random.default_rng(7))[:200]:
+        q, g = exact(x), Fraction(reported(x))
+        if name == "GaussianDPFilter.budget":
+            assert g <= q < Fraction(math.nextafter(float(g), math.inf))
+        else:
+            assert g >= q > Fraction(math.nextafter(float(g), -math.inf))
