@@ -36,7 +36,6 @@ from expost.grids import TimeGrid
 from expost.guarantees import ExPost
 from expost.rounding import down_exact
 from expost.stopping import AtIndex, RelativeError
-from tests.rounding_audit import DIGITS, N, audit, log_uniform
 from tests.safe_side import rounded_up
 
 ALPHAS = (1.5, 2.0, 4.0, 8.0)
@@ -123,20 +122,6 @@ def test_a_table_answers_with_the_next_order_up() -> None:
     g = ExPostRDP.of_orders({4.0: 3.0, 2.0: 1.0})
     assert g.orders == ((2.0, 1.0), (4.0, 3.0))
     assert (g.eps(1.5), g.eps(2.0), g.eps(3.0), g.eps(4.0)) == (1.0, 1.0, 3.0, 3.0)
-
-
-def test_markov_bound_rounds_up_against_mpmath() -> None:
-    rng = np.random.default_rng(29)
-    eps = log_uniform(rng, 1e-3, 1e3, N)
-    alpha = 1.0 + log_uniform(rng, 1e-3, 1e3, N)
-    delta = log_uniform(rng, 1e-15, 0.5, N)
-    got, want, twin = [], [], []
-    with mp.workdps(DIGITS):
-        for e, a, d in zip(eps, alpha, delta, strict=True):
-            got.append(markov_bound(float(e), float(a), float(d)))
-            want.append(mp.mpf(e) + mp.log(1 / mp.mpf(d)) / (mp.mpf(a) - 1))
-            twin.append(float(e) + math.log(1 / float(d)) / (float(a) - 1))
-    audit(got, want, True, ulps=8, twin=twin)
 
 
 def test_probabilistic_splits_delta_and_takes_the_best_order() -> None:
