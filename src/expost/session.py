@@ -24,14 +24,15 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 from attrs import frozen
 
-from expost._validation import candidates_mask, generator, path_value, point, positive, scores_array
+from expost import rounds
+from expost._validation import generator
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
 from expost.exact.bits import BitSource, SecureBits
 from expost.filters import (
@@ -48,33 +49,18 @@ from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
 from expost.ledger import LedgerBackend, LedgerEntry, open_ledger
 from expost.mechanisms import (
-    AboveThreshold,
     AboveThresholdResult,
-    BrownianNoiseReduction,
     BrownianThresholdResult,
-    DoublingMethod,
     DoublingTranscript,
-    ExponentialMechanism,
-    GaussianMechanism,
-    LaplaceMechanism,
-    LaplaceNoiseReduction,
     PrivacyBoundaryWithDelta,
-    ReducedAboveThreshold,
-    SkellamNoiseReduction,
     Transcript,
 )
-from expost.mechanisms.exact_additive import (
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
-    integers,
-)
-from expost.mechanisms.exact_doubling import ExactDoubling, ExactDoublingTranscript
-from expost.mechanisms.exact_threshold import ExactAboveThreshold
-from expost.mechanisms.permute_and_flip import PermuteAndFlip
+from expost.mechanisms.exact_doubling import ExactDoublingTranscript
+from expost.rounds import NOT_EXACT, Mode, Prepared, refusing
 from expost.skellam_boundary import SkellamPrivacyBoundary
-from expost.stopping import Never, RelativeError, StoppingRule
+from expost.stopping import StoppingRule
 
-__all__ = ["PrivateSession", "Round", "SessionFilter", "filter_from_description"]
+__all__ = ["NOT_EXACT", "PrivateSession", "Round", "SessionFilter", "filter_from_description"]
 
 SessionFilter = PrivacyFilter
 _COSTS: dict[str, type[Cost]] = {
@@ -84,18 +70,6 @@ _COSTS: dict[str, type[Cost]] = {
 _FORMAT = "expost-session/3"  # /3: Gaussian rounds are recorded as GaussianCost
 _OLD_FORMATS = ("expost-session/1", "expost-session/2")  # their records are a subset of today's
 R = TypeVar("R")
-
-
-class _Costed(Protocol):
-    @property
-    def cost(self) -> Cost | None: ...
-
-
-def _result_cost(result: _Costed) -> Cost:
-    """The realised cost a result reports (every mechanism a session runs reports one)."""
-    if result.cost is None:
-        raise InvalidParameter("mechanism", type(result).__name__, "reported no realised cost")
-    return result.cost
 
 
 @frozen
@@ -211,14 +185,6 @@ class _Replay:
 # ----------------------------------------------------------------------------- session
 
 
-NOT_EXACT = {
-    "brownian": "use Skellam noise reduction (SkellamNoiseReduction) on integer values",
-    "laplace-noise-reduction": "use Skellam noise reduction (SkellamNoiseReduction)",
-    "reduced-above-threshold": "no exact version; use exponential_mechanism rounds",
-}
-"""Mechanisms refused in secure mode, with the alternative each refusal names."""
-
-
 class PrivateSession:
     """Adaptive private analysis under one filter (FAC Thm 1–2, APC Thm 1–2, 5, Lemma 6.2, B.2).
 
@@ -252,6 +218,13 @@ class PrivateSession:
         self._rng = generator(rng)
         if not isinstance(exact, bool):
             raise InvalidParameter("exact", exact, "must be True or False")
+        if bits is not None and not callable(getattr(bits, "below", None)):
+            raise InvalidParameter(
+                "bits",
+                bits,
+                "must be a bit source: SecureBits(), or GeneratorBits(rng) to draw reproducibly "
+                "from a numpy Generator",
+            )
         self._bits: BitSource | None = SecureBits() if exact and bits is None else bits
         self._filter: SessionFilter = filter
         self._history: list[Round] = []
@@ -314,50 +287,36 @@ class PrivateSession:
 
     # -- the round protocol ----------------------------------------------------------------
 
-    def _round(
-        self,
-        mechanism: str,
-        request: Cost,
-        run: Callable[[], R],
-        realised: Callable[[R], Cost],
-    ) -> R:
-        if self._bits is not None and mechanism in NOT_EXACT:
-            raise InvalidParameter(
-                "mechanism",
-                mechanism,
-                f"has no exact version (secure mode): {NOT_EXACT[mechanism]}",
-            )
+    def _prepare(
+        self, method: str, prepare: Callable[..., Prepared[R]], *args: object
+    ) -> Prepared[R]:
+        """Step 1 (no side effects): ``prepare(mode, *args)``; an input error says nothing was spent."""
+        with refusing(method):
+            return prepare(Mode(self._rng, self._bits, self._filter), *args)
+
+    def _release(self, prepared: Prepared[R]) -> R:
+        """Steps 2–5 for a prepared round: the only place a round is reserved."""
         if self._running:  # without a ledger the running round's reservation is not recorded
             raise InvalidParameter(
-                "mechanism", mechanism, "a round is running: a stopping rule may not start another"
+                "mechanism",
+                prepared.mechanism,
+                "a round is running: a stopping rule may not start another; nothing was spent",
             )
-        key = self._reserve(mechanism, request)
+        key = self._reserve(prepared.mechanism, prepared.request)
         self._running = True
         try:
-            result = run()
+            result = prepared.draw()
         except BaseException:
-            self._settle(key, request, request)
+            self._settle(key, prepared.request, prepared.request)
             raise
         finally:
             self._running = False
-        cost = realised(result)
-        self._settle(key, request, cost)
-        self._history.append(Round(len(self._history), mechanism, request, cost, result))
+        cost = prepared.realised(result)
+        self._settle(key, prepared.request, cost)
+        self._history.append(
+            Round(len(self._history), prepared.mechanism, prepared.request, cost, result)
+        )
         return result
-
-    def _exact(
-        self,
-        mechanism: str,
-        cost: Cost,
-        run: Callable[[BitSource], R],
-        realised: Callable[[R], Cost] | None = None,
-    ) -> R:
-        """A secure-mode round: ``run`` draws from the session's bit source; it is charged
-        ``realised(result)``, by default the requested ``cost``."""
-        bits = self._bits
-        assert bits is not None  # only called in secure mode
-        charge = (lambda _: cost) if realised is None else realised
-        return self._round(mechanism, cost, lambda: run(bits), charge)
 
     def _reserve(self, mechanism: str, request: Cost) -> int:
         if self._ledger is None:
@@ -380,7 +339,7 @@ class PrivateSession:
         self._ledger.append("settle", lambda _entries: {"round": key, "cost": _encode(cost)})
         self._filter = self._replay.update(self._ledger.entries())
 
-    # -- zCDP and pure DP mechanisms ---------------------------------------------------------
+    # -- release methods: each prepares its round (rounds.py), then releases it -----------------
 
     def gaussian(self, value: npt.ArrayLike, sensitivity: float, rho: float) -> npt.NDArray[Any]:
         """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round, sqrt(2·rho)-GDP.
@@ -388,26 +347,17 @@ class PrivateSession:
         Secure mode: integer ``value`` + discrete Gaussian N_Z(0, Δ²/(2·rho)) (CKS Thm 4), an
         integer ``sensitivity``; a rho-zCDP round (not GDP: `DiscreteGaussianMechanism`).
         """
-        if self._bits is not None:
-            dg, n = DiscreteGaussianMechanism.from_rho(sensitivity, rho), integers("value", value)
-            return self._exact("gaussian", dg.cost(), lambda b: dg.run(n, b))
-        mechanism = GaussianMechanism(sensitivity, rho)
-        v = point("value", value)
-        cost = mechanism.cost()
-        return self._round("gaussian", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
+        p = self._prepare("gaussian", rounds.prepare_gaussian, value, sensitivity, rho)
+        return self._release(p)
 
     def laplace(self, value: npt.ArrayLike, sensitivity: float, eps: float) -> npt.NDArray[Any]:
         """Release ``value + Lap(Δ1/eps)``: a pure eps-DP round.
 
         Secure mode: integer ``value`` + discrete Laplace noise of scale Δ1/eps (integer Δ1).
         """
-        if self._bits is not None:
-            dl, n = DiscreteLaplaceMechanism(sensitivity, eps), integers("value", value)
-            return self._exact("laplace", dl.cost(), lambda b: dl.run(n, b))
-        mechanism = LaplaceMechanism(sensitivity, eps)
-        v = point("value", value)
-        cost = mechanism.cost()
-        return self._round("laplace", cost, lambda: mechanism.run(v, self._rng), lambda _: cost)
+        return self._release(
+            self._prepare("laplace", rounds.prepare_laplace, value, sensitivity, eps)
+        )
 
     def exponential_mechanism(
         self,
@@ -425,37 +375,24 @@ class PrivateSession:
         Secure mode: permute-and-flip on integer scores, an eps-DP round whatever ``monotone``
         says (`PermuteAndFlip`; priced as DPCost(eps), bounded range is not claimed).
         """
-        if self._bits is not None:
-            pf, u = PermuteAndFlip(eps, sensitivity), integers("scores", scores)
-            mask = candidates_mask(candidates, u.shape)
-            return self._exact("exponential", pf.cost(), lambda b: pf.run(u, b, mask))
-        mechanism = ExponentialMechanism(eps, monotone, sensitivity)
-        s = scores_array(scores, max_ndim=1)
-        allowed = candidates_mask(candidates, s.shape)
-        cost = mechanism.cost()
-
-        def run() -> int:
-            return mechanism.run(s, self._rng, candidates=allowed)
-
-        return self._round("exponential", cost, run, lambda _: cost)
+        args = (scores, eps, monotone, candidates, sensitivity)
+        return self._release(
+            self._prepare("exponential_mechanism", rounds.prepare_exponential, *args)
+        )
 
     def above_threshold(
         self, utilities: Iterable[float], eps: float, threshold: float, sensitivity: float = 1.0
     ) -> AboveThresholdResult:
         """AboveThreshold (sparse vector, Lyu et al. 2017): a pure eps-DP round.
 
-        Secure mode: `ExactAboveThreshold` (integer utilities, threshold and sensitivity).
+        ``utilities`` (a lazy iterable too) is read before the round is reserved, at most
+        `MAX_QUERIES` of them. Secure mode: `ExactAboveThreshold` (integer utilities, threshold
+        and sensitivity).
         """
-        if self._bits is not None:
-            eat = ExactAboveThreshold(eps, threshold, sensitivity)
-            return self._exact("above-threshold", eat.cost(), lambda b: eat.run(utilities, b))
-        mechanism = AboveThreshold(eps, threshold, sensitivity)
-        cost = mechanism.cost()
-
-        def run() -> AboveThresholdResult:
-            return mechanism.run(utilities, self._rng)
-
-        return self._round("above-threshold", cost, run, lambda _: cost)
+        args = (utilities, eps, threshold, sensitivity)
+        return self._release(
+            self._prepare("above_threshold", rounds.prepare_above_threshold, *args)
+        )
 
     def doubling(
         self,
@@ -467,63 +404,14 @@ class PrivateSession:
     ) -> DoublingTranscript | ExactDoublingTranscript:
         """The doubling method (APC Sec. 7.1): fresh Gaussian tries, eps² × ratio, all paid.
 
-        The tries go up to the largest eps² whose total the budget still admits; the round is
-        charged the sum of the tries made. Secure mode: `ExactDoubling`, the same levels, rule,
-        cap and rho with discrete Gaussian tries on an integer value (CKS Thm 4), charged as
-        `ZCDPCost`.
+        The tries go up to the largest eps² whose total the budget still admits (at most
+        `MAX_DOUBLING_TRIES`); the round is charged the sum of the tries made. Secure mode:
+        `ExactDoubling`, the same levels, rule, cap and rho with discrete Gaussian tries on an
+        integer value (CKS Thm 4), charged as `ZCDPCost`. The default rule, `RelativeError(0.1)`,
+        needs a scalar value.
         """
-        rule = RelativeError(0.1) if stop is None else stop
-        if self._bits is not None:
-            n = integers("value", value)
-            exact = ExactDoubling(self._doubling_cap(sensitivity, start_eps2, ratio, rule))
-            return self._exact("doubling", exact.cost(), lambda b: exact.run(n, b), _result_cost)
-        v = point("value", value)
-        cap = self._doubling_cap(sensitivity, start_eps2, ratio, rule)
-        return self._round("doubling", cap.cost(), lambda: cap.run(v, self._rng), _result_cost)
-
-    def _doubling_cap(
-        self, sensitivity: float, start_eps2: float, ratio: float, rule: object
-    ) -> DoublingMethod:
-        """The longest doubling schedule whose total zCDP cost the filter admits."""
-        tries = 1
-        while True:
-            longer = DoublingMethod(sensitivity, start_eps2, ratio, max_tries=tries + 1, stop=rule)
-            if not self._filter.admits(longer.cost()):
-                return DoublingMethod(sensitivity, start_eps2, ratio, max_tries=tries, stop=rule)
-            tries += 1
-
-    # -- noise reduction -----------------------------------------------------------------------
-
-    def _clipped(
-        self, grid: TimeGrid | EpsilonGrid | OpenEpsilonGrid, sensitivity: float
-    ) -> TimeGrid | EpsilonGrid:
-        """Clip an eps grid to what the budget allows (APC Sec. 7: "as far as the budget allows")."""
-        if not isinstance(grid, TimeGrid | EpsilonGrid | OpenEpsilonGrid):
-            raise InvalidParameter(
-                "grid", grid, "must be a TimeGrid, EpsilonGrid or OpenEpsilonGrid"
-            )
-        if not isinstance(grid, TimeGrid) and grid.sensitivity != sensitivity:
-            raise InvalidParameter(
-                "sensitivity",
-                sensitivity,
-                f"must equal the grid's sensitivity {grid.sensitivity!r}",
-            )
-        if isinstance(grid, TimeGrid):
-            return grid
-        f = self._filter
-        max_eps = f.max_bm_eps(sensitivity)
-        if max_eps is None:  # the filter does not price BMs by time: nothing to clip to
-            if isinstance(grid, OpenEpsilonGrid):
-                raise InvalidParameter(
-                    "grid",
-                    grid,
-                    f"an open grid needs a budget to close it: {type(f).__name__} "
-                    "does not price Brownian mechanisms by time",
-                )
-            return grid
-        if grid.first_eps > max_eps:  # refused with what was spent, asked and remains
-            f.check(BrownianCost.from_eps(grid.first_eps, sensitivity))
-        return grid.clip(max_eps)
+        args = (value, sensitivity, start_eps2, ratio, stop)
+        return self._release(self._prepare("doubling", rounds.prepare_doubling, *args))
 
     def brownian(
         self,
@@ -540,17 +428,8 @@ class PrivateSession:
         `BrownianCost` at its stopping time, which a rho filter prices Δ²/(2·t_stop) (APC
         Thm 3/5) and an `ExPostFilter` ψ(t_stop) (BNR Thm 3.6: a ``boundary`` is needed).
         """
-        d = positive("sensitivity", sensitivity)
-        v = path_value(value)
-        mechanism = BrownianNoiseReduction(
-            self._clipped(grid, d),
-            d,
-            Never() if stop is None else stop,
-            boundary,
-        )
-
-        run = lambda: mechanism.run(v, self._rng)
-        return self._round("brownian", mechanism.cost(), run, _result_cost)
+        args = (value, sensitivity, grid, stop, boundary)
+        return self._release(self._prepare("brownian", rounds.prepare_brownian, *args))
 
     def laplace_noise_reduction(
         self,
@@ -564,10 +443,9 @@ class PrivateSession:
         Recorded as an `ExPostCost` (Δ1/t_stop, with eps_max = Δ1/t_min): filters with an
         ex-post budget charge Δ1/t_stop, the others its worst case Δ1/t_min as pure DP.
         """
-        mechanism = LaplaceNoiseReduction(scales, sensitivity, Never() if stop is None else stop)
-        v = path_value(value)
-        run = lambda: mechanism.run(v, self._rng)
-        return self._round("laplace-noise-reduction", mechanism.cost(), run, _result_cost)
+        args = (value, sensitivity, scales, stop)
+        prepare = rounds.prepare_laplace_noise_reduction
+        return self._release(self._prepare("laplace_noise_reduction", prepare, *args))
 
     def skellam(
         self,
@@ -577,7 +455,6 @@ class PrivateSession:
         rate: float = 1.0,
         stop: StoppingRule | Callable[..., bool] | None = None,
         boundary: SkellamPrivacyBoundary | None = None,
-        bits: BitSource | None = None,
         fixed_delta: float | None = None,
     ) -> Transcript:
         """Skellam noise reduction on one count (BNR App. E), (ψ(t_stop), delta)-ex-post private
@@ -585,29 +462,11 @@ class PrivateSession:
         as `ExPostCost` (ψ(t_stop), delta): filters with an ex-post budget (`ExPostFilter`)
         charge it. Or, with ``fixed_delta`` instead of a boundary, charged the run's fixed
         `DPCost` (``SkellamNoiseReduction.fixed_cost``: the exact (eps, fixed_delta) at the
-        grid's smallest time) whenever it stops. In the secure mode (``exact=True`` or the
-        session's ``bits``), or with ``bits`` given here, the integers are drawn exactly from
-        that bit source (Poisson, then binomial thinning); else from the session's rng."""
-        if (boundary is None) == (fixed_delta is None):
-            raise InvalidParameter(
-                "boundary",
-                boundary,
-                "give a SkellamPrivacyBoundary (tuned_for(level, delta)) or fixed_delta, not both",
-            )
-        if np.size(value) != 1:
-            raise InvalidParameter("value", value, "must be one count")
-        mechanism = SkellamNoiseReduction(
-            times, rate, sensitivity, Never() if stop is None else stop, boundary
-        )
-        source = self._bits if bits is None else bits
-        if source is None:
-            run = lambda: mechanism.run(value, self._rng)
-        else:
-            run = lambda: mechanism.run_exact(value, source)
-        if fixed_delta is None:
-            return self._round("skellam", mechanism.cost(), run, _result_cost)
-        fixed = mechanism.fixed_cost(fixed_delta)
-        return self._round("skellam", fixed, run, lambda _: fixed)
+        grid's smallest time) whenever it stops. In the secure mode the integers are drawn
+        exactly from the session's bit source (Poisson, then binomial thinning), else from its
+        rng. |value| <= 2**52 and the mean λ·t_1 is limited (docs/session.md)."""
+        args = (value, sensitivity, times, rate, stop, boundary, fixed_delta)
+        return self._release(self._prepare("skellam", rounds.prepare_skellam, *args))
 
     def reduced_above_threshold(
         self,
@@ -625,8 +484,6 @@ class PrivateSession:
         budget (`ExPostFilter` or `ConcurrentFilter`); charged 2ψ(t_min) up front and
         2ψ(T_N) when it halts (a run where no check passes stays charged 2ψ(t_min)).
         """
-        bm = BrownianNoiseReduction(grid, sensitivity, Never(), boundary)
-        v = path_value(value)
-        rat = ReducedAboveThreshold(threshold, float(boundary(bm.smallest_time)), sensitivity)
-        run = lambda: rat.run_with_brownian(bm, v, utility, self._rng)
-        return self._round("reduced-above-threshold", rat.brownian_cost(bm), run, _result_cost)
+        args = (value, utility, grid, boundary, threshold, sensitivity)
+        prepare = rounds.prepare_reduced_above_threshold
+        return self._release(self._prepare("reduced_above_threshold", prepare, *args))
