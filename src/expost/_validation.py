@@ -306,6 +306,7 @@ MAX_QUERIES = 2**20
 #: Most tries of a doubling run (the cap the budget allows is searched up to this).
 MAX_DOUBLING_TRIES = 1024
 _INT64 = (-(2**63), 2**63 - 1)
+_EXACT_LIMIT = 2**1000  # = FLOAT_LIMIT: stopping rules see the released integers as floats
 
 
 def _integral(name: str, value: object) -> int:
@@ -394,26 +395,39 @@ def int_array(values: list[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:
     return obj
 
 
+def _entry(name: str, value: object, x: object) -> int:
+    """One entry of a secure-mode value as a Python int (no Fractions, bools or strings)."""
+    if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | np.integer | np.floating):
+        raise InvalidParameter(name, value, "must be integers (exact mechanisms release integers)")
+    if isinstance(x, float | np.floating) and not (math.isfinite(x) and float(x).is_integer()):
+        raise InvalidParameter(name, value, "must be integers (integral and finite)")
+    return int(x)
+
+
 def exact_integers(name: str, value: object, *, vector: bool = False) -> npt.NDArray[Any]:
     """A secure-mode value: a non-empty scalar or 1-d array (``vector``: 1-d only) of integers —
     ints of any size, numpy integers of any width, integral floats — as int64 when every entry
-    fits, else as Python ints (an object array). Bools, strings, Fractions, NaN/inf refused."""
-    arr = _as_array(name, value)
+    fits, else as Python ints (an object array); |x| <= 2**1000 (`FLOAT_LIMIT`), as in the float
+    mode. Bools, strings, Fractions, NaN/inf refused. Python numbers are read one by one (numpy
+    would turn a list mixing ints beyond int64 into rounded floats)."""
+    if isinstance(value, np.ndarray):
+        arr = value
+    else:
+        if isinstance(value, str | bytes):
+            raise InvalidParameter(name, value, "must be numbers, not a string")
+        try:
+            arr = np.asarray(value, dtype=object)
+        except (TypeError, ValueError) as exc:
+            raise InvalidParameter(name, value, "must be a scalar or an array of integers") from exc
     _shape(name, value, arr, vector)
-    kind = arr.dtype.kind
-    if kind == "O":
-        if not all(isinstance(x, int | np.integer) and not isinstance(x, bool) for x in arr.flat):
-            raise InvalidParameter(
-                name, value, "must be integers (exact mechanisms release integers)"
-            )
-    elif kind == "f":
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.trunc(arr)):
-            raise InvalidParameter(name, value, "must be integers (integral and finite)")
-    elif kind not in "iu":
-        raise InvalidParameter(name, value, "must be integers (exact mechanisms release integers)")
-    if kind == "i":
+    if arr.dtype.kind == "i":
         return arr.astype(np.int64)
-    return int_array(np.vectorize(int, otypes=[object])(arr).reshape(arr.shape))
+    if arr.dtype.kind not in "ufO":
+        raise InvalidParameter(name, value, "must be integers (exact mechanisms release integers)")
+    out = int_array([_entry(name, value, x) for x in arr.flat]).reshape(arr.shape)
+    if out.dtype == object and max(abs(x) for x in out.flat) > _EXACT_LIMIT:
+        raise InvalidParameter(name, value, "must have magnitude at most 2**1000")
+    return out
 
 
 def float_values(name: str, value: object, *, vector: bool = False) -> npt.NDArray[np.float64]:

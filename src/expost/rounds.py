@@ -36,7 +36,7 @@ from expost._validation import (
     real_parameter,
     release_values,
 )
-from expost.errors import InvalidParameter
+from expost.errors import ExpostError, InvalidParameter, NotAStoppingTime
 from expost.exact.bits import BitSource
 from expost.exact.samplers import MAX_SCALE
 from expost.filters import BrownianCost, Cost, PrivacyFilter
@@ -62,9 +62,11 @@ from expost.mechanisms.exact_threshold import ExactAboveThreshold
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.stopping import Never, RelativeError, as_stopping_rule
 
-__all__ = ["NOT_EXACT", "Mode", "Prepared", "nothing_spent", "refusing"]
+__all__ = ["NOT_EXACT", "Mode", "Number", "Prepared", "nothing_spent", "refusing"]
 
 R = TypeVar("R")
+Number = float | Fraction | np.integer[Any] | np.floating[Any]
+"""A scalar parameter as the session's methods take it (docs/session.md, "The input contract")."""
 NOTHING_SPENT = "nothing was spent"
 
 NOT_EXACT = {
@@ -147,6 +149,10 @@ def refusing(method: str) -> Iterator[None]:
         yield
     except InvalidParameter as err:
         raise nothing_spent(err) from err
+    except NotAStoppingTime as err:
+        raise NotAStoppingTime(f"{err}; {NOTHING_SPENT}") from err
+    except ExpostError:  # BudgetExceeded says so itself
+        raise
     except (TypeError, ValueError, ArithmeticError, AttributeError) as err:
         raise InvalidParameter(
             "arguments", method, f"were refused ({type(err).__name__}: {err}); {NOTHING_SPENT}"

@@ -56,7 +56,7 @@ from expost.mechanisms import (
     Transcript,
 )
 from expost.mechanisms.exact_doubling import ExactDoublingTranscript
-from expost.rounds import NOT_EXACT, Mode, Prepared, refusing
+from expost.rounds import NOT_EXACT, Mode, Number, Prepared, refusing
 from expost.skellam_boundary import SkellamPrivacyBoundary
 from expost.stopping import StoppingRule
 
@@ -218,7 +218,9 @@ class PrivateSession:
         self._rng = generator(rng)
         if not isinstance(exact, bool):
             raise InvalidParameter("exact", exact, "must be True or False")
-        if bits is not None and not callable(getattr(bits, "below", None)):
+        if bits is not None and (
+            isinstance(bits, type) or not callable(getattr(bits, "below", None))
+        ):
             raise InvalidParameter(
                 "bits",
                 bits,
@@ -341,7 +343,7 @@ class PrivateSession:
 
     # -- release methods: each prepares its round (rounds.py), then releases it -----------------
 
-    def gaussian(self, value: npt.ArrayLike, sensitivity: float, rho: float) -> npt.NDArray[Any]:
+    def gaussian(self, value: npt.ArrayLike, sensitivity: Number, rho: Number) -> npt.NDArray[Any]:
         """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round, sqrt(2·rho)-GDP.
 
         Secure mode: integer ``value`` + discrete Gaussian N_Z(0, Δ²/(2·rho)) (CKS Thm 4), an
@@ -350,7 +352,7 @@ class PrivateSession:
         p = self._prepare("gaussian", rounds.prepare_gaussian, value, sensitivity, rho)
         return self._release(p)
 
-    def laplace(self, value: npt.ArrayLike, sensitivity: float, eps: float) -> npt.NDArray[Any]:
+    def laplace(self, value: npt.ArrayLike, sensitivity: Number, eps: Number) -> npt.NDArray[Any]:
         """Release ``value + Lap(Δ1/eps)``: a pure eps-DP round.
 
         Secure mode: integer ``value`` + discrete Laplace noise of scale Δ1/eps (integer Δ1).
@@ -362,10 +364,10 @@ class PrivateSession:
     def exponential_mechanism(
         self,
         scores: npt.ArrayLike,
-        eps: float,
+        eps: Number,
         monotone: bool,
         candidates: npt.ArrayLike | None = None,
-        sensitivity: float = 1.0,
+        sensitivity: Number = 1.0,
     ) -> int:
         """The index chosen by Gumbel-max among ``candidates`` (APC Sec. 7.2).
 
@@ -381,7 +383,7 @@ class PrivateSession:
         )
 
     def above_threshold(
-        self, utilities: Iterable[float], eps: float, threshold: float, sensitivity: float = 1.0
+        self, utilities: Iterable[float], eps: Number, threshold: Number, sensitivity: Number = 1.0
     ) -> AboveThresholdResult:
         """AboveThreshold (sparse vector, Lyu et al. 2017): a pure eps-DP round.
 
@@ -397,9 +399,9 @@ class PrivateSession:
     def doubling(
         self,
         value: npt.ArrayLike,
-        sensitivity: float = 1.0,
-        start_eps2: float = 1e-4,
-        ratio: float = 2.0,
+        sensitivity: Number = 1.0,
+        start_eps2: Number = 1e-4,
+        ratio: Number = 2.0,
         stop: StoppingRule | Callable[..., bool] | None = None,
     ) -> DoublingTranscript | ExactDoublingTranscript:
         """The doubling method (APC Sec. 7.1): fresh Gaussian tries, eps² × ratio, all paid.
@@ -416,7 +418,7 @@ class PrivateSession:
     def brownian(
         self,
         value: npt.ArrayLike,
-        sensitivity: float,
+        sensitivity: Number,
         grid: TimeGrid | EpsilonGrid | OpenEpsilonGrid,
         stop: StoppingRule | Callable[..., bool] | None = None,
         boundary: PrivacyBoundaryWithDelta | None = None,
@@ -434,7 +436,7 @@ class PrivateSession:
     def laplace_noise_reduction(
         self,
         value: npt.ArrayLike,
-        sensitivity: float,
+        sensitivity: Number,
         scales: npt.ArrayLike,
         stop: StoppingRule | Callable[..., bool] | None = None,
     ) -> Transcript:
@@ -449,13 +451,13 @@ class PrivateSession:
 
     def skellam(
         self,
-        value: int,
-        sensitivity: int,
+        value: npt.ArrayLike,
+        sensitivity: Number,
         times: npt.ArrayLike,
-        rate: float = 1.0,
+        rate: Number = 1.0,
         stop: StoppingRule | Callable[..., bool] | None = None,
         boundary: SkellamPrivacyBoundary | None = None,
-        fixed_delta: float | None = None,
+        fixed_delta: Number | None = None,
     ) -> Transcript:
         """Skellam noise reduction on one count (BNR App. E), (ψ(t_stop), delta)-ex-post private
         with a `SkellamPrivacyBoundary` ψ (THEORY §10). Admitted on max ψ over the grid, recorded
@@ -474,8 +476,8 @@ class PrivateSession:
         utility: Callable[[npt.NDArray[np.float64]], float],
         grid: TimeGrid | EpsilonGrid,
         boundary: PrivacyBoundaryWithDelta,
-        threshold: float,
-        sensitivity: float = 1.0,
+        threshold: Number,
+        sensitivity: Number = 1.0,
     ) -> BrownianThresholdResult:
         """ReducedAboveThreshold on Brownian iterates (BNR Algorithm 1, Cor 5.2).
 
