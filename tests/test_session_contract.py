@@ -579,3 +579,48 @@ def test_the_state_check_catches_a_refusal_after_charging(tmp_path: Path) -> Non
     assert _state(s, ledger) != before
     with pytest.raises(AssertionError):
         _check_refusal(info.value)
+
+
+BOUNDED = [  # (method, mode, arguments): each answers or refuses within 2 s of CPU time
+    ("doubling", False, {"value": 5.0, "start_eps2": 1e-4, "ratio": 1.0 + 2**-40, "stop": Never()}),
+    ("doubling", True, {"value": 5, "start_eps2": 1e-4, "ratio": 1.0 + 2**-40, "stop": Never()}),
+    ("doubling", False, {"value": 5.0, "start_eps2": 1e-300, "ratio": 1e300, "stop": Never()}),
+    ("gaussian", True, {"value": 0, "sensitivity": 2**41, "rho": 0.5}),
+    ("gaussian", True, {"value": 0, "sensitivity": 2**40, "rho": 0.5}),
+    ("laplace", True, {"value": 0, "sensitivity": 2**41, "eps": 0.5}),
+    ("skellam", True, {"value": 0, "times": [float(2**20), 1.0], "fixed_delta": 1e-3}),
+    ("skellam", True, {"value": 0, "times": [float(2**20 + 1), 1.0], "fixed_delta": 1e-3}),
+    ("skellam", False, {"value": 0, "times": [1e30, 1.0], "fixed_delta": 1e-3}),
+]
+
+
+@pytest.mark.parametrize(("method", "exact", "kw"), BOUNDED)
+def test_session_level_guards_bound_the_work(method: str, exact: bool, kw: Kwargs) -> None:
+    """The exact Poisson mean limit, σ² and scale limits and the doubling cap's search answer
+    quickly (issue 28, "Bounded work"); a refusal spends nothing."""
+    s = PrivateSession(
+        ZCDPFilter(1e6) if method != "skellam" else _ex_post(),
+        np.random.default_rng(0),
+        bits=GeneratorBits(np.random.default_rng(0)) if exact else None,
+    )
+    start = time.process_time()
+    try:
+        _call(s, method, {**TABLE[method]["good"](exact), **kw})
+    except ExpostError as err:
+        _check_refusal(err)
+        assert s.history == ()
+    assert time.process_time() - start < 2.0
+
+
+def test_the_doubling_cap_search_stops_at_the_limit() -> None:
+    """Twin of the bounded cap: with a ratio near 1 and a huge budget the old one-by-one loop
+    would build ~10**15 schedules; the search stops at MAX_DOUBLING_TRIES tries."""
+    from expost._validation import MAX_DOUBLING_TRIES
+
+    s = PrivateSession(ZCDPFilter(1e6), np.random.default_rng(0))
+    run = s.doubling(5.0, 1.0, 1e-4, 1.0 + 2**-40, stop=Never())
+    assert run.eps2.size == MAX_DOUBLING_TRIES
+    small = PrivateSession(ZCDPFilter(1e-4), np.random.default_rng(0)).doubling(
+        5.0, 1.0, 1e-4, 2.0, stop=Never()
+    )
+    assert small.eps2.size == 1  # 1e-4/2 + 2e-4/2 > 1e-4: the budget, not the limit, binds

@@ -1,12 +1,15 @@
 """`PrivateSession`: the analyst-facing object that ties mechanisms, a filter and a ledger.
 
-Every round follows one path (ARCHITECTURE "Filters guard budgets"):
+Every round follows one path (ARCHITECTURE "Filters guard budgets"; docs/session.md):
 
-1. the mechanism and its inputs are validated — bad input raises and spends nothing;
+1. the round is *prepared* (`expost.prepare`, protocol in `expost.rounds`): every input checked
+   and converted by the input contract, the mechanism chosen by the mode, its request known —
+   no side effects; bad input raises, says that nothing was spent, and spends nothing;
 2. the round's worst-case cost (its *request*; for a Brownian mechanism the grid's smallest
    time, APC condition (2)/(3)) is checked by the filter — a refused round raises
    `BudgetExceeded` and changes nothing;
-3. the round is *reserved* at its request (with a ledger: written and committed first);
+3. the round is *reserved* at its request (with a ledger: written and committed first) — in
+   `_release`, the only place a round is reserved;
 4. the mechanism runs, its stopping rule seeing only released iterates;
 5. the realised cost is *settled* (written before the result is returned), and the round
    joins `history`.
@@ -31,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import frozen
 
-from expost import rounds
+from expost import prepare
 from expost._validation import generator
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
 from expost.exact.bits import BitSource, SecureBits
@@ -290,11 +293,11 @@ class PrivateSession:
     # -- the round protocol ----------------------------------------------------------------
 
     def _prepare(
-        self, method: str, prepare: Callable[..., Prepared[R]], *args: object
+        self, method: str, build: Callable[..., Prepared[R]], *args: object
     ) -> Prepared[R]:
         """Step 1 (no side effects): ``prepare(mode, *args)``; an input error says nothing was spent."""
         with refusing(method):
-            return prepare(Mode(self._rng, self._bits, self._filter), *args)
+            return build(Mode(self._rng, self._bits, self._filter), *args)
 
     def _release(self, prepared: Prepared[R]) -> R:
         """Steps 2–5 for a prepared round: the only place a round is reserved."""
@@ -349,7 +352,7 @@ class PrivateSession:
         Secure mode: integer ``value`` + discrete Gaussian N_Z(0, Δ²/(2·rho)) (CKS Thm 4), an
         integer ``sensitivity``; a rho-zCDP round (not GDP: `DiscreteGaussianMechanism`).
         """
-        p = self._prepare("gaussian", rounds.prepare_gaussian, value, sensitivity, rho)
+        p = self._prepare("gaussian", prepare.prepare_gaussian, value, sensitivity, rho)
         return self._release(p)
 
     def laplace(self, value: npt.ArrayLike, sensitivity: Number, eps: Number) -> npt.NDArray[Any]:
@@ -358,7 +361,7 @@ class PrivateSession:
         Secure mode: integer ``value`` + discrete Laplace noise of scale Δ1/eps (integer Δ1).
         """
         return self._release(
-            self._prepare("laplace", rounds.prepare_laplace, value, sensitivity, eps)
+            self._prepare("laplace", prepare.prepare_laplace, value, sensitivity, eps)
         )
 
     def exponential_mechanism(
@@ -379,7 +382,7 @@ class PrivateSession:
         """
         args = (scores, eps, monotone, candidates, sensitivity)
         return self._release(
-            self._prepare("exponential_mechanism", rounds.prepare_exponential, *args)
+            self._prepare("exponential_mechanism", prepare.prepare_exponential, *args)
         )
 
     def above_threshold(
@@ -393,7 +396,7 @@ class PrivateSession:
         """
         args = (utilities, eps, threshold, sensitivity)
         return self._release(
-            self._prepare("above_threshold", rounds.prepare_above_threshold, *args)
+            self._prepare("above_threshold", prepare.prepare_above_threshold, *args)
         )
 
     def doubling(
@@ -413,7 +416,7 @@ class PrivateSession:
         needs a scalar value.
         """
         args = (value, sensitivity, start_eps2, ratio, stop)
-        return self._release(self._prepare("doubling", rounds.prepare_doubling, *args))
+        return self._release(self._prepare("doubling", prepare.prepare_doubling, *args))
 
     def brownian(
         self,
@@ -431,7 +434,7 @@ class PrivateSession:
         Thm 3/5) and an `ExPostFilter` ψ(t_stop) (BNR Thm 3.6: a ``boundary`` is needed).
         """
         args = (value, sensitivity, grid, stop, boundary)
-        return self._release(self._prepare("brownian", rounds.prepare_brownian, *args))
+        return self._release(self._prepare("brownian", prepare.prepare_brownian, *args))
 
     def laplace_noise_reduction(
         self,
@@ -446,8 +449,8 @@ class PrivateSession:
         ex-post budget charge Δ1/t_stop, the others its worst case Δ1/t_min as pure DP.
         """
         args = (value, sensitivity, scales, stop)
-        prepare = rounds.prepare_laplace_noise_reduction
-        return self._release(self._prepare("laplace_noise_reduction", prepare, *args))
+        build = prepare.prepare_laplace_noise_reduction
+        return self._release(self._prepare("laplace_noise_reduction", build, *args))
 
     def skellam(
         self,
@@ -468,7 +471,7 @@ class PrivateSession:
         exactly from the session's bit source (Poisson, then binomial thinning), else from its
         rng. |value| <= 2**52 and the mean λ·t_1 is limited (docs/session.md)."""
         args = (value, sensitivity, times, rate, stop, boundary, fixed_delta)
-        return self._release(self._prepare("skellam", rounds.prepare_skellam, *args))
+        return self._release(self._prepare("skellam", prepare.prepare_skellam, *args))
 
     def reduced_above_threshold(
         self,
@@ -487,5 +490,5 @@ class PrivateSession:
         2ψ(T_N) when it halts (a run where no check passes stays charged 2ψ(t_min)).
         """
         args = (value, utility, grid, boundary, threshold, sensitivity)
-        prepare = rounds.prepare_reduced_above_threshold
-        return self._release(self._prepare("reduced_above_threshold", prepare, *args))
+        build = prepare.prepare_reduced_above_threshold
+        return self._release(self._prepare("reduced_above_threshold", build, *args))
