@@ -89,13 +89,26 @@ def _exact_gaussian(sensitivity: object, rho: object) -> DiscreteGaussianMechani
     return DiscreteGaussianMechanism(d, sigma2)
 
 
-def _float_gaussian(sensitivity: object, rho: object) -> GaussianMechanism:
-    m = GaussianMechanism(
-        positive_parameter("sensitivity", sensitivity), positive_parameter("rho", rho)
-    )
-    if m.sigma > FLOAT_LIMIT:
-        limit("sensitivity", sensitivity, f"with rho={rho!r}, σ", m.sigma, "2**1000")
-    return m
+def _float(
+    kind: type[GaussianMechanism | LaplaceMechanism], level_name: str
+) -> Callable[[object, object], GaussianMechanism | LaplaceMechanism]:
+    """The float mechanism ``kind`` with its noise scale (σ or b) at most `FLOAT_LIMIT`."""
+
+    def build(sensitivity: object, level: object) -> GaussianMechanism | LaplaceMechanism:
+        d = positive_parameter("sensitivity", sensitivity)
+        m = kind(d, positive_parameter(level_name, level))
+        scale = m.sigma if isinstance(m, GaussianMechanism) else m.scale
+        if scale > FLOAT_LIMIT:
+            limit(
+                "sensitivity",
+                sensitivity,
+                f"with {level_name}={level!r}, the scale",
+                scale,
+                "2**1000",
+            )
+        return m
+
+    return build
 
 
 def _exact_laplace(sensitivity: object, eps: object) -> DiscreteLaplaceMechanism:
@@ -103,15 +116,6 @@ def _exact_laplace(sensitivity: object, eps: object) -> DiscreteLaplaceMechanism
     if d / q > MAX_SCALE:
         limit("sensitivity", sensitivity, f"with eps={eps!r}, the scale Δ1/eps", d / q, "2**40")
     return DiscreteLaplaceMechanism(d, q)
-
-
-def _float_laplace(sensitivity: object, eps: object) -> LaplaceMechanism:
-    m = LaplaceMechanism(
-        positive_parameter("sensitivity", sensitivity), positive_parameter("eps", eps)
-    )
-    if m.scale > FLOAT_LIMIT:
-        limit("sensitivity", sensitivity, f"with eps={eps!r}, the scale Δ1/eps", m.scale, "2**1000")
-    return m
 
 
 class _Additive(Protocol):
@@ -122,9 +126,9 @@ class _Additive(Protocol):
 
 #: (method, secure mode) -> the mechanism: the float sampler or the exact one, one table.
 _FACTORIES: dict[tuple[str, bool], Callable[[object, object], _Additive]] = {
-    ("gaussian", False): _float_gaussian,
+    ("gaussian", False): _float(GaussianMechanism, "rho"),
     ("gaussian", True): _exact_gaussian,
-    ("laplace", False): _float_laplace,
+    ("laplace", False): _float(LaplaceMechanism, "eps"),
     ("laplace", True): _exact_laplace,
 }
 
