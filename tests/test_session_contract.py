@@ -405,7 +405,9 @@ def test_every_release_method_has_a_table_entry() -> None:
 
 def _session(method: str, exact: bool, ledger: Path | None, seed: int = SEED) -> PrivateSession:
     bits = GeneratorBits(np.random.default_rng(seed)) if exact else None
-    return PrivateSession(TABLE[method]["filter"](), np.random.default_rng(seed), ledger, bits=bits)
+    rng = np.random.default_rng(seed)
+    create = ledger is not None and not ledger.exists()
+    return PrivateSession(TABLE[method]["filter"](), rng, ledger, bits=bits, create=create)
 
 
 def _state(s: PrivateSession, ledger: Path | None) -> tuple[Any, ...]:
@@ -524,7 +526,6 @@ def test_a_wrong_bit_source_is_refused_when_the_session_is_built(bits: object) -
         PrivateSession(ZCDPFilter(1.0), np.random.default_rng(0), bits=bits)  # type: ignore[arg-type]
 
 
-@pytest.mark.skip(reason="needs the bounded Skellam internals (issue 28, h2a's branch)")
 @pytest.mark.parametrize("exact", [False, True], ids=["float", "secure"])
 def test_skellam_internals_answer_quickly(exact: bool) -> None:
     for arg, values in SKELLAM_INTERNALS.items():
