@@ -43,8 +43,6 @@ __all__ = [
 IntArray = npt.NDArray[np.int64]
 
 
-
-
 def integers(name: str, value: npt.ArrayLike) -> IntArray:
     """``value`` as exact integers (`expost._validation.exact_integers`), any non-empty shape."""
     try:
