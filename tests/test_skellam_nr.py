@@ -114,7 +114,7 @@ def test_exact_run_carries_the_guarantee() -> None:
 def test_session_draws_exactly_from_secure_bits() -> None:
     from expost.exact.bits import SecureBits
 
-    session = PrivateSession(ExPostFilter(10.0, 1e-5), np.random.default_rng(10))
-    run = session.skellam(120, 1, TIMES, boundary=PSI, bits=SecureBits())
+    session = PrivateSession(ExPostFilter(10.0, 1e-5), np.random.default_rng(10), bits=SecureBits())
+    run = session.skellam(120, 1, TIMES, boundary=PSI)
     assert run.released.dtype == np.int64
     assert session.spent == PSI(run.time)

@@ -141,6 +141,6 @@ def test_session_fixed_price_refusals_change_nothing() -> None:
         with pytest.raises(InvalidParameter, match="boundary"):
             session.skellam(7, 1, times, **kwargs)  # type: ignore[arg-type]
     with pytest.raises(InvalidParameter, match="one count"):
-        session.skellam(np.array([1, 2]), 1, times, fixed_delta=1e-7)  # type: ignore[arg-type]
+        session.skellam(np.array([1, 2]), 1, times, fixed_delta=1e-7)
     assert session.history == ()
     assert session.spent == 0.0

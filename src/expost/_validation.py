@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -17,13 +18,24 @@ import numpy.typing as npt
 from expost.errors import InvalidParameter
 
 __all__ = [
+    "EXACT_POISSON_MEAN_LIMIT",
+    "FLOAT_LIMIT",
+    "FLOAT_POISSON_MEAN_LIMIT",
+    "MAX_DOUBLING_TRIES",
+    "MAX_QUERIES",
+    "SKELLAM_VALUE_LIMIT",
     "as_float",
     "candidates_mask",
     "check_scale",
+    "exact_integer",
+    "exact_integers",
+    "exact_sensitivity",
     "finite",
     "finite_array",
     "float_tuple",
+    "float_values",
     "generator",
+    "int_array",
     "nonnegative",
     "open_probability",
     "path_value",
@@ -32,8 +44,12 @@ __all__ = [
     "positive_decreasing",
     "positive_increasing",
     "positive_int",
+    "positive_parameter",
     "probability",
+    "rational",
     "read_only",
+    "real_parameter",
+    "release_values",
     "scores_array",
     "strictly_decreasing",
     "strictly_increasing",
@@ -268,3 +284,172 @@ def candidates_mask(
     if not np.all(allowed.any(axis=-1)):
         raise InvalidParameter("candidates", candidates, "must allow at least one candidate")
     return allowed
+
+
+# ----------------------------------------------------------------------------- the input contract
+# One set of rules for every `PrivateSession` release method (docs/session.md, "The input
+# contract"); the exact mechanisms use the same functions.
+
+#: Largest |value| and noise scale in the float mode, so value + noise stays finite.
+FLOAT_LIMIT = 2.0**1000
+#: Largest mean of an exact Poisson draw (and so of the binomial thinnings after it): the exact
+#: sampler's work grows with the mean (about 0.35 s at 2**20 on a 2-core AMD EPYC sandbox).
+EXACT_POISSON_MEAN_LIMIT = 2**20
+#: Largest mean λ·t_1 of a float-mode Skellam run (numpy's Poisson): the noise stays far below
+#: 2**53 - `SKELLAM_VALUE_LIMIT`, so value + noise is exact in float64.
+FLOAT_POISSON_MEAN_LIMIT = 2**40
+#: Largest |value| of a Skellam count: with the mean limits, value + noise < 2**53 (exact in
+#: float64) except with probability far below 2**-1000.
+SKELLAM_VALUE_LIMIT = 2**52
+#: Most utilities an AboveThreshold round takes (they are read before the round is reserved).
+MAX_QUERIES = 2**20
+#: Most tries of a doubling run (the cap the budget allows is searched up to this).
+MAX_DOUBLING_TRIES = 1024
+_INT64 = (-(2**63), 2**63 - 1)
+_EXACT_LIMIT = 2**1000  # = FLOAT_LIMIT: stopping rules see the released integers as floats
+
+
+def _integral(name: str, value: object) -> int:
+    """An exact integer from an int, a numpy integer, an integral float or an integral Fraction."""
+    if isinstance(value, bool | np.bool_):
+        raise InvalidParameter(name, value, "must be an integer (not a bool)")
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if (
+        isinstance(value, float | np.floating)
+        and math.isfinite(value)
+        and float(value).is_integer()
+    ):
+        return int(value)
+    if isinstance(value, Fraction) and value.denominator == 1:
+        return int(value)
+    raise InvalidParameter(name, value, "must be an integer (an integral int, float or Fraction)")
+
+
+def exact_integer(name: str, value: object) -> int:
+    """An integer scalar of the secure mode (e.g. a threshold): int, numpy integer, integral
+    float or Fraction; never a bool or a string."""
+    return _integral(name, value)
+
+
+def exact_sensitivity(value: object, name: str = "sensitivity") -> int:
+    """A positive integer sensitivity; an integral float (1.0) is taken as its int."""
+    d = _integral(name, value)
+    if d < 1:
+        raise InvalidParameter(name, value, "must be a positive integer")
+    return d
+
+
+def rational(name: str, value: object) -> Fraction:
+    """``value`` as an exact positive `Fraction` (a float is converted exactly, never rounded)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(
+        value, int | float | Fraction | np.integer | np.floating
+    ):
+        raise InvalidParameter(name, value, "must be an int, a float or a Fraction")
+    if isinstance(value, float | np.floating) and not math.isfinite(value):
+        raise InvalidParameter(name, value, "must be finite")
+    if isinstance(value, np.integer | np.floating):
+        value = value.item()  # the same number as a Python int or float
+    q = Fraction(value)
+    if q <= 0:
+        raise InvalidParameter(name, value, "must be > 0")
+    return q
+
+
+def real_parameter(name: str, value: object) -> float:
+    """A float-mode real parameter: finite, an int, float, numpy scalar or Fraction (rounded to
+    the nearest float), never a bool or a string."""
+    if isinstance(value, Fraction):
+        return float(value)
+    return finite(name, value)
+
+
+def positive_parameter(name: str, value: object) -> float:
+    """A float-mode parameter > 0 (`real_parameter`)."""
+    x = real_parameter(name, value)
+    if x <= 0.0:
+        raise InvalidParameter(name, value, "must be > 0")
+    return x
+
+
+def _as_array(name: str, value: object) -> npt.NDArray[Any]:
+    if isinstance(value, str | bytes):
+        raise InvalidParameter(name, value, "must be numbers, not a string")
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidParameter(name, value, "must be a scalar or an array of numbers") from exc
+
+
+def _shape(name: str, value: object, arr: npt.NDArray[Any], vector: bool) -> None:
+    if arr.size == 0 or arr.ndim > 1 or (vector and arr.ndim != 1):
+        shape = "a non-empty 1-d array" if vector else "a scalar or a non-empty 1-d array"
+        raise InvalidParameter(name, value, f"must be {shape} (shape {arr.shape})")
+
+
+def int_array(values: list[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Python integers as int64 when all fit, else as an object array of Python ints."""
+    obj = np.asarray(values, dtype=object)
+    if obj.size == 0 or (_INT64[0] <= min(obj.flat) and max(obj.flat) <= _INT64[1]):
+        return obj.astype(np.int64)
+    return obj
+
+
+def _entry(name: str, value: object, x: object) -> int:
+    """One entry of a secure-mode value as a Python int (no Fractions, bools or strings)."""
+    if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | np.integer | np.floating):
+        raise InvalidParameter(name, value, "must be integers (exact mechanisms release integers)")
+    if isinstance(x, float | np.floating) and not (math.isfinite(x) and float(x).is_integer()):
+        raise InvalidParameter(name, value, "must be integers (integral and finite)")
+    return int(x)
+
+
+def exact_integers(name: str, value: object, *, vector: bool = False) -> npt.NDArray[Any]:
+    """A secure-mode value: a non-empty scalar or 1-d array (``vector``: 1-d only) of integers —
+    ints of any size, numpy integers of any width, integral floats — as int64 when every entry
+    fits, else as Python ints (an object array); |x| <= 2**1000 (`FLOAT_LIMIT`), as in the float
+    mode. Bools, strings, Fractions, NaN/inf refused. Python numbers are read one by one (numpy
+    would turn a list mixing ints beyond int64 into rounded floats)."""
+    if isinstance(value, np.ndarray):
+        arr = value
+    else:
+        if isinstance(value, str | bytes):
+            raise InvalidParameter(name, value, "must be numbers, not a string")
+        try:
+            arr = np.asarray(value, dtype=object)
+        except (TypeError, ValueError) as exc:
+            raise InvalidParameter(name, value, "must be a scalar or an array of integers") from exc
+    _shape(name, value, arr, vector)
+    if arr.dtype.kind == "i":
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "ufO":
+        raise InvalidParameter(name, value, "must be integers (exact mechanisms release integers)")
+    out = int_array([_entry(name, value, x) for x in arr.flat]).reshape(arr.shape)
+    if out.dtype == object and max(abs(x) for x in out.flat) > _EXACT_LIMIT:
+        raise InvalidParameter(name, value, "must have magnitude at most 2**1000")
+    return out
+
+
+def float_values(name: str, value: object, *, vector: bool = False) -> npt.NDArray[np.float64]:
+    """A float-mode value: a non-empty scalar or 1-d array (``vector``: 1-d only) of finite reals
+    (ints, floats, numpy numbers) with |x| <= `FLOAT_LIMIT`, as float64. Bools, strings,
+    Fractions, NaN/inf refused."""
+    arr = _as_array(name, value)
+    _shape(name, value, arr, vector)
+    if arr.dtype.kind not in "iuf":
+        raise InvalidParameter(name, value, "must be real numbers (ints or floats)")
+    out = arr.astype(np.float64)
+    if not np.all(np.isfinite(out)):
+        raise InvalidParameter(name, value, "must contain only finite numbers (no NaN or inf)")
+    if np.any(np.abs(out) > FLOAT_LIMIT):
+        raise InvalidParameter(name, value, "must have magnitude at most 2**1000")
+    return out
+
+
+def release_values(
+    name: str, value: object, *, exact: bool, vector: bool = False
+) -> npt.NDArray[Any]:
+    """The value of a release under the session's mode (`exact_integers` or `float_values`)."""
+    if exact:
+        return exact_integers(name, value, vector=vector)
+    return float_values(name, value, vector=vector)

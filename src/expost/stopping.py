@@ -238,6 +238,10 @@ class MemorylessRule(ABC):
     ) -> BoolArray:
         """Stop at each iterate? values (..., K, d), times (K,), index (K,) -> (..., K)."""
 
+    def check_dimension(self, d: int) -> None:  # noqa: B027  # a hook: any d unless overridden
+        """Refuse (`InvalidParameter`) iterates of dimension ``d`` the rule cannot judge, before
+        a round is reserved (docs/session.md, "The round protocol"); any d by default."""
+
     def fires(
         self, values: FloatArray, times: FloatArray, sensitivity: float, index: IndexArray
     ) -> BoolArray:
@@ -296,6 +300,11 @@ class RelativeError(MemorylessRule):
     """
 
     alpha: float = field(converter=as_float, validator=validator(positive))
+
+    def check_dimension(self, d: int) -> None:
+        """Only scalar iterates (d = 1)."""
+        if d != 1:
+            raise InvalidParameter("stop", self, f"RelativeError needs a scalar value, not d = {d}")
 
     def _fires(
         self, values: FloatArray, times: FloatArray, sensitivity: float, index: IndexArray

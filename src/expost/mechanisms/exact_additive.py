@@ -9,7 +9,6 @@ floats are converted exactly). Reported eps and rho are floats rounded up from t
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from fractions import Fraction
 
@@ -17,7 +16,13 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import positive_int
+from expost._validation import (
+    exact_integers,
+    exact_sensitivity,
+    int_array,
+    positive_int,
+    rational,
+)
 from expost.errors import InvalidParameter
 from expost.exact.bits import BitSource
 from expost.exact.samplers import discrete_gaussian, discrete_laplace
@@ -29,6 +34,7 @@ from expost.rounding import up_exact
 __all__ = [
     "DiscreteGaussianMechanism",
     "DiscreteLaplaceMechanism",
+    "add_exact",
     "exact_sensitivity",
     "integers",
     "rational",
@@ -37,33 +43,27 @@ __all__ = [
 IntArray = npt.NDArray[np.int64]
 
 
-def rational(name: str, value: object) -> Fraction:
-    """``value`` as an exact positive `Fraction` (a float is converted exactly, never rounded)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
-        raise InvalidParameter(name, value, "must be an int, a float or a Fraction")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidParameter(name, value, "must be finite")
-    q = Fraction(value)
-    if q <= 0:
-        raise InvalidParameter(name, value, "must be > 0")
-    return q
-
-
 def integers(name: str, value: npt.ArrayLike) -> IntArray:
-    """``value`` as an int64 array; refuses anything that is not integer-valued."""
-    v = np.asarray(value)
-    if v.dtype.kind not in "iub":
-        raise InvalidParameter(name, value, "must be integers (exact mechanisms release integers)")
-    return v.astype(np.int64)
+    """``value`` as exact integers (`expost._validation.exact_integers`), any non-empty shape."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameter(name, value, "must be an array of integers") from exc
+    if arr.ndim <= 1 and arr.size:
+        return exact_integers(name, value)
+    return exact_integers(name, arr.reshape(-1)).reshape(arr.shape)
 
 
-def exact_sensitivity(value: object) -> int:
-    """A positive integer sensitivity; an integral float (1.0) is taken as its int."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidParameter("sensitivity", value, "must be a positive integer")
-    return positive_int("sensitivity", value)
+def add_exact(value: IntArray, noise: IntArray) -> IntArray:
+    """value + noise in exact integer arithmetic: int64 when every sum fits, else Python ints."""
+    if value.dtype == noise.dtype == np.int64 and _within(value) and _within(noise):
+        return value + noise
+    return int_array(value.astype(object) + noise.astype(object))
+
+
+def _within(a: IntArray) -> bool:
+    """Every entry in (−2**62, 2**62): sums of two such fit in int64."""
+    return a.size == 0 or (int(a.min()) > -(2**62) and int(a.max()) < 2**62)
 
 
 def _eps(value: Fraction | float) -> Fraction:
@@ -84,15 +84,17 @@ class _ExactAdditive(ABC):
         """``size`` draws of the noise."""
 
     def run(self, value: npt.ArrayLike, bits: BitSource) -> IntArray:
-        """One release f(x) + noise, shaped like the integer ``value``."""
+        """One release f(x) + noise, shaped like the integer ``value`` (any non-empty shape),
+        added exactly (`add_exact`)."""
         v = integers("value", value)
-        return v + self._noise(bits, v.size).reshape(v.shape)
+        return add_exact(v, self._noise(bits, v.size).reshape(v.shape))
 
     def run_batch(self, value: npt.ArrayLike, trials: int, bits: BitSource) -> IntArray:
         """``trials`` independent releases, shape (trials, *value.shape)."""
         v = integers("value", value)
         n = positive_int("trials", trials)
-        return v + self._noise(bits, n * v.size).reshape((n, *v.shape))
+        noise = self._noise(bits, n * v.size).reshape((n, *v.shape))
+        return add_exact(np.broadcast_to(v, noise.shape), noise)
 
 
 @frozen

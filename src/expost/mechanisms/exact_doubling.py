@@ -16,16 +16,12 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import read_only
+from expost._validation import exact_integers, exact_sensitivity, read_only
 from expost.errors import InvalidParameter
 from expost.exact.bits import BitSource
 from expost.filters.costs import ZCDPCost
 from expost.mechanisms.doubling import DoublingMethod
-from expost.mechanisms.exact_additive import (
-    DiscreteGaussianMechanism,
-    exact_sensitivity,
-    integers,
-)
+from expost.mechanisms.exact_additive import DiscreteGaussianMechanism
 from expost.stopping import Released
 
 __all__ = ["ExactDoubling", "ExactDoublingTranscript"]
@@ -84,7 +80,7 @@ class ExactDoubling:
 
     def run(self, value: npt.ArrayLike, bits: BitSource) -> ExactDoublingTranscript:
         """One run: release integer tries until the rule accepts one or the cap is reached."""
-        v = integers("value", value)
+        v = exact_integers("value", value)
         times = self.method.grid.times.array
         released: list[IntArray] = []
         stopped_at: int | None = None

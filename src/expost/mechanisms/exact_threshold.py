@@ -17,12 +17,13 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
+from expost._validation import exact_integer, exact_sensitivity, rational
 from expost.errors import InvalidParameter
 from expost.exact.bits import BitSource
 from expost.exact.samplers import discrete_laplace
 from expost.filters.costs import DPCost
 from expost.guarantees import PureDP
-from expost.mechanisms.exact_additive import exact_sensitivity, integers, rational
+from expost.mechanisms.exact_additive import integers
 from expost.mechanisms.threshold import AboveThresholdResult
 from expost.rounding import up_exact
 
@@ -36,11 +37,7 @@ def _eps(value: Fraction | float) -> Fraction:
 
 
 def _threshold(value: object) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidParameter("threshold", value, "must be an integer")
-    return value
+    return exact_integer("threshold", value)
 
 
 @frozen

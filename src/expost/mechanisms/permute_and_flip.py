@@ -16,13 +16,13 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import candidates_mask, positive_int
+from expost._validation import candidates_mask, exact_sensitivity, positive_int, rational
 from expost.errors import InvalidParameter
 from expost.exact.bits import BitSource
 from expost.exact.samplers import bernoulli_exp_ratio
 from expost.filters.costs import DPCost
 from expost.guarantees import PureDP
-from expost.mechanisms.exact_additive import exact_sensitivity, integers, rational
+from expost.mechanisms.exact_additive import integers
 from expost.rounding import up_exact
 
 __all__ = ["PermuteAndFlip"]
@@ -76,9 +76,13 @@ class PermuteAndFlip:
         allowed = candidates_mask(candidates, u.shape)
         mask = np.ones(u.shape, bool) if allowed is None else np.asarray(allowed, bool)
         allowed_at = np.flatnonzero(mask)
-        best = int(u[allowed_at].max())
+        scored = u[allowed_at]
+        best = int(scored.max())
         g = self.eps / (2 * self.sensitivity)  # γ_i = g·(u* − u_i), all over g's denominator
-        gaps = best - u[allowed_at]  # int64, >= 0
+        if scored.dtype == np.int64 and best - int(scored.min()) < 2**62:
+            gaps = best - scored  # int64, >= 0, no overflow
+        else:
+            gaps = best - scored.astype(object)  # Python ints
         if g.numerator * int(gaps.max()) < 2**62:  # γ's numerators fit in int64
             numerators = np.tile(g.numerator * gaps, n)
         else:
