@@ -65,6 +65,7 @@ NOT_GUARANTEES: dict[str, str] = {
     # validation and decoding, no guarantee computed
     "ex_post_rdp.renyi_orders": "validates and sorts a set of Rényi orders (parameters)",
     "ledger.records.decode": "rebuilds a stored cost record as given (priced when recorded)",
+    "rounds.nothing_spent": "an error whose message says nothing was spent",
     # a Chernoff bound on P(|X| > k) for Skellam noise, in floats (not rounded to a side): it sizes
     # the state window of skellam_boundary_crossing, a numerical check of a crossing probability
     # whose bracket no filter or mechanism reports (the Skellam ψ is SkellamPrivacyBoundary's)
@@ -116,6 +117,8 @@ NO_ROUNDING: dict[str, str] = {
     "ExPostRDP.pure_ex_post": "ExPost(stored pure)",
     # the run's cost.rho was rounded up when the run was priced (DoublingMethod.cost)
     "DoublingTranscript.ex_post_rdp": "of_rho(cost.rho): stored",
+    # the mechanisms' cost methods that compute it are registered (`...cost`, `...cost_at`)
+    "rounds.result_cost": "the result's cost as the mechanism reported it",
 }
 
 DELEGATES: dict[str, str] = {

@@ -260,6 +260,7 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("DoublingTranscript.ex_post_rdp", _UP, "of_rho of its cost's rho (rounded up when priced)"),
     ("apps.erm.ValidationCheck.charge", _UP, "ex_post_rdp_of a BrownianCost"),
     ("apps.erm.ValidationCheck.rho", _UP, "Δ²/(2τ) up (charge's rho)"),
+    ("rounds.result_cost", _UP, "the realised cost the mechanism's result reports: stored"),
     ("PrivateSession.spent", _UP, "the filter's spent"),
     ("PrivateSession.remaining", _DOWN, "the filter's remaining"),
     ("PrivateSession.guarantee", _UP, "the filter's reported guarantee"),
