@@ -51,6 +51,7 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.errors import InvalidParameter
+from expost.exact import counts
 from expost.exact.bits import SMALL, BitSource
 from expost.exact.tables import MAX_BOUNDARIES, Table, cached, invert, reach, table
 
@@ -352,13 +353,27 @@ def _binomial_counts(counts: IntArray, p: Fraction, bits: BitSource) -> IntArray
     )
 
 
+#: Means (and binomial counts) from which the O(sqrt) rejection sampler (`counts`) is used.
+LARGE = 64
+
+
 def poisson(mean: Rational, bits: BitSource, size: int) -> IntArray:
-    """Poisson(λ), rational λ >= 0: floor(λ) Poisson(1) (Duchon–Duvignau) + Bin(Poisson(1), frac λ)."""
+    """Poisson(λ), rational λ >= 0, exact.
+
+    λ < 64: floor(λ) Poisson(1) (Duchon–Duvignau) + Bin(Poisson(1), frac λ), O(λ) draws;
+    λ >= 64: rejection from a flat window and geometric tails with rational factors
+    (`counts`), O(sqrt λ) draws.
+    """
     lam = _rational("mean", mean)
     if lam < 0:
         raise InvalidParameter("mean", mean, "must be >= 0")
     n = _size(size)
     whole = int(lam)
+    if lam >= LARGE:
+        m = np.full(n, whole, dtype=np.int64)
+        w = np.full(n, counts.half_width(float(lam)), dtype=np.int64)
+        factor = counts.poisson_factor(lam.numerator, lam.denominator)
+        return counts.window(factor, m, w, None, bits)
     total = _by_sample(np.full(n, whole, dtype=np.int64), lambda m: _poisson1(bits, m))
     frac = lam - whole
     if frac:
@@ -379,13 +394,37 @@ def _counts(n: int | npt.ArrayLike, size: int) -> IntArray:
     return arr.astype(np.int64)
 
 
+def _binomial_large(n: IntArray, p: Fraction, bits: BitSource) -> IntArray:
+    """Bin(n_i, p), p <= 1/2, by `counts.window` (mode ⌊(n+1)p⌋, O(sqrt(np(1−p))) draws)."""
+    a, b = p.numerator, p.denominator
+    m = np.asarray((_ints(n + 1, (int(n.max()) + 1) * a) * a) // b).astype(np.int64)
+    w = np.array([counts.half_width(float(x * p * (1 - p))) for x in n.tolist()], dtype=np.int64)
+    return counts.window(counts.binomial_factor(n, a, b), m, w, n, bits)
+
+
 def binomial(n: int | npt.ArrayLike, p: Rational, bits: BitSource, size: int) -> IntArray:
-    """Binomial(n, p), rational p in [0, 1]; n an int or per-sample int array: n Bernoulli(p)."""
+    """Binomial(n, p), rational p in [0, 1]; n an int or per-sample int array.
+
+    n < 64: n Bernoulli(p); larger n: Bin(n, p) = n − Bin(n, 1 − p) to make p <= 1/2, then
+    exact rejection with rational factors (`counts`), O(sqrt(np(1 − p))) draws.
+    """
     q = _rational("p", p)
     if not 0 <= q <= 1:
         raise InvalidParameter("p", p, "must lie in [0, 1]")
     m = _size(size)
-    return _binomial_counts(_counts(n, m), q, bits)
+    c = _counts(n, m)
+    large = np.flatnonzero(c >= LARGE)
+    if large.size == 0 or q in (0, 1):
+        return _binomial_counts(c, q, bits)
+    out = np.zeros(m, dtype=np.int64)
+    small = np.flatnonzero(c < LARGE)
+    out[small] = _binomial_counts(c[small], q, bits)
+    big = c[large]
+    if q <= Fraction(1, 2):
+        out[large] = _binomial_large(big, q, bits)
+    else:
+        out[large] = big - _binomial_large(big, 1 - q, bits)
+    return out
 
 
 def skellam(mean: Rational, bits: BitSource, size: int) -> IntArray:
