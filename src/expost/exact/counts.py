@@ -43,17 +43,21 @@ def below_each(n: Any, bits: BitSource) -> Any:
 
     For n_i <= 2**62: the top k_i bits of a 62-bit draw, k_i >= bit_length(n_i − 1) (the
     float exponent of n_i − 1 never undershoots it), redrawn when >= n_i (probability < 3/4).
-    Larger n: draws below max n, redrawn when >= n_i.
+    Larger n: the same with Python ints (k_i = bit_length(n_i − 1) exactly).
     """
     n = np.asarray(n)
     if n.size == 0:
         return np.zeros(0, dtype=np.int64)
     top = int(n.max())
     if top > SMALL:
-        out = _obj(bits.below(top, n.size))
+        n = _obj(n)
+        k = [(int(v) - 1).bit_length() for v in n]
+        widest = max(k)
+        gap = _obj([widest - x for x in k])
+        out = _obj(bits.below(1 << widest, n.size)) >> gap
         bad = np.flatnonzero(out >= n)
         while bad.size:
-            out[bad] = bits.below(top, bad.size)
+            out[bad] = _obj(bits.below(1 << widest, bad.size)) >> gap[bad]
             bad = bad[out[bad] >= n[bad]]
         return out
     n = n.astype(np.int64)
