@@ -187,7 +187,8 @@ def session_latency(reps: int) -> None:
     print(
         f"gaussian (σ² = 100): {gauss[0] * 1e6:7.1f} µs   laplace (scale 10): {lap[0] * 1e6:7.1f} µs"
     )
-    draw = single(lambda: discrete_gaussian(100, SecureBits(), 1), reps)
+    sec = SecureBits()
+    draw = single(lambda: discrete_gaussian(100, sec, 1), reps)
     print(f"the sampler alone (discrete_gaussian, size 1): {draw[0] * 1e6:7.1f} µs")
 
 
