@@ -8,36 +8,26 @@ Integers stay int64 while every intermediate is below 2**62 and switch to Python
 (object arrays, much slower) beyond that, e.g. for float parameters with 2**50-sized
 denominators in the discrete Gaussian's acceptance test.
 
-Algorithms, cost (uniform draws per sample) and timing. "Measured" figures are from
-benchmarks/bench_exact.py; docs/exact-samplers.md has them with bits per sample.
+Algorithms (docs/exact-samplers.md has costs, measurements and timing channels):
 
 - `bernoulli` (p = a/b): one draw below b, output ``U < a``. Constant work.
-- `bernoulli_exp` (Bernoulli(exp(−γ)), CKS 2020 Alg. 1): for γ in [0, 1], draws
-  A_k ~ Bern(γ/k) until the first 0 at K and outputs [K odd]: E[K] = e^γ <= e draws. For
-  γ > 1, exp(−γ) = exp(−floor γ)·exp(−frac γ): the integer part as [G >= floor γ] with G the
-  run of Bern(exp(−1)) successes (P(G >= g) = e^(−g)), each Bern(exp(−1)) one draw below 7!
-  (stages 2..7 at once, continued one by one with probability 1/7!). Work grows with γ.
-  `bernoulli_exp_ratio` is the per-sample form, γ_i = n_i/d.
-- `discrete_laplace` (scale t/s, CKS Alg. 2): U uniform below t, accept with Bern(exp(−U/t))
-  (probability (1 − e^(−1))/(t(1 − e^(−1/t))), about 0.66 at t = 10), V = G as above,
-  Y = (U + tV) // s, a sign, reject (−, 0). Measured: 7.7 draws at scale 10.
-- `discrete_gaussian` (σ², CKS Alg. 3): proposal discrete Laplace with t = floor(σ) + 1,
-  accepted with Bern(exp(−(|Y| − σ²/t)²/(2σ²))) (probability 0.75 at σ² = 100, 0.57 at
-  σ² = 1/3, computed from the pmfs); the acceptance's work grows with |Y|. Measured: 12.1
-  draws at σ² = 100.
-- `poisson` (mean λ = a/b): Poisson(1) by Duchon & Duvignau (Electron. J. Combin. 23(4)
-  P4.22, 2016, Alg. 1: step n draws below n + 1; measured 3.2 draws per Poisson(1)), summed
-  floor(λ) times, plus Bin(Poisson(1), frac λ) (Devroye 1986, p. 487): O(λ) draws and work.
-- `binomial` (n, p = a/b): the sum of n Bernoulli(p): n draws below b. O(n).
+- `bernoulli_exp` (Bernoulli(exp(−γ)), CKS 2020 Alg. 1): A_k ~ Bern(γ/k) until the first 0
+  at K, output [K odd]; exp(−γ) = exp(−floor γ)·exp(−frac γ), the integer part as
+  [G >= floor γ] with G the run of Bern(exp(−1)) successes, each one draw below 7!.
+- `discrete_laplace`, `discrete_gaussian`: exact inversion from cached CDF bounds
+  (`expost.exact.tables`: lazily read bits, exact refinement, exact tails) while the table
+  is small enough; else CKS Alg. 2 (scale t/s: U below t accepted with Bern(exp(−U/t)),
+  V = G, Y = (U + tV) // s, a sign) and CKS Alg. 3 (discrete Laplace proposal with
+  t = floor(σ) + 1, accepted with Bern(exp(−(|Y| − σ²/t)²/(2σ²)))).
+- `poisson`: mean < 64: Poisson(1) by Duchon & Duvignau (Electron. J. Combin. 23(4) P4.22,
+  2016, Alg. 1), summed floor(λ) times, plus Bin(Poisson(1), frac λ) (Devroye 1986, p. 487);
+  mean >= 64: window rejection with rational factors (`expost.exact.counts`), O(sqrt λ).
+- `binomial`: n < 64: n Bernoulli(p); else window rejection, O(sqrt(np(1 − p))).
 - `skellam` (mean λ): Poisson(λ) − Poisson(λ).
 
-Timing channels: every sampler is a rejection or counting loop, so its running time
-depends on the parameter and on the output (a large |Y| takes longer to accept; a Poisson
-count takes time proportional to the mean). In batch mode one call's duration depends on
-the whole batch (its slowest sample's round count and the total work), which hides an
-individual sample's time only partially: the duration still leaks aggregate information
-about the batch. The samplers make no constant-time claim; a deployment that exposes
-timing to an adversary should sample in a separate process and release at fixed times.
+Running time never depends on the data (the value is added after sampling); it depends on
+the parameter and, to a degree given per sampler in docs/exact-samplers.md, on the noise.
+No constant-time claim.
 """
 
 from __future__ import annotations
