@@ -121,33 +121,35 @@ def binomial_factor(n: IntArray, a: int, b: int) -> Factor:
 def _accept(
     factor: Factor, m: IntArray, w: IntArray, s: IntArray, k: IntArray, bits: BitSource
 ) -> BoolArray:
-    """Bern(f(k_i)/e(k_i)) per proposal: the AND of |k_i − m_i| rational factors."""
+    """Bern(f(k_i)/e(k_i)) per proposal: the AND of |k_i − m_i| rational factors, drawn from
+    the far end (the smallest factors) in blocks that double, stopping at a failure (the AND
+    is decided then; the factors are independent, so the order does not change the law)."""
     length = np.abs(k - m)
     ok = np.ones(k.size, dtype=bool)
-    start = 0
-    while start < k.size:
-        cum = np.cumsum(length[start:])
-        stop = start + max(1, int(np.searchsorted(cum, CHUNK, side="right")))
-        part = slice(start, stop)
-        ln = length[part]
-        total = int(ln.sum())
-        if total:
-            offsets = np.cumsum(ln) - ln
-            rep = np.repeat(np.arange(ln.size), ln)
-            j = (np.minimum(k[part], m[part]) + 1)[rep] + (np.arange(total) - offsets[rep])
-            mm, ww, ss = m[part][rep], w[part][rep], s[part][rep]
-            up = j > mm
-            num, den = factor(j, ss, up, None)
-            tail = np.flatnonzero(np.where(up, j > mm + ww, j <= mm - ww))
-            if tail.size:
-                ref = np.where(up[tail], mm[tail] + ww[tail] + 1, mm[tail] - ww[tail])
-                tn, td = factor(j[tail], ss[tail], up[tail], ref)
-                num, den = _obj(num), _obj(den)
-                num[tail], den[tail] = tn, td
-            success = below_each(den, bits) < num
-            nz = np.flatnonzero(ln)
-            ok[start + nz] = np.logical_and.reduceat(success, offsets[nz])
-        start = stop
+    done = np.zeros(k.size, dtype=np.int64)
+    alive = np.flatnonzero(length > 0)
+    block = 64
+    while alive.size:
+        take = np.minimum(length[alive] - done[alive], max(1, min(block, CHUNK // alive.size)))
+        total = int(take.sum())
+        offsets = np.cumsum(take) - take
+        rep = np.repeat(np.arange(alive.size), take)
+        pos = done[alive][rep] + (np.arange(total) - offsets[rep])
+        kk, mm, ww, ss = k[alive][rep], m[alive][rep], w[alive][rep], s[alive][rep]
+        up = kk > mm
+        j = np.where(up, kk - pos, kk + 1 + pos)
+        num, den = factor(j, ss, up, None)
+        tail = np.flatnonzero(np.where(up, j > mm + ww, j <= mm - ww))
+        if tail.size:
+            ref = np.where(up[tail], mm[tail] + ww[tail] + 1, mm[tail] - ww[tail])
+            tn, td = factor(j[tail], ss[tail], up[tail], ref)
+            num, den = _obj(num), _obj(den)
+            num[tail], den[tail] = tn, td
+        passed = np.logical_and.reduceat(below_each(den, bits) < num, offsets)
+        ok[alive[~passed]] = False
+        done[alive] += take
+        alive = alive[passed & (done[alive] < length[alive])]
+        block *= 2
     return ok
 
 
