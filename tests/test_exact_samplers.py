@@ -236,7 +236,7 @@ def test_laplace_uses_float_parameters_exactly(x: float) -> None:
     from expost.exact import samplers, tables
 
     scale = 1 / x
-    discrete_laplace(scale, bits(0), 10)  # the table of rate exactly 1/Fraction(scale)
+    discrete_laplace(scale, bits(0), 2**14)  # builds the table of rate exactly 1/Fraction(scale)
     assert tables.cached(1 / Fraction(scale), Fraction(0))
     # the rejection path (CKS Alg. 2): U = 0; Bern(exp(0)) = 1; V = 0 (5039 fails A_2); sign +
     stub = Scripted([0, 0] + [5039] * 2 + [0])

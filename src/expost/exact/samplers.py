@@ -201,12 +201,20 @@ def _laplace(t: int, s: int, bits: BitSource, size: int) -> IntArray:
     return out
 
 
+FREE_BOUNDARIES = 1024
+"""Boundaries of a table built whatever the batch size (its set-up is about 2 ms at most)."""
+
+
 def _table_for(e1: Fraction, e2: Fraction, size: int) -> Table | None:
     """The inversion table when cached, or cheap enough to pay for itself on ``size`` draws.
 
-    Set-up costs about 2 µs per boundary, a rejection sample about 1 µs (the 2-core sandbox).
+    Set-up costs about 2 µs per boundary, a rejection sample about 1 µs (the 2-core sandbox);
+    without draws to pay for it a table is built only for a narrow law (`FREE_BOUNDARIES`), so a
+    law used once (a doubling's 1,024 tries at as many variances) costs no large set-up.
     """
-    if not cached(e1, e2) and 2 * reach(e1, e2) + 2 > min(MAX_BOUNDARIES, 8192 + size // 2):
+    if not cached(e1, e2) and 2 * reach(e1, e2) + 2 > min(
+        MAX_BOUNDARIES, FREE_BOUNDARIES + size // 2
+    ):
         return None
     return table(e1, e2)
 
