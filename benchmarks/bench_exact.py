@@ -1,20 +1,29 @@
-"""Exact samplers vs numpy's float samplers (and OpenDP's exact ones, where installed).
+"""Exact samplers against numpy's float samplers, in one run (issue 30).
 
     PYTHONPATH=src python benchmarks/bench_exact.py [--size 100000] [--repeats 3]
 
-For each law: samples per second of the exact batch sampler with a seeded `GeneratorBits`
-and with `SecureBits` (os.urandom), of numpy's float sampler of the same law (the float
-sibling the library uses otherwise: ``rng.laplace`` for the discrete Laplace, ``rng.normal``
-for the discrete Gaussian, ``rng.poisson`` …), and of OpenDP's exact ``make_laplace`` /
-``make_gaussian`` on a vector of ints (when ``opendp`` is installed: the ``bench`` extra),
-with the ratios. It also prints the uniform draws per sample and their information
-(the sum of log2 n over the draws ``below(n)``, in bits per sample).
+1. Discrete Gaussian (σ² in 1, 100, 1e6) and discrete Laplace (scale 1, 10, 1000): samples
+   per second with a seeded `GeneratorBits` and with `SecureBits` (os.urandom), numpy's
+   ``normal`` / ``laplace`` at the same scale, the ratio numpy/secure, the information of the
+   draws (Σ log2 n over ``below(n)``, bits per sample) against the law's entropy H and the
+   goal 2H + 8, and the table's one-off set-up time.
+2. The other samplers (Bernoulli, Bernoulli(exp(−γ)), binomial, Skellam) at one parameter.
+3. Poisson at means 1e3, 1e6, 1e9: one exact draw (median and max over repeats), and the
+   draws of an exact Skellam noise-reduction release at λt = 1e7 (Poisson at the largest
+   time, binomial thinning at three smaller ones, two counts each).
+4. One scalar secure release through ``PrivateSession(exact=True)`` (discrete Gaussian and
+   Laplace), no ledger.
+5. os.urandom throughput in large blocks against small reads.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
+import os
+import statistics
+import time
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -22,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 from timing import median_seconds
 
+from expost import PrivateSession, ZCDPFilter
 from expost.exact import (
     GeneratorBits,
     SecureBits,
@@ -32,6 +42,7 @@ from expost.exact import (
     discrete_laplace,
     poisson,
     skellam,
+    tables,
 )
 from expost.exact.bits import BitSource
 
@@ -50,82 +61,157 @@ class Counting:
         return self.inner.below(n, size)
 
 
-def _opendp() -> dict[str, Callable[[int], object]]:
-    try:
-        import opendp.prelude as dp
-    except ImportError:
-        return {}
-    dp.enable_features("contrib")
-    ints = dp.vector_domain(dp.atom_domain(T=int))
-    lap = dp.m.make_laplace(ints, dp.l1_distance(T=int), scale=10.0)
-    gauss = dp.m.make_gaussian(ints, dp.l2_distance(T=int), scale=10.0)
-    return {
-        "discrete_laplace": lambda n: lap([0] * n),
-        "discrete_gaussian": lambda n: gauss([0] * n),
-    }
+def entropy(log_weight: Callable[[np.ndarray], np.ndarray], reach: int) -> float:  # type: ignore[type-arg]  # float arrays
+    """Entropy in bits of P(x) ∝ exp(log_weight(x)) over |x| <= reach (floats: a yardstick)."""
+    x = np.arange(-reach, reach + 1, dtype=float)
+    lw = log_weight(x)
+    p = np.exp(lw - lw.max())
+    p /= p.sum()
+    p = p[p > 0]
+    return float(-(p * np.log2(p)).sum())
+
+
+def rate(run: Callable[[], object], n: int, reps: int) -> float:
+    return n / median_seconds(run, reps)
+
+
+def noise_table(n: int, reps: int) -> None:
+    rng = np.random.default_rng(0)
+    rows: list[tuple[str, Sampler, Callable[[], object], float, tuple[Fraction, Fraction]]] = []
+    for s2 in (1, 100, 10**6):
+        rows.append(
+            (
+                f"gaussian σ²={s2:g}",
+                lambda b, m, s2=s2: discrete_gaussian(s2, b, m),
+                lambda s2=s2: rng.normal(0, math.sqrt(s2), n),
+                entropy(lambda x, s2=s2: -(x**2) / (2 * s2), int(40 * math.sqrt(s2)) + 40),
+                (Fraction(1, 2 * s2), Fraction(1, s2)),
+            )
+        )
+    for sc in (1, 10, 1000):
+        rows.append(
+            (
+                f"laplace scale={sc:g}",
+                lambda b, m, sc=sc: discrete_laplace(sc, b, m),
+                lambda sc=sc: rng.laplace(0, sc, n),
+                entropy(lambda x, sc=sc: -np.abs(x) / sc, 60 * sc + 60),
+                (Fraction(1, sc), Fraction(0)),
+            )
+        )
+    print(f"1. size {n}, median of {reps}; rates in samples/s; bits per sample; setup: table build")
+    print(
+        f"{'law':20} {'seeded':>9} {'secure':>9} {'numpy':>9} {'np/sec':>7} {'goal':>5} "
+        f"{'bits':>6} {'H':>6} {'2H+8':>6} {'goal':>5} {'setup':>8}"
+    )
+    for name, sample, numpy_draw, h, key in rows:
+        start = time.perf_counter()
+        tables.table(*key)
+        setup = time.perf_counter() - start
+        counter = Counting(GeneratorBits(np.random.default_rng(1)))
+        sample(counter, n)
+        gen = GeneratorBits(np.random.default_rng(2))
+        seeded = rate(lambda s=sample, g=gen: s(g, n), n, reps)
+        sec = SecureBits()
+        secure = rate(lambda s=sample, b=sec: s(b, n), n, reps)
+        base = rate(numpy_draw, n, reps)
+        bits = counter.bits / n
+        limit = 5 if name.startswith("gaussian") else 3
+        print(
+            f"{name:20} {seeded:9.3g} {secure:9.3g} {base:9.3g} {base / secure:7.2f} "
+            f"{'met' if base / secure <= limit else 'NOT':>5} {bits:6.1f} {h:6.2f} "
+            f"{2 * h + 8:6.1f} {'met' if bits <= 2 * h + 8 else 'NOT':>5} {setup * 1e3:6.1f}ms"
+        )
+
+
+def other_samplers(n: int, reps: int) -> None:
+    laws: list[tuple[str, Sampler]] = [
+        ("bernoulli(1/3)", lambda b, m: bernoulli(Fraction(1, 3), b, m)),
+        ("bernoulli_exp(1/2)", lambda b, m: bernoulli_exp(Fraction(1, 2), b, m)),
+        ("binomial(20,1/3)", lambda b, m: binomial(20, Fraction(1, 3), b, m)),
+        ("poisson(10)", lambda b, m: poisson(10, b, m)),
+        ("skellam(5)", lambda b, m: skellam(5, b, m)),
+        ("poisson(1000)", lambda b, m: poisson(1000, b, m)),
+    ]
+    print(f"\n2. other samplers, size {n}: samples/s, draws and bits per sample")
+    print(f"{'law':20} {'seeded':>9} {'secure':>9} {'draws':>7} {'bits':>7}")
+    for name, sample in laws:
+        counter = Counting(GeneratorBits(np.random.default_rng(1)))
+        sample(counter, n)
+        gen = GeneratorBits(np.random.default_rng(2))
+        seeded = rate(lambda s=sample, g=gen: s(g, n), n, reps)
+        sb = SecureBits()
+        secure = rate(lambda s=sample, b=sb: s(b, n), n, reps)
+        print(
+            f"{name:20} {seeded:9.3g} {secure:9.3g} {counter.draws / n:7.2f} {counter.bits / n:7.1f}"
+        )
+
+
+def single(run: Callable[[], object], reps: int) -> tuple[float, float]:
+    """Median and max wall time of ``run()`` over ``reps`` calls (after one warm-up)."""
+    run()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), max(times)
+
+
+def large_means(reps: int) -> None:
+    print(f"\n3. one exact secure draw, median / max of {reps} (goal: 1e9 under 10 ms)")
+    sec = SecureBits()
+    for lam in (10**3, 10**6, 10**9, 10**10, 10**12):
+        med, worst = single(lambda lam=lam: poisson(lam, sec, 1), reps)
+        print(f"poisson mean {lam:8.0e}: {med * 1e3:8.2f} ms  max {worst * 1e3:8.2f} ms")
+    times = [Fraction(10**7), Fraction(7 * 10**6), Fraction(4 * 10**6), Fraction(10**6)]
+
+    def release() -> None:  # the draws of SkellamNoiseReduction.run_exact on one count
+        counts = poisson(times[0], sec, 2)
+        for before, now in itertools.pairwise(times):
+            counts = binomial(counts, now / before, sec, 2)
+
+    med, worst = single(release, reps)
+    print(
+        f"skellam NR draws, λt = 1e7, 4 times: {med * 1e3:6.2f} ms  max {worst * 1e3:6.2f} ms "
+        "(goal: under 50 ms)"
+    )
+
+
+def session_latency(reps: int) -> None:
+    session = PrivateSession(ZCDPFilter(1e9), np.random.default_rng(0), exact=True)
+    gauss = single(lambda: session.gaussian(100, sensitivity=1, rho=0.005), reps)
+    lap = single(lambda: session.laplace(100, sensitivity=1, eps=0.1), reps)
+    print(
+        f"\n4. scalar secure release via PrivateSession(exact=True), median of {reps} (goal < 100 µs)"
+    )
+    print(
+        f"gaussian (σ² = 100): {gauss[0] * 1e6:7.1f} µs   laplace (scale 10): {lap[0] * 1e6:7.1f} µs"
+    )
+    sec = SecureBits()
+    draw = single(lambda: discrete_gaussian(100, sec, 1), reps)
+    print(f"the sampler alone (discrete_gaussian, size 1): {draw[0] * 1e6:7.1f} µs")
+
+
+def urandom(reps: int) -> None:
+    print("\n5. os.urandom throughput (MB/s) by read size")
+    for size in (16, 4096, 1 << 16, 1 << 20):
+        count = max(1, (1 << 22) // size)
+        t = median_seconds(
+            lambda size=size, count=count: [os.urandom(size) for _ in range(count)], reps
+        )
+        print(f"{size:8d} bytes: {size * count / t / 1e6:8.0f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=100_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    n, reps = args.size, args.repeats
-    rng = np.random.default_rng(0)
-    laws: list[tuple[str, Sampler, Callable[[], object]]] = [
-        (
-            "bernoulli(1/3)",
-            lambda b, m: bernoulli(Fraction(1, 3), b, m),
-            lambda: rng.random(n) < 1 / 3,
-        ),
-        (
-            "bernoulli_exp(1/2)",
-            lambda b, m: bernoulli_exp(Fraction(1, 2), b, m),
-            lambda: rng.random(n) < math.exp(-0.5),
-        ),
-        (
-            "discrete_laplace",
-            lambda b, m: discrete_laplace(10, b, m),
-            lambda: rng.laplace(0, 10, n),
-        ),
-        (
-            "discrete_gaussian",
-            lambda b, m: discrete_gaussian(100, b, m),
-            lambda: rng.normal(0, 10, n),
-        ),
-        ("poisson(10)", lambda b, m: poisson(10, b, m), lambda: rng.poisson(10, n)),
-        (
-            "binomial(20,1/3)",
-            lambda b, m: binomial(20, Fraction(1, 3), b, m),
-            lambda: rng.binomial(20, 1 / 3, n),
-        ),
-        (
-            "skellam(5)",
-            lambda b, m: skellam(5, b, m),
-            lambda: rng.poisson(5, n) - rng.poisson(5, n),
-        ),
-    ]
-    opendp = _opendp()
-    print(
-        f"size {n}, median of {reps}; samples/s (M = 1e6); np/ex = numpy rate / exact rate; ex/odp = exact rate / OpenDP rate; draws, bits: per sample"
-    )
-    print(
-        f"{'law':20} {'draws':>8} {'bits':>7} {'exact':>9} {'secure':>9} {'numpy':>9} "
-        f"{'np/ex':>6} {'opendp':>9} {'ex/odp':>7}"
-    )
-    for name, sample, float_sampler in laws:
-        counter = Counting(GeneratorBits(np.random.default_rng(1)))
-        sample(counter, n)
-        gen = GeneratorBits(np.random.default_rng(2))
-        exact = n / median_seconds(lambda s=sample, g=gen: s(g, n), reps)
-        secure = n / median_seconds(lambda s=sample: s(SecureBits(), n), reps)
-        base = n / median_seconds(float_sampler, reps)
-        key = name if name in opendp else ""
-        odp = n / median_seconds(lambda k=key: opendp[k](n), 1) if key else float("nan")
-        print(
-            f"{name:20} {counter.draws / n:8.2f} {counter.bits / n:7.1f} {exact:9.3g} "
-            f"{secure:9.3g} {base:9.3g} {base / exact:6.1f} {odp:9.3g} {exact / odp:7.1f}"
-        )
+    noise_table(args.size, args.repeats)
+    other_samplers(args.size, args.repeats)
+    large_means(max(args.repeats, 9))
+    session_latency(max(args.repeats, 200))
+    urandom(args.repeats)
 
 
 if __name__ == "__main__":

@@ -236,7 +236,7 @@ def test_laplace_uses_float_parameters_exactly(x: float) -> None:
     from expost.exact import samplers, tables
 
     scale = 1 / x
-    discrete_laplace(scale, bits(0), 10)  # the table of rate exactly 1/Fraction(scale)
+    discrete_laplace(scale, bits(0), 2**14)  # builds the table of rate exactly 1/Fraction(scale)
     assert tables.cached(1 / Fraction(scale), Fraction(0))
     # the rejection path (CKS Alg. 2): U = 0; Bern(exp(0)) = 1; V = 0 (5039 fails A_2); sign +
     stub = Scripted([0, 0] + [5039] * 2 + [0])
@@ -343,3 +343,46 @@ def test_secure_bits_every_word_size_is_uniform(n: int) -> None:
     assert uniform_fits(thirds, 3)
     assert uniform_fits(x % 8, 8)  # low bits too
     assert not uniform_fits(np.minimum(thirds, 1), 3)  # twin: the top third never drawn
+
+
+def test_secure_bits_buffers_small_reads_and_drops_the_buffer_in_a_fork(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    calls: list[int] = []
+    real = os.urandom
+
+    def counted(n: int) -> bytes:
+        calls.append(n)
+        return real(n)
+
+    monkeypatch.setattr(os, "urandom", counted)
+    source = SecureBits(block=4096)
+    for _ in range(100):
+        source.below(2**16, 1)  # 200 bytes in all: one block read
+    assert calls == [4096]
+    source.below(2**16, 10_000)  # larger than block/4: read directly
+    assert calls[-1] == 20_000
+    # a forked child (another pid) must not reuse the parent's buffered bytes
+    monkeypatch.setattr(os, "getpid", lambda: -1)
+    before = len(calls)
+    source.below(2**16, 1)
+    assert len(calls) == before + 1
+    # twin: a source that skips the pid check would have served the draw from the old buffer
+    twin = SecureBits(block=4096)
+    twin.below(2**16, 1)
+    twin._pid = -1  # the check passes: no new read, the child would repeat the parent's bytes
+    before = len(calls)
+    twin.below(2**16, 1)
+    assert len(calls) == before
+
+
+@pytest.mark.parametrize("n", [2**5, 2**8, 2**16, 2**40])
+def test_secure_bits_powers_of_two_are_uniform(n: int) -> None:
+    x = SecureBits().below(n, 60_000)
+    assert int(x.min()) >= 0
+    assert int(x.max()) < n
+    assert uniform_fits(x // (n // 4), 4)
+    assert uniform_fits(x % 4, 4)
+    assert not uniform_fits(np.minimum(x // (n // 4), 2), 4)

@@ -36,6 +36,7 @@ from expost import (
     TimeGrid,
     ZCDPFilter,
 )
+from expost._validation import EXACT_POISSON_MEAN_LIMIT
 from expost.errors import ExpostError, InvalidParameter
 from expost.exact.bits import GeneratorBits, SecureBits
 from expost.ledger import open_ledger, stored_config
@@ -589,8 +590,16 @@ BOUNDED = [  # (method, mode, arguments): each answers or refuses within 2 s of 
     ("gaussian", True, {"value": 0, "sensitivity": 2**41, "rho": 0.5}),
     ("gaussian", True, {"value": 0, "sensitivity": 2**40, "rho": 0.5}),
     ("laplace", True, {"value": 0, "sensitivity": 2**41, "eps": 0.5}),
-    ("skellam", True, {"value": 0, "times": [float(2**20), 1.0], "fixed_delta": 1e-3}),
-    ("skellam", True, {"value": 0, "times": [float(2**20 + 1), 1.0], "fixed_delta": 1e-3}),
+    (
+        "skellam",
+        True,
+        {"value": 0, "times": [float(EXACT_POISSON_MEAN_LIMIT), 1.0], "fixed_delta": 1e-3},
+    ),
+    (
+        "skellam",
+        True,
+        {"value": 0, "times": [float(EXACT_POISSON_MEAN_LIMIT + 1), 1.0], "fixed_delta": 1e-3},
+    ),
     ("skellam", False, {"value": 0, "times": [1e30, 1.0], "fixed_delta": 1e-3}),
 ]
 

@@ -3,7 +3,8 @@
 ``bits`` holds the sources of uniform integers (the OS CSPRNG for releases, a seeded numpy
 ``Generator`` for reproducible tests and audits); ``samplers`` holds the batch samplers
 (Bernoulli, Bernoulli(exp(−γ)), discrete Laplace, discrete Gaussian, Poisson, binomial,
-Skellam). See docs/exact-samplers.md.
+Skellam); ``tables`` the cached exact-inversion tables of the discrete Laplace and Gaussian;
+``counts`` the O(sqrt mean) Poisson and binomial. See docs/exact-samplers.md.
 """
 
 from expost.exact.bits import BitSource, GeneratorBits, SecureBits

@@ -89,7 +89,7 @@ class SecureBits(_Source):
     share random bytes. Large requests read the OS directly.
     """
 
-    def __init__(self, block: int = 1 << 16) -> None:
+    def __init__(self, block: int = 1 << 12) -> None:
         if isinstance(block, bool) or not isinstance(block, int) or block < 0:
             raise InvalidParameter("block", block, "must be an integer >= 0")
         self.block = block

@@ -8,36 +8,26 @@ Integers stay int64 while every intermediate is below 2**62 and switch to Python
 (object arrays, much slower) beyond that, e.g. for float parameters with 2**50-sized
 denominators in the discrete Gaussian's acceptance test.
 
-Algorithms, cost (uniform draws per sample) and timing. "Measured" figures are from
-benchmarks/bench_exact.py; docs/exact-samplers.md has them with bits per sample.
+Algorithms (docs/exact-samplers.md has costs, measurements and timing channels):
 
 - `bernoulli` (p = a/b): one draw below b, output ``U < a``. Constant work.
-- `bernoulli_exp` (Bernoulli(exp(−γ)), CKS 2020 Alg. 1): for γ in [0, 1], draws
-  A_k ~ Bern(γ/k) until the first 0 at K and outputs [K odd]: E[K] = e^γ <= e draws. For
-  γ > 1, exp(−γ) = exp(−floor γ)·exp(−frac γ): the integer part as [G >= floor γ] with G the
-  run of Bern(exp(−1)) successes (P(G >= g) = e^(−g)), each Bern(exp(−1)) one draw below 7!
-  (stages 2..7 at once, continued one by one with probability 1/7!). Work grows with γ.
-  `bernoulli_exp_ratio` is the per-sample form, γ_i = n_i/d.
-- `discrete_laplace` (scale t/s, CKS Alg. 2): U uniform below t, accept with Bern(exp(−U/t))
-  (probability (1 − e^(−1))/(t(1 − e^(−1/t))), about 0.66 at t = 10), V = G as above,
-  Y = (U + tV) // s, a sign, reject (−, 0). Measured: 7.7 draws at scale 10.
-- `discrete_gaussian` (σ², CKS Alg. 3): proposal discrete Laplace with t = floor(σ) + 1,
-  accepted with Bern(exp(−(|Y| − σ²/t)²/(2σ²))) (probability 0.75 at σ² = 100, 0.57 at
-  σ² = 1/3, computed from the pmfs); the acceptance's work grows with |Y|. Measured: 12.1
-  draws at σ² = 100.
-- `poisson` (mean λ = a/b): Poisson(1) by Duchon & Duvignau (Electron. J. Combin. 23(4)
-  P4.22, 2016, Alg. 1: step n draws below n + 1; measured 3.2 draws per Poisson(1)), summed
-  floor(λ) times, plus Bin(Poisson(1), frac λ) (Devroye 1986, p. 487): O(λ) draws and work.
-- `binomial` (n, p = a/b): the sum of n Bernoulli(p): n draws below b. O(n).
+- `bernoulli_exp` (Bernoulli(exp(−γ)), CKS 2020 Alg. 1): A_k ~ Bern(γ/k) until the first 0
+  at K, output [K odd]; exp(−γ) = exp(−floor γ)·exp(−frac γ), the integer part as
+  [G >= floor γ] with G the run of Bern(exp(−1)) successes, each one draw below 7!.
+- `discrete_laplace`, `discrete_gaussian`: exact inversion from cached CDF bounds
+  (`expost.exact.tables`: lazily read bits, exact refinement, exact tails) while the table
+  is small enough; else CKS Alg. 2 (scale t/s: U below t accepted with Bern(exp(−U/t)),
+  V = G, Y = (U + tV) // s, a sign) and CKS Alg. 3 (discrete Laplace proposal with
+  t = floor(σ) + 1, accepted with Bern(exp(−(|Y| − σ²/t)²/(2σ²)))).
+- `poisson`: mean < 64: Poisson(1) by Duchon & Duvignau (Electron. J. Combin. 23(4) P4.22,
+  2016, Alg. 1), summed floor(λ) times, plus Bin(Poisson(1), frac λ) (Devroye 1986, p. 487);
+  mean >= 64: window rejection with rational factors (`expost.exact.counts`), O(sqrt λ).
+- `binomial`: n < 64: n Bernoulli(p); else window rejection, O(sqrt(np(1 − p))).
 - `skellam` (mean λ): Poisson(λ) − Poisson(λ).
 
-Timing channels: every sampler is a rejection or counting loop, so its running time
-depends on the parameter and on the output (a large |Y| takes longer to accept; a Poisson
-count takes time proportional to the mean). In batch mode one call's duration depends on
-the whole batch (its slowest sample's round count and the total work), which hides an
-individual sample's time only partially: the duration still leaks aggregate information
-about the batch. The samplers make no constant-time claim; a deployment that exposes
-timing to an adversary should sample in a separate process and release at fixed times.
+Running time never depends on the data (the value is added after sampling); it depends on
+the parameter and, to a degree given per sampler in docs/exact-samplers.md, on the noise.
+No constant-time claim.
 """
 
 from __future__ import annotations
@@ -51,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.errors import InvalidParameter
+from expost.exact import counts
 from expost.exact.bits import SMALL, BitSource
 from expost.exact.tables import MAX_BOUNDARIES, Table, cached, invert, reach, table
 
@@ -210,12 +201,20 @@ def _laplace(t: int, s: int, bits: BitSource, size: int) -> IntArray:
     return out
 
 
+FREE_BOUNDARIES = 1024
+"""Boundaries of a table built whatever the batch size (its set-up is about 2 ms at most)."""
+
+
 def _table_for(e1: Fraction, e2: Fraction, size: int) -> Table | None:
     """The inversion table when cached, or cheap enough to pay for itself on ``size`` draws.
 
-    Set-up costs about 2 µs per boundary, a rejection sample about 1 µs (the 2-core sandbox).
+    Set-up costs about 2 µs per boundary, a rejection sample about 1 µs (the 2-core sandbox);
+    without draws to pay for it a table is built only for a narrow law (`FREE_BOUNDARIES`), so a
+    law used once (a doubling's 1,024 tries at as many variances) costs no large set-up.
     """
-    if not cached(e1, e2) and 2 * reach(e1, e2) + 2 > min(MAX_BOUNDARIES, 8192 + size // 2):
+    if not cached(e1, e2) and 2 * reach(e1, e2) + 2 > min(
+        MAX_BOUNDARIES, FREE_BOUNDARIES + size // 2
+    ):
         return None
     return table(e1, e2)
 
@@ -352,13 +351,27 @@ def _binomial_counts(counts: IntArray, p: Fraction, bits: BitSource) -> IntArray
     )
 
 
+#: Means (and binomial counts) from which the O(sqrt) rejection sampler (`counts`) is used.
+LARGE = 64
+
+
 def poisson(mean: Rational, bits: BitSource, size: int) -> IntArray:
-    """Poisson(λ), rational λ >= 0: floor(λ) Poisson(1) (Duchon–Duvignau) + Bin(Poisson(1), frac λ)."""
+    """Poisson(λ), rational λ >= 0, exact.
+
+    λ < 64: floor(λ) Poisson(1) (Duchon–Duvignau) + Bin(Poisson(1), frac λ), O(λ) draws;
+    λ >= 64: rejection from a flat window and geometric tails with rational factors
+    (`counts`), O(sqrt λ) draws.
+    """
     lam = _rational("mean", mean)
     if lam < 0:
         raise InvalidParameter("mean", mean, "must be >= 0")
     n = _size(size)
     whole = int(lam)
+    if lam >= LARGE:
+        m = np.full(n, whole, dtype=np.int64)
+        w = np.full(n, counts.half_width(float(lam)), dtype=np.int64)
+        factor = counts.poisson_factor(lam.numerator, lam.denominator)
+        return counts.window(factor, m, w, None, bits)
     total = _by_sample(np.full(n, whole, dtype=np.int64), lambda m: _poisson1(bits, m))
     frac = lam - whole
     if frac:
@@ -379,13 +392,37 @@ def _counts(n: int | npt.ArrayLike, size: int) -> IntArray:
     return arr.astype(np.int64)
 
 
+def _binomial_large(n: IntArray, p: Fraction, bits: BitSource) -> IntArray:
+    """Bin(n_i, p), p <= 1/2, by `counts.window` (mode ⌊(n+1)p⌋, O(sqrt(np(1−p))) draws)."""
+    a, b = p.numerator, p.denominator
+    m = np.asarray((_ints(n + 1, (int(n.max()) + 1) * a) * a) // b).astype(np.int64)
+    w = np.array([counts.half_width(float(x * p * (1 - p))) for x in n.tolist()], dtype=np.int64)
+    return counts.window(counts.binomial_factor(n, a, b), m, w, n, bits)
+
+
 def binomial(n: int | npt.ArrayLike, p: Rational, bits: BitSource, size: int) -> IntArray:
-    """Binomial(n, p), rational p in [0, 1]; n an int or per-sample int array: n Bernoulli(p)."""
+    """Binomial(n, p), rational p in [0, 1]; n an int or per-sample int array.
+
+    n < 64: n Bernoulli(p); larger n: Bin(n, p) = n − Bin(n, 1 − p) to make p <= 1/2, then
+    exact rejection with rational factors (`counts`), O(sqrt(np(1 − p))) draws.
+    """
     q = _rational("p", p)
     if not 0 <= q <= 1:
         raise InvalidParameter("p", p, "must lie in [0, 1]")
     m = _size(size)
-    return _binomial_counts(_counts(n, m), q, bits)
+    c = _counts(n, m)
+    large = np.flatnonzero(c >= LARGE)
+    if large.size == 0 or q in (0, 1):
+        return _binomial_counts(c, q, bits)
+    out = np.zeros(m, dtype=np.int64)
+    small = np.flatnonzero(c < LARGE)
+    out[small] = _binomial_counts(c[small], q, bits)
+    big = c[large]
+    if q <= Fraction(1, 2):
+        out[large] = _binomial_large(big, q, bits)
+    else:
+        out[large] = big - _binomial_large(big, 1 - q, bits)
+    return out
 
 
 def skellam(mean: Rational, bits: BitSource, size: int) -> IntArray:

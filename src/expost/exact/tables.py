@@ -13,8 +13,9 @@ bounds, the tail beyond K by the geometric bound w(K+1)/(1 − w(K+2)/w(K+1)) (t
 decrease). The index #{i : b_i <= R} is decided by a prefix of R when no bound interval
 meets the prefix's interval:
 
-1. a first w-bit prefix (w = 8 or 16, whichever spends fewer expected bits) looks its cell
-   up in a precomputed 2**w-entry array (the decided index, or −1);
+1. a first w-bit prefix (w = 8, 16 or, for tables over 4096 boundaries, 20: whichever
+   minimises expected bits plus a time penalty for the second stage) looks its cell up in a
+   precomputed 2**w-entry array (the decided index, or −1);
 2. undecided cells (a boundary may lie inside) draw 62 − w more bits of the *same* R and
    search the 62-bit bounds;
 3. still undecided (a boundary within one unit of 2**−62), 64 more bits at a time against
@@ -185,12 +186,13 @@ def _build(e1: Fraction, e2: Fraction) -> Table:
     lo_list, hi_list = bounds(e1, e2, k, PREC)
     lo, hi = np.array(lo_list, dtype=np.int64), np.array(hi_list, dtype=np.int64)
     best: tuple[float, int, npt.NDArray[np.int32]] | None = None
-    for width in (8, 16):
+    for width in (8, 16, 20) if lo.size > 4096 else (8, 16):
         step = 1 << (PREC - width)
         cells = np.arange(1 << width, dtype=np.int64) * step
         a, b = _decide(lo, hi, cells, cells + step)
         first = np.where(a == b, a, -1).astype(np.int32)
-        cost = width + float(np.mean(first < 0)) * (PREC - width)
+        open_ = float(np.mean(first < 0))
+        cost = width + open_ * (PREC - width) + 64 * open_  # bits, plus the second stage's time
         if best is None or cost < best[0]:
             best = (cost, width, first)
     assert best is not None
