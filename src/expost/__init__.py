@@ -10,7 +10,9 @@ Engine internals (batch engines, path samplers, the audit machinery) stay import
 their modules: ``expost.processes``, ``expost.stopping``, ``expost.audit``, ``expost.testing``.
 """
 
-from expost import exact, stopping
+# filters before ex_post_rdp: filters.rdp needs ex_post_rdp whole, and ex_post_rdp imports
+# filters' submodules (which runs the filters package first)
+from expost import exact, filters, stopping
 from expost.boundaries import (
     Boundary,
     FACStitched,
