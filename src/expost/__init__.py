@@ -12,7 +12,8 @@ their modules: ``expost.processes``, ``expost.stopping``, ``expost.audit``, ``ex
 
 # filters before ex_post_rdp: filters.rdp needs ex_post_rdp whole, and ex_post_rdp imports
 # filters' submodules (which runs the filters package first)
-from expost import exact, filters, stopping
+import expost.filters  # noqa: F401 (imported for its order, names below)
+from expost import exact, stopping
 from expost.boundaries import (
     Boundary,
     FACStitched,
