@@ -177,7 +177,7 @@ DELEGATES: dict[str, str] = {
     "filters.RDPFilter.prices": "filters.rdp.rdp_price",  # at each order
     "filters.RDPFilter.remaining": "filters.RDPFilter.remaining_by_order",  # the best order's
     "filters.RDPFilter.reported_guarantee": "filters.RDPFilter.guarantee",
-    # the same bounded searches (`_extreme`) on the filter's own admits
+    # the same bounded searches (`filters.base.bm_extreme`) on the filter's own admits
     "filters.RDPFilter.max_bm_eps": "filters.base.BrownianPricedFilter.max_bm_eps",
     "filters.RDPFilter.min_bm_time": "filters.base.BrownianPricedFilter.min_bm_time",
     "LinearPrivacyBoundary.times_for": "LinearPrivacyBoundary.time_for",  # one closed form

@@ -31,7 +31,7 @@ from expost._validation import as_float, open_probability, positive, validator
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP, markov_bound, renyi_orders
 from expost.filters._exact import rho_of_brownian
-from expost.filters.base import _extreme, refuse
+from expost.filters.base import bm_extreme, refuse
 from expost.filters.costs import (
     BoundedRangeCost,
     BrownianCost,
@@ -251,7 +251,7 @@ class RDPFilter:
         start = max(math.sqrt(2.0 * r / a) for r, a in zip(left, self.orders, strict=True))
         if start <= 0.0:
             return 0.0
-        return _extreme(start, lambda e: BrownianCost.from_eps(e, d), self.admits, upward=True)
+        return bm_extreme(start, lambda e: BrownianCost.from_eps(e, d), self.admits, upward=True)
 
     def min_bm_time(self, sensitivity: float = 1.0) -> float:
         """The smallest time t whose Brownian price α·Δ²/(2t) fits some order (bounded search,
@@ -262,4 +262,4 @@ class RDPFilter:
         if not starts or not math.isfinite(min(starts)):
             return math.inf
         start = max(min(starts), SMALLEST)
-        return _extreme(start, lambda t: BrownianCost(t, d), self.admits, upward=False)
+        return bm_extreme(start, lambda t: BrownianCost(t, d), self.admits, upward=False)
