@@ -54,7 +54,7 @@ def test_pure_rounds_take_the_smaller_of_their_two_bounds() -> None:
     for refused in (DPCost(1.0, 1e-6), ZCDPCost(0.5, 1e-9), ExPostCost(1.0, 1e-6)):
         assert rdp_price(refused, 2.0) is None
         with pytest.raises(InvalidParameter):
-            RDPFilter(3.0, 1e-6).price(refused)
+            RDPFilter(3.0, 1e-6).prices(refused)
 
 
 def test_budgets_round_down_against_mpmath() -> None:
@@ -115,7 +115,7 @@ def test_adaptive_analyst_never_overspends(eps: float, delta: float, data: st.Da
         greed = data.draw(st.floats(0.0, 1.5))
         kind = data.draw(st.sampled_from(["bm", "rdp", "lnr", "dp", "gauss"]))
         stretch = data.draw(st.sampled_from([1.0, 2.0, 37.0, 0.5]))  # 0.5: realised above request
-        request, realised = _round(kind, greed * f.remaining[i], ORDERS[i], stretch)
+        request, realised = _round(kind, greed * f.remaining_by_order[i], ORDERS[i], stretch)
         before = f
         admitted = f.admits(request)
         try:
@@ -134,7 +134,7 @@ def test_adaptive_analyst_never_overspends(eps: float, delta: float, data: st.Da
             continue
         assert f.rounds == before.rounds + 1
         assert _some_order_fits(f)
-        for spent, t in zip(f.spent, _exact_totals(f), strict=True):
+        for spent, t in zip(f.spent_by_order, _exact_totals(f), strict=True):
             assert rounded_up(spent, t)
     assert _some_order_fits(f) or f.rounds == 0
 
@@ -160,8 +160,8 @@ def _interaction(eps: float, delta: float, divisor: float, rng: np.random.Genera
     f = RDPFilter(eps, delta, ORDERS)
     total = 0.0
     for k in range(40):
-        best = int(np.argmax(f.remaining))
-        left, alpha = f.remaining[best], ORDERS[best]
+        best = int(np.argmax(f.remaining_by_order))
+        left, alpha = f.remaining_by_order[best], ORDERS[best]
         if left <= 1e-9:
             break
         if k % 2 == 0:

@@ -19,6 +19,7 @@ from expost.apps.erm import ValidationCheck
 from expost.ex_post_rdp import DEFAULT_ORDERS, ex_post_rdp_of, markov_bound
 from expost.filters.costs import BoundedRangeCost, BrownianCost, DPCost, ZCDPCost
 from expost.filters.rdp import RDPFilter, rdp_price
+from expost.rounding import down_exact
 from expost.rounding_registry import Rounded
 from tests.rounding_audit import DIGITS, Mp, N, audit, audits, log_uniform
 
@@ -139,7 +140,7 @@ def test_rdp_prices_round_up(rounded: Rounded) -> None:
         )
 
 
-@audits("filters.rdp.RDPFilter.budgets")
+@audits("filters.RDPFilter.budgets")
 def test_rdp_budgets_round_down(rounded: Rounded) -> None:
     """B_α = eps − log(k/delta)/(α−1) at the default orders: never above the exact value, within
     a few ulps of the log term (the scale where eps and the term nearly cancel)."""
@@ -175,24 +176,43 @@ def _filters(rng: np.random.Generator) -> list[RDPFilter]:
     return out
 
 
-@audits("filters.rdp.RDPFilter.spent", "filters.rdp.RDPFilter.remaining")
+@audits("filters.RDPFilter.spent_by_order", "filters.RDPFilter.remaining_by_order")
 def test_rdp_spends_and_remainders_are_exact_sums_rounded(rounded: Rounded) -> None:
     """Σ of the (audited) prices per order rounded up, B_α less it rounded down (0 at least):
     one rounding of an exact sum (1 ulp); twins: `math.fsum`, the nearest float."""
     filters = _filters(np.random.default_rng(34))
     got, want, twin = [], [], []
     for f in filters:
-        prices = list(zip(*(f.price(c) for c in f.realised), strict=True))
-        values = f.spent if rounded.name.endswith("spent") else f.remaining
+        prices = list(zip(*(f.prices(c) for c in f.realised), strict=True))
+        spent = rounded.name.endswith("spent_by_order")
+        values = f.spent_by_order if spent else f.remaining_by_order
         for i, ps in enumerate(prices):
             total = sum(map(Fraction, ps), Fraction(0))
-            if rounded.name.endswith("spent"):
+            if spent:
                 want.append(total)
                 twin.append(math.fsum(ps))
             else:
                 want.append(max(Fraction(0), Fraction(f.budgets[i]) - total))
                 twin.append(max(0.0, math.fsum([f.budgets[i], *(-p for p in ps)])))
             got.append(values[i])
+    with mp.workdps(DIGITS):
+        audit(got, [_mp(w) for w in want], rounded.up, ulps=1, twin=twin)
+
+
+@audits("filters.RDPFilter.spent")
+def test_rdp_spent_is_the_smallest_exact_bound_rounded_up(rounded: Rounded) -> None:
+    """min over α of Σ ε_α + tail_α (tail_α = markov_bound(0, α, delta/k), as in the budgets),
+    exact, one rounding up (1 ulp); twin: the nearest float of the float sums."""
+    filters = [f for seed in range(K) for f in _filters(np.random.default_rng(360 + seed))]
+    got, want, twin = [], [], []
+    share = down_exact(Fraction(1e-6) / K)  # the filter's share of delta per order
+    for f in filters:
+        prices = list(zip(*(f.prices(c) for c in f.realised), strict=True))
+        tails = [markov_bound(0.0, a, share) for a in f.orders]
+        exact = [sum(map(Fraction, ps), Fraction(t)) for ps, t in zip(prices, tails, strict=True)]
+        got.append(f.spent)
+        want.append(min(exact))
+        twin.append(min(math.fsum([*ps, t]) for ps, t in zip(prices, tails, strict=True)))
     with mp.workdps(DIGITS):
         audit(got, [_mp(w) for w in want], rounded.up, ulps=1, twin=twin)
 

@@ -110,7 +110,7 @@ NO_ROUNDING: dict[str, str] = {
     "BrownianNoiseReduction.cost": "BrownianCost(t_min): the stored time",
     "EpsilonGrid.rho": "eps²/2 of stored eps²: halving is exact (normal range)",
     "EpsilonGrid.max_rho": "the last eps²/2: halving is exact (normal range)",
-    "filters.rdp.RDPFilter.guarantee": "stored (eps, delta)",
+    "filters.RDPFilter.guarantee": "stored (eps, delta)",
     "ExPostRDP.of_rho": "stores rho",
     "ExPostRDP.of_pure": "stores eps",
     "ExPostRDP.of_orders": "stores the (α, ε_α) table",
@@ -173,7 +173,13 @@ DELEGATES: dict[str, str] = {
     "NormalMixture.bound": "NormalMixture.__call__",
     "FACStitched.bound": "FACStitched.__call__",
     "PolynomialStitching.bound": "PolynomialStitching.__call__",
-    "filters.rdp.RDPFilter.price": "filters.rdp.rdp_price",
+    "filters.RDPFilter.price": "filters.rdp.rdp_price",  # at the best order
+    "filters.RDPFilter.prices": "filters.rdp.rdp_price",  # at each order
+    "filters.RDPFilter.remaining": "filters.RDPFilter.remaining_by_order",  # the best order's
+    "filters.RDPFilter.reported_guarantee": "filters.RDPFilter.guarantee",
+    # the same bounded searches (`filters.base.bm_extreme`) on the filter's own admits
+    "filters.RDPFilter.max_bm_eps": "filters.base.BrownianPricedFilter.max_bm_eps",
+    "filters.RDPFilter.min_bm_time": "filters.base.BrownianPricedFilter.min_bm_time",
     "LinearPrivacyBoundary.times_for": "LinearPrivacyBoundary.time_for",  # one closed form
     "MixturePrivacyBoundary.times_for": "MixturePrivacyBoundary.time_for",  # each level
     "ExPostRDP.sup": "ExPostRDP.eps",  # a max of stored values, or of eps at each order

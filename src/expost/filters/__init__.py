@@ -3,7 +3,8 @@
 Costs (`expost.filters.costs`) describe rounds; each filter prices the costs it accepts in
 its own unit (`expost.filters.base`), one module per family: `zcdp` (FAC Thm 1, APC Thm 5,
 APC Lemma 6.2), `dp` (FAC Thm 2), `ex_post` (APC Lemma B.2), `concurrent` (APC Thm 2), `gaussian_dp`
-(Smith–Thakurta 2022, beyond the papers).
+(Smith–Thakurta 2022, beyond the papers), `rdp` (Feldman–Zrnic 2021 with realised ex-post RDP
+costs, THEORY §11).
 """
 
 from expost.filters.base import Filter, Price, PrivacyFilter
@@ -20,6 +21,7 @@ from expost.filters.costs import (
 from expost.filters.dp import ApproxDPFilter
 from expost.filters.ex_post import ExPostFilter
 from expost.filters.gaussian_dp import GaussianDPFilter
+from expost.filters.rdp import RDPFilter
 from expost.filters.zcdp import BrownianFilter, Conversion, UnifiedFilter, ZCDPFilter
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "GaussianDPFilter",
     "Price",
     "PrivacyFilter",
+    "RDPFilter",
     "UnifiedFilter",
     "ZCDPCost",
     "ZCDPFilter",

@@ -238,7 +238,7 @@ class BrownianPricedFilter(Filter):
         t = d * d / (self._BM_DIVISOR * left) if left > 0.0 else math.inf
         if not math.isfinite(t):
             return math.inf
-        return _extreme(t, lambda x: BrownianCost(x, d), self.admits, upward=False)
+        return bm_extreme(t, lambda x: BrownianCost(x, d), self.admits, upward=False)
 
     def max_bm_eps(self, sensitivity: float = 1.0) -> float:
         """The largest eps = Δ/sqrt(t) (about sqrt(divisor·remaining)) a BM may reach.
@@ -250,7 +250,7 @@ class BrownianPricedFilter(Filter):
         if left <= 0.0 or not math.isfinite(d * d / (self._BM_DIVISOR * left)):
             return 0.0
         eps = math.sqrt(self._BM_DIVISOR * left)
-        return _extreme(eps, lambda e: BrownianCost.from_eps(e, d), self.admits, upward=True)
+        return bm_extreme(eps, lambda e: BrownianCost.from_eps(e, d), self.admits, upward=True)
 
 
 @frozen
@@ -261,7 +261,7 @@ class RhoFilter(BrownianPricedFilter):
     _BM_DIVISOR: ClassVar[float] = 2.0
 
 
-def _extreme(
+def bm_extreme(
     start: float,
     cost: Callable[[float], BrownianCost],
     admits: Callable[[Cost], bool],

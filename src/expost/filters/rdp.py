@@ -20,6 +20,7 @@ with a delta > 0 are refused (their loss can be unbounded with probability delta
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from fractions import Fraction
 
@@ -30,7 +31,7 @@ from expost._validation import as_float, open_probability, positive, validator
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP, markov_bound, renyi_orders
 from expost.filters._exact import rho_of_brownian
-from expost.filters.base import refuse
+from expost.filters.base import bm_extreme, refuse
 from expost.filters.costs import (
     BoundedRangeCost,
     BrownianCost,
@@ -40,7 +41,7 @@ from expost.filters.costs import (
     ZCDPCost,
 )
 from expost.guarantees import ApproxDP
-from expost.rounding import down_exact, sum_down, up_exact
+from expost.rounding import SMALLEST, down_exact, sum_down, up_exact
 
 __all__ = ["RDPCost", "RDPFilter", "rdp_price"]
 
@@ -102,45 +103,69 @@ class RDPFilter:
 
     Budgets B_α = eps − log(k/delta)/(α−1) at the k ``orders`` (rounded down: `budgets`). A
     round is admitted iff, with its price added, the exact sum stays within B_α at some order;
-    the record ``realised`` holds the rounds' realised costs.
+    the record ``realised`` holds the rounds' realised costs. A `PrivacyFilter`, so
+    `PrivateSession` runs on it (``PrivateSession(RDPFilter.from_dp(3.0, 1e-6), rng)``).
+
+    Per order: `prices`, `spent_by_order`, `remaining_by_order`. As one number in eps (what a
+    session reports): ``spent`` = min over α of Σ ε_α + log(k/delta)/(α−1), rounded up: were
+    the interaction stopped now, its loss would exceed ``spent`` with probability at most
+    delta (Ville at each order, delta split over them); non-decreasing, and a fresh filter's
+    is the smallest tail, the price of the split. ``remaining`` = max over the admitting
+    orders of B_α − Σ ε_α, rounded down (so spent + remaining <= eps), at `best_order`;
+    ``price`` a round's ε_α at `best_order` with delta 0: a round costs at most that of
+    ``remaining``.
     """
 
     eps: float = field(converter=as_float, validator=validator(positive))
     delta: float = field(converter=as_float, validator=validator(open_probability))
     orders: tuple[float, ...] = field(default=DEFAULT_ORDERS, converter=renyi_orders)
     realised: tuple[RoundCost, ...] = field(default=(), converter=_rounds)
+    _tails: tuple[float, ...] = field(init=False, eq=False, repr=False)
     _budgets: tuple[float, ...] = field(init=False, eq=False, repr=False)
     _sums: tuple[Fraction, ...] = field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         share = down_exact(Fraction(self.delta) / len(self.orders))
         # markov_bound(0, α, share) is log(1/share)/(α−1) rounded up
-        budgets = tuple(sum_down([self.eps, -markov_bound(0.0, a, share)]) for a in self.orders)
-        object.__setattr__(self, "_budgets", budgets)
+        tails = tuple(markov_bound(0.0, a, share) for a in self.orders)
+        object.__setattr__(self, "_tails", tails)
+        object.__setattr__(self, "_budgets", tuple(sum_down([self.eps, -t]) for t in tails))
         totals = [Fraction(0)] * len(self.orders)
         for cost in self.realised:
-            totals = [t + Fraction(p) for t, p in zip(totals, self.price(cost), strict=True)]
+            totals = [t + Fraction(p) for t, p in zip(totals, self.prices(cost), strict=True)]
         object.__setattr__(self, "_sums", tuple(totals))
         if self.realised and not self._fitting(self._totals()):
             raise InvalidParameter("realised", self.realised, "its costs exceed every budget")
+
+    @classmethod
+    def from_dp(
+        cls, eps: float, delta: float, orders: Iterable[float] = DEFAULT_ORDERS
+    ) -> RDPFilter:
+        """The filter whose whole interaction is (eps, delta)-DP (the constructor, named as
+        `UnifiedFilter.from_dp` is: both take the target (eps, delta))."""
+        return cls(eps, delta, tuple(orders))
 
     @property
     def budgets(self) -> tuple[float, ...]:
         """B_α = eps − log(k/delta)/(α−1) per order, rounded down (<= 0: that order admits nothing)."""
         return self._budgets
 
-    def price(self, cost: RoundCost) -> tuple[float, ...]:
+    def prices(self, cost: RoundCost) -> tuple[float, ...]:
         """ε_α of ``cost`` at each order; `InvalidParameter` if the filter cannot charge it."""
         prices = [rdp_price(cost, a) for a in self.orders]
         if any(p is None for p in prices):
             raise refuse(self, repr(cost), _ACCEPTS)
         return tuple(float(p) for p in prices if p is not None)
 
+    def accepts(self, cost: RoundCost) -> bool:
+        """Whether this filter can charge ``cost`` at all (every order prices it)."""
+        return all(rdp_price(cost, a) is not None for a in self.orders)
+
     def _totals(self, extra: RoundCost | None = None) -> list[Fraction]:
         """The exact sums per order, with ``extra``'s price added."""
         if extra is None:
             return list(self._sums)
-        return [t + Fraction(p) for t, p in zip(self._sums, self.price(extra), strict=True)]
+        return [t + Fraction(p) for t, p in zip(self._sums, self.prices(extra), strict=True)]
 
     def _fitting(self, totals: list[Fraction]) -> list[int]:
         """The orders (indices) whose exact sum is within their budget."""
@@ -150,23 +175,47 @@ class RDPFilter:
             if b > 0.0 and t <= Fraction(b)
         ]
 
+    def _best(self) -> int:
+        """The index of the order with the most left (exactly): B_α − Σ ε_α largest."""
+        left = [Fraction(b) - t for b, t in zip(self.budgets, self._sums, strict=True)]
+        return max(range(len(left)), key=lambda i: (self.budgets[i] > 0.0, left[i]))
+
+    @property
+    def best_order(self) -> float:
+        """The order α at which the most budget is left: ``remaining`` and ``price`` use it."""
+        return self.orders[self._best()]
+
     @property
     def rounds(self) -> int:
         """How many rounds have been recorded."""
         return len(self.realised)
 
     @property
-    def spent(self) -> tuple[float, ...]:
+    def spent_by_order(self) -> tuple[float, ...]:
         """Σ ε_α over the recorded rounds, per order (exact sums rounded up)."""
         return tuple(up_exact(t) for t in self._totals())
 
     @property
-    def remaining(self) -> tuple[float, ...]:
+    def remaining_by_order(self) -> tuple[float, ...]:
         """B_α − Σ ε_α per order, rounded down (0 where nothing is left)."""
         return tuple(
             max(0.0, down_exact(Fraction(b) - t))
             for b, t in zip(self.budgets, self._totals(), strict=True)
         )
+
+    @property
+    def spent(self) -> float:
+        """min over α of Σ ε_α + log(k/delta)/(α−1), rounded up (class docstring)."""
+        return up_exact(min(t + Fraction(c) for t, c in zip(self._sums, self._tails, strict=True)))
+
+    @property
+    def remaining(self) -> float:
+        """max over the admitting orders of B_α − Σ ε_α, rounded down (0 when none admits)."""
+        return self.remaining_by_order[self._best()]
+
+    def price(self, cost: RoundCost) -> tuple[float, float]:
+        """(ε_α at `best_order`, 0.0): the protocol's one-number price (`prices`: every order)."""
+        return self.prices(cost)[self._best()], 0.0
 
     def admits(self, request: RoundCost) -> bool:
         """Whether a round charging at most ``request`` keeps some order within its budget."""
@@ -176,11 +225,10 @@ class RDPFilter:
         """Raise `BudgetExceeded` unless ``request`` is admitted (named at the best order)."""
         if self.admits(request):
             return
-        asked = self.price(request)
-        i = max(range(len(self.orders)), key=lambda k: self.budgets[k] - self.spent[k] - asked[k])
-        raise BudgetExceeded(
-            self.spent[i], asked[i], self.remaining[i], f"eps_alpha (alpha={self.orders[i]:g})"
-        )
+        asked = self.prices(request)
+        spent, left = self.spent_by_order, self.remaining_by_order
+        i = max(range(len(self.orders)), key=lambda k: self.budgets[k] - spent[k] - asked[k])
+        raise BudgetExceeded(spent[i], asked[i], left[i], f"eps_alpha (alpha={self.orders[i]:g})")
 
     def spend(self, realised: RoundCost) -> RDPFilter:
         """A new filter with ``realised`` recorded; `BudgetExceeded` if no order can take it."""
@@ -190,3 +238,28 @@ class RDPFilter:
     def guarantee(self) -> ApproxDP:
         """(eps, delta)-DP for the whole interaction (module docstring)."""
         return ApproxDP(self.eps, self.delta)
+
+    def reported_guarantee(self) -> ApproxDP:
+        """What a session reports: `guarantee`, the (eps, delta)-DP the filter was built for."""
+        return self.guarantee()
+
+    def max_bm_eps(self, sensitivity: float = 1.0) -> float:
+        """The largest eps = Δ/sqrt(t) whose Brownian round is admitted (its price α·eps²/2 fits
+        some order; bounded search, `expost.rounding.largest_where`); 0.0 when none is."""
+        d = positive("sensitivity", sensitivity)
+        left = self.remaining_by_order
+        start = max(math.sqrt(2.0 * r / a) for r, a in zip(left, self.orders, strict=True))
+        if start <= 0.0:
+            return 0.0
+        return bm_extreme(start, lambda e: BrownianCost.from_eps(e, d), self.admits, upward=True)
+
+    def min_bm_time(self, sensitivity: float = 1.0) -> float:
+        """The smallest time t whose Brownian price α·Δ²/(2t) fits some order (bounded search,
+        `expost.rounding.smallest_where`); ``inf`` when no Brownian round is admitted."""
+        d = positive("sensitivity", sensitivity)
+        left = self.remaining_by_order
+        starts = [a * d * d / (2.0 * r) for r, a in zip(left, self.orders, strict=True) if r > 0.0]
+        if not starts or not math.isfinite(min(starts)):
+            return math.inf
+        start = max(min(starts), SMALLEST)
+        return bm_extreme(start, lambda t: BrownianCost(t, d), self.admits, upward=False)

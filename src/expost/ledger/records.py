@@ -33,6 +33,7 @@ from expost.filters import (
     GaussianCost,
     GaussianDPFilter,
     PrivacyFilter,
+    RDPFilter,
     UnifiedFilter,
     ZCDPCost,
     ZCDPFilter,
@@ -72,6 +73,7 @@ DESCRIBABLE: Final[Mapping[str, type]] = {
         ExPostFilter,
         GaussianDPFilter,
         ConcurrentFilter,
+        RDPFilter,
         ApproxDP,
         ZCDP,
         PureDP,
@@ -105,7 +107,7 @@ def describe(f: Any) -> dict[str, Any]:
     """The filter's configuration (type and parameters, not its history) as JSON."""
     out: dict[str, Any] = {"type": type(f).__name__}
     for a in attrs.fields(type(f)):
-        if a.alias in ("realised", "_totals"):
+        if a.alias in ("realised", "_totals") or not a.init:  # state, not configuration
             continue
         value = getattr(f, a.name)
         out[a.name] = describe(value) if attrs.has(type(value)) else value
