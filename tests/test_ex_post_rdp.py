@@ -23,7 +23,7 @@ from expost import (
 from expost.audit.ex_post_rdp import bucket_rdp_samples, gaussian_bucket
 from expost.audit.post_processing import bucket_factor, fixed_time_factor
 from expost.errors import InvalidParameter
-from expost.ex_post_rdp import DEFAULT_ORDERS, ex_post_rdp_of, markov_bound
+from expost.ex_post_rdp import DEFAULT_ORDERS, markov_bound
 from expost.filters.costs import (
     BoundedRangeCost,
     BrownianCost,
@@ -32,6 +32,7 @@ from expost.filters.costs import (
     GaussianCost,
     ZCDPCost,
 )
+from expost.filters.rdp import ex_post_rdp_of
 from expost.grids import TimeGrid
 from expost.guarantees import ExPost
 from expost.rounding import down_exact

@@ -16,9 +16,9 @@ import numpy as np
 
 from expost import ExPostRDP
 from expost.apps.erm import ValidationCheck
-from expost.ex_post_rdp import DEFAULT_ORDERS, ex_post_rdp_of, markov_bound
+from expost.ex_post_rdp import DEFAULT_ORDERS, markov_bound
 from expost.filters.costs import BoundedRangeCost, BrownianCost, DPCost, ZCDPCost
-from expost.filters.rdp import RDPFilter, rdp_price
+from expost.filters.rdp import RDPFilter, ex_post_rdp_of, rdp_price
 from expost.rounding import down_exact
 from expost.rounding_registry import Rounded
 from tests.rounding_audit import DIGITS, Mp, N, audit, audits, log_uniform
@@ -217,14 +217,14 @@ def test_rdp_spent_is_the_smallest_exact_bound_rounded_up(rounded: Rounded) -> N
         audit(got, [_mp(w) for w in want], rounded.up, ulps=1, twin=twin)
 
 
-@audits("apps.erm.ValidationCheck.rho", "ex_post_rdp.ex_post_rdp_of")
+@audits("apps.erm.ValidationCheck.rho", "filters.rdp.ex_post_rdp_of")
 def test_stopped_brownian_rho_rounds_up(rounded: Rounded) -> None:
     """Ex-post zCDP rho = Δ²/(2τ) of a Brownian run stopped at τ: one rounding of a rational
     (the other costs `ex_post_rdp_of` maps are stored as given)."""
     rng = np.random.default_rng(35)
     t = log_uniform(rng, 1e-3, 1e3, N)
     s = log_uniform(rng, 1e-2, 1e2, N)
-    if rounded.name == "ex_post_rdp.ex_post_rdp_of":
+    if rounded.name == "filters.rdp.ex_post_rdp_of":
         got = [
             (ex_post_rdp_of(BrownianCost(float(a), float(b))) or ExPostRDP.of_pure(0.0)).rho
             for a, b in zip(t, s, strict=True)

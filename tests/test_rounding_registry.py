@@ -183,8 +183,8 @@ DELEGATES: dict[str, str] = {
     "LinearPrivacyBoundary.times_for": "LinearPrivacyBoundary.time_for",  # one closed form
     "MixturePrivacyBoundary.times_for": "MixturePrivacyBoundary.time_for",  # each level
     "ExPostRDP.sup": "ExPostRDP.eps",  # a max of stored values, or of eps at each order
-    "Transcript.ex_post_rdp": "ex_post_rdp.ex_post_rdp_of",
-    "apps.erm.ValidationCheck.charge": "ex_post_rdp.ex_post_rdp_of",
+    "Transcript.ex_post_rdp": "filters.rdp.ex_post_rdp_of",
+    "apps.erm.ValidationCheck.charge": "filters.rdp.ex_post_rdp_of",
 }
 
 # Open work: rounded to the safe side by the tool the registry names, checked by the tests

@@ -10,9 +10,6 @@ Engine internals (batch engines, path samplers, the audit machinery) stay import
 their modules: ``expost.processes``, ``expost.stopping``, ``expost.audit``, ``expost.testing``.
 """
 
-# filters before ex_post_rdp: filters.rdp needs ex_post_rdp whole, and ex_post_rdp imports
-# filters' submodules (which runs the filters package first)
-import expost.filters  # noqa: F401 (imported for its order, names below)
 from expost import exact, stopping
 from expost.boundaries import (
     Boundary,

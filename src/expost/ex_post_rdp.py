@@ -34,20 +34,10 @@ from attrs import field, frozen
 
 from expost._validation import open_probability, renyi_order
 from expost.errors import InvalidParameter
-from expost.filters._exact import rho_of_brownian
-from expost.filters.costs import (
-    BoundedRangeCost,
-    BrownianCost,
-    Cost,
-    DPCost,
-    ExPostCost,
-    GaussianCost,
-    ZCDPCost,
-)
 from expost.guarantees import ExPost
 from expost.rounding import down_exact, neg_log_up, sum_up, up_exact
 
-__all__ = ["DEFAULT_ORDERS", "ExPostRDP", "ex_post_rdp_of", "markov_bound", "renyi_orders"]
+__all__ = ["DEFAULT_ORDERS", "ExPostRDP", "markov_bound", "renyi_orders"]
 
 DEFAULT_ORDERS = (1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0, 128.0)
 """The orders `ExPostRDP.probabilistic` splits delta over unless told otherwise (fixed in
@@ -196,23 +186,3 @@ class ExPostRDP:
             tabled = {a for m in ms for a, _ in m.orders}
             chosen = tuple(sorted(tabled)) if tabled else DEFAULT_ORDERS
         return cls.of_orders({a: max(m.eps(a) for m in ms) for a in chosen})
-
-
-def ex_post_rdp_of(cost: Cost | None) -> ExPostRDP | None:
-    """The ex-post RDP guarantee of a round from its realised cost, None where none is known.
-
-    `BrownianCost` (BM stopped at t, sensitivity Δ): rho = Δ²/(2t) rounded up (THEORY §11);
-    `ZCDPCost`/`GaussianCost` with delta 0: its rho (ordinary zCDP); `ExPostCost` with delta 0
-    (Laplace noise reduction, BNR Prop 4.2): pure ex-post at its bound; `DPCost` with delta 0 and
-    `BoundedRangeCost`: pure at eps. Probabilistic ex-post costs (delta > 0: a boundary, Skellam
-    §10) and approximate ones: None (not immune; THEORY §11).
-    """
-    if isinstance(cost, BrownianCost):
-        return ExPostRDP.of_rho(rho_of_brownian(cost.time, cost.sensitivity))
-    if isinstance(cost, GaussianCost | ZCDPCost) and cost.delta == 0.0:
-        return ExPostRDP.of_rho(cost.rho)
-    if isinstance(cost, ExPostCost | DPCost) and cost.delta == 0.0:
-        return ExPostRDP.of_pure(cost.bound if isinstance(cost, ExPostCost) else cost.eps)
-    if isinstance(cost, BoundedRangeCost):
-        return ExPostRDP.of_pure(cost.eps)
-    return None

@@ -254,7 +254,7 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("SkellamNoiseReduction.fixed_cost", _UP, "DPCost: SkellamLoss / AKL eps, up"),
     # --- ex-post RDP (THEORY §11)
     ("ex_post_rdp.markov_bound", _UP, "ε_α + log(1/delta)/(α−1): log up 2 ulps, up_exact"),
-    ("ex_post_rdp.ex_post_rdp_of", _UP, "rho = Δ²/(2t) up (Brownian); else the stored cost"),
+    ("filters.rdp.ex_post_rdp_of", _UP, "rho = Δ²/(2t) up (Brownian); else the stored cost"),
     ("ExPostRDP.eps", _UP, "α·rho up_exact; pure or tabled value: stored"),
     ("ExPostRDP.of_rho", _UP, "rho: stored"),
     ("ExPostRDP.of_pure", _UP, "eps: stored"),

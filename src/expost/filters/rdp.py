@@ -38,12 +38,13 @@ from expost.filters.costs import (
     Cost,
     DPCost,
     ExPostCost,
+    GaussianCost,
     ZCDPCost,
 )
 from expost.guarantees import ApproxDP
 from expost.rounding import SMALLEST, down_exact, sum_down, up_exact
 
-__all__ = ["RDPCost", "RDPFilter", "rdp_price"]
+__all__ = ["RDPCost", "RDPFilter", "ex_post_rdp_of", "rdp_price"]
 
 _ACCEPTS = (
     "RDPCost, BrownianCost, ZCDPCost/GaussianCost and DPCost with delta 0, BoundedRangeCost, "
@@ -263,3 +264,23 @@ class RDPFilter:
             return math.inf
         start = max(min(starts), SMALLEST)
         return bm_extreme(start, lambda t: BrownianCost(t, d), self.admits, upward=False)
+
+
+def ex_post_rdp_of(cost: Cost | None) -> ExPostRDP | None:
+    """The ex-post RDP guarantee of a round from its realised cost, None where none is known.
+
+    `BrownianCost` (BM stopped at t, sensitivity Δ): rho = Δ²/(2t) rounded up (THEORY §11);
+    `ZCDPCost`/`GaussianCost` with delta 0: its rho (ordinary zCDP); `ExPostCost` with delta 0
+    (Laplace noise reduction, BNR Prop 4.2): pure ex-post at its bound; `DPCost` with delta 0 and
+    `BoundedRangeCost`: pure at eps. Probabilistic ex-post costs (delta > 0: a boundary, Skellam
+    §10) and approximate ones: None (not immune; THEORY §11).
+    """
+    if isinstance(cost, BrownianCost):
+        return ExPostRDP.of_rho(rho_of_brownian(cost.time, cost.sensitivity))
+    if isinstance(cost, GaussianCost | ZCDPCost) and cost.delta == 0.0:
+        return ExPostRDP.of_rho(cost.rho)
+    if isinstance(cost, ExPostCost | DPCost) and cost.delta == 0.0:
+        return ExPostRDP.of_pure(cost.bound if isinstance(cost, ExPostCost) else cost.eps)
+    if isinstance(cost, BoundedRangeCost):
+        return ExPostRDP.of_pure(cost.eps)
+    return None

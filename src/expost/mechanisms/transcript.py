@@ -27,8 +27,9 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost.ex_post_rdp import ExPostRDP, ex_post_rdp_of
+from expost.ex_post_rdp import ExPostRDP
 from expost.filters.costs import Cost
+from expost.filters.rdp import ex_post_rdp_of
 from expost.guarantees import ExPost
 
 __all__ = ["BatchTranscript", "Transcript"]

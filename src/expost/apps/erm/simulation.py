@@ -30,9 +30,10 @@ from expost.apps.erm.tasks import (
 from expost.apps.erm.validation import ValidationCheck, first_hits
 from expost.boundaries import LinearPrivacyBoundary
 from expost.errors import InvalidParameter
-from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP, ex_post_rdp_of
+from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP
 from expost.execution import Execution, children, chunk_sizes, map_chunks
 from expost.filters.costs import BrownianCost
+from expost.filters.rdp import ex_post_rdp_of
 from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction, LaplaceNoiseReduction
 from expost.mechanisms.threshold import AboveThreshold, ReducedAboveThreshold

@@ -47,8 +47,9 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.ex_post_rdp import ExPostRDP, ex_post_rdp_of
+from expost.ex_post_rdp import ExPostRDP
 from expost.filters.costs import BrownianCost
+from expost.filters.rdp import ex_post_rdp_of
 from expost.processes import BrownianPath, sample_brownian_grid_privacy_time
 
 __all__ = ["ValidationCheck", "ValidationResult", "first_hits"]
