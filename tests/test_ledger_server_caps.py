@@ -88,6 +88,12 @@ class _Client:
         self.session.refresh()
         return self.session.filter
 
+    def left(self) -> float:
+        """What remains of a one-budget filter (the session's view, from the ledger)."""
+        left = self.filter().remaining
+        assert isinstance(left, float)
+        return left
+
 
 def test_an_ex_post_budget_is_enforced_by_the_server(pg_server: Any, analyst: str) -> None:
     c = _Client(pg_server, analyst, ep.ExPostFilter(1.0, 1e-6), "cap_ex_post")
@@ -99,7 +105,7 @@ def test_an_ex_post_budget_is_enforced_by_the_server(pg_server: Any, analyst: st
     c.refused(ep.ZCDPCost(0.1), match="cannot charge")  # the filter refuses it too
     c.refused(ep.BrownianCost(1.0), match="cannot charge")  # no boundary: no ex-post bound
     f = c.filter()
-    eps = _edge(lambda e: f.admits(ep.ExPostCost(e, 1e-6)), f.remaining)
+    eps = _edge(lambda e: f.admits(ep.ExPostCost(e, 1e-6)), c.left())
     c.reserve(ep.ExPostCost(eps, 1e-6))  # the filter's edge: accepted
     assert not c.filter().admits(ep.ExPostCost(1e-6, 0.0))
     c.refused(ep.ExPostCost(1e-6, 0.0))
@@ -116,9 +122,10 @@ def test_an_approx_dp_budget_is_enforced_by_the_server(pg_server: Any, analyst: 
     c.refused(ep.ExPostCost(0.01), match="cannot charge")  # no eps_max
     c.refused(ep.DPCost(1e-3, 1.1e-6))  # the delta' budget
     f = c.filter()
-    assert f.remaining > 0.0
-    c.refused(ep.BoundedRangeCost(1.5 * math.sqrt(2 * f.remaining)))  # eps²/2 (eps²/8 would fit)
-    eps = _edge(lambda e: f.admits(ep.DPCost(e, 1e-6)), math.sqrt(2 * f.remaining))
+    left = c.left()
+    assert left > 0.0
+    c.refused(ep.BoundedRangeCost(1.5 * math.sqrt(2 * left)))  # eps²/2 (eps²/8 would fit)
+    eps = _edge(lambda e: f.admits(ep.DPCost(e, 1e-6)), math.sqrt(2 * left))
     c.refused(ep.DPCost(eps * (1 + 1e-6), 1e-6))
     c.reserve(ep.DPCost(eps, 1e-6))  # the filter's edge: accepted
     assert not c.filter().admits(ep.DPCost(1e-4))
@@ -141,7 +148,7 @@ def test_a_gaussian_dp_budget_is_enforced_by_the_server(pg_server: Any, analyst:
         c.session.laplace(0.0, 1.0, 0.01)
     c.refused(ep.ZCDPCost(0.01), match="cannot charge")
     f = c.filter()
-    rho = _edge(lambda r: f.admits(ep.GaussianCost(r)), f.remaining / 2)
+    rho = _edge(lambda r: f.admits(ep.GaussianCost(r)), c.left() / 2)
     c.reserve(ep.GaussianCost(rho))  # the filter's edge: accepted
     c.refused(ep.BrownianCost(1e6))
     c.session.close()
