@@ -179,3 +179,33 @@ def test_a_brownian_budget_takes_brownian_rounds_only(pg_server: Any, analyst: s
     c.refused(ep.BrownianCost(0.4999995))
     c.reserve(ep.BrownianCost(0.5))
     c.session.close()
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"type": "GaussianCost", "rho": 0.1, "delta": 0.001},
+        {"type": "BrownianCost", "time": 100.0, "sensitivity": 1.0, "bound": None, "delta": 0.01},
+        {"type": "ZCDPCost", "rho": 1e-320, "delta": 0.0},  # a double rounds it to 0
+        {"type": "ExPostCost", "bound": 1e400, "delta": 0.0, "eps_max": None},  # not a double
+    ],
+)
+def test_a_cost_the_client_could_not_decode_is_refused(
+    pg_server: Any, analyst: str, record: dict[str, Any]
+) -> None:
+    """Each of these decoded to an `InvalidParameter` on every client (the ledger unreadable for
+    everyone); the server refuses them first. Twin: the same costs, valid, are accepted."""
+    name = f"bad_{abs(hash(json.dumps(record))) % 10**8}"
+    c = _Client(
+        pg_server,
+        analyst,
+        ep.ConcurrentFilter(ep.ZCDPFilter(1.0), ep.ExPostFilter(1.0, 0.1), 1e-6),
+        name,
+    )
+    c.refused(record, match="invalid")
+    valid = {**record, **({"delta": 0.0} if "delta" in record else {})}
+    valid.update(
+        {k: 0.5 for k in ("rho", "bound") if k in valid and record["type"] != "BrownianCost"}
+    )
+    c.reserve(valid)
+    c.session.close()

@@ -108,10 +108,18 @@ BEGIN
             AND (k = 'eps_max' OR k = 'bound' AND t = 'BrownianCost');
         IF jsonb_typeof(v) <> 'number' OR (v::text)::numeric < 0
             OR k = 'delta' AND (v::text)::numeric >= 1
-            OR k IN ('rho', 'eps', 'time', 'sensitivity', 'eps_max') AND (v::text)::numeric <= 0 THEN
+            OR k IN ('rho', 'eps', 'time', 'sensitivity', 'eps_max') AND (v::text)::numeric <= 0
+            -- a double: finite, and not rounded to 0 (the client would fail to decode it)
+            OR (v::text)::numeric > 1e308
+            OR (v::text)::numeric > 0 AND (v::text)::numeric < 1e-300 THEN
             RAISE EXCEPTION 'expost: cost % has an invalid %', c, k;
         END IF;
     END LOOP;
+    IF t = 'GaussianCost' AND coalesce((c->>'delta')::numeric, 0) <> 0
+        OR t = 'BrownianCost' AND c->>'bound' IS NULL AND coalesce((c->>'delta')::numeric, 0) <> 0
+    THEN  -- the cost classes' own checks (GaussianCost, BrownianCost)
+        RAISE EXCEPTION 'expost: cost % has an invalid delta', c;
+    END IF;
 END $$"""
 
 _PRICE: Final = r"""
