@@ -19,12 +19,17 @@ session ledger (format ``expost-session/…``) only ``reserve`` and ``settle`` e
 session's record shape and known cost types are accepted; reservations are numbered in order;
 a settlement needs the secret token the server returned to the reserving client, settles an
 open reservation exactly once, and is not above it on the fields where a request is the worst
-case (rho, eps, delta, eps_max; a Brownian time not below). For a zCDP-family budget
-(``ZCDPFilter``, ``UnifiedFilter``, ``BrownianFilter``) it prices every round in exact decimals
-(``expost.rho_price``, as `expost.filters.zcdp.zcdp_price` does, never above it) and refuses a
-reservation past the budget (relative slack 1e-9 for decimal against binary). What it trusts:
-the admission decision for the other filter kinds (the client prices the round under the lock)
-and the realised cost a client reports for its own round.
+case (rho, eps, delta, eps_max; a Brownian time not below). For every filter kind it decides
+admission itself, from the recorded configuration (``expost.price``, ``expost.within``): it
+prices each round as the filter does, in exact decimals of the recorded numbers (within about
+1e-16 relative of the filter's doubles), keeps running totals in each entry (rho and delta; the
+ex-post part's eps and delta), and refuses an entry that takes one past the budget with a
+relative slack of 1e-9, so it never refuses what the filter admits:
+zCDP-family (``zcdp_price``), ``ApproxDPFilter`` (eps²/2 against rho*(eps, delta'') of FAC Thm 2,
+computed with numeric ln and sqrt), ``ExPostFilter`` (APC Lemma B.2: bounds and deltas summed),
+``ConcurrentFilter`` (both parts), ``GaussianDPFilter`` (mu² = 2·rho or Δ²/t; its pure-DP prices
+need Φ⁻¹, so those rounds are refused on this backend). A cost the filter does not accept is
+refused. What it trusts: the realised cost a client reports for its own round.
 """
 
 from __future__ import annotations
