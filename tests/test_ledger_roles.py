@@ -139,12 +139,16 @@ def test_a_pinned_id_refuses_a_recreated_postgres_ledger(pg_server: Any) -> None
 def analyst(pg_server: Any, pg_client: str) -> str:
     """The server URL as a role holding only `client_grants` (USAGE, EXECUTE on four functions);
     the schema installed by the administrator (``pg_client`` does that)."""
-    admin = pg_server.get_uri()
-    if not _psql(admin, "SELECT 1 FROM pg_roles WHERE rolname = %s", ANALYST):
-        _psql(admin, f"CREATE ROLE {ANALYST} LOGIN")
-    for grant in client_grants(ANALYST):
+    return client_role(pg_server.get_uri(), ANALYST)
+
+
+def client_role(admin: str, role: str) -> str:
+    """``admin``'s server URL as ``role`` (created if missing) with only `client_grants`."""
+    if not _psql(admin, "SELECT 1 FROM pg_roles WHERE rolname = %s", role):
+        _psql(admin, f"CREATE ROLE {role} LOGIN")
+    for grant in client_grants(role):
         _psql(admin, grant)
-    return as_role(admin, ANALYST)
+    return as_role(admin, role)
 
 
 @pytest.fixture

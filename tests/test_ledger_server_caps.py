@@ -16,10 +16,9 @@ import pytest
 
 import expost as ep
 from expost.ledger import init_ledger
-from expost.ledger.pg_schema import client_grants
 from expost.ledger.records import encode
-from tests.conftest import as_role, pg_ledger_url
-from tests.test_ledger_roles import _psql, _with_ledger
+from tests.conftest import pg_ledger_url
+from tests.test_ledger_roles import _psql, _with_ledger, client_role
 
 ROLE = "expost_capped"  # exactly the documented grants, nothing more
 
@@ -28,12 +27,7 @@ ROLE = "expost_capped"  # exactly the documented grants, nothing more
 def analyst(pg_server: Any, pg_client: str) -> str:
     """The server URL as a role holding only `client_grants`; the schema installed by the
     administrator (``pg_client`` does that)."""
-    admin = pg_server.get_uri()
-    if not _psql(admin, "SELECT 1 FROM pg_roles WHERE rolname = %s", ROLE):
-        _psql(admin, f"CREATE ROLE {ROLE} LOGIN")
-    for grant in client_grants(ROLE):
-        _psql(admin, grant)
-    return as_role(admin, ROLE)
+    return client_role(pg_server.get_uri(), ROLE)
 
 
 def _edge(admits: Callable[[float], bool], start: float) -> float:
