@@ -203,3 +203,19 @@ def test_a_cost_the_client_could_not_decode_is_refused(
     )
     c.reserve(valid)
     c.session.close()
+
+
+def test_within_the_slack_the_server_admits_what_every_replay_then_refuses(
+    pg_server: Any, analyst: str
+) -> None:
+    """The documented limit of the server's check: a direct reservation 5e-10 past rho = 1 (inside
+    the relative slack 1e-9) is accepted, and every client's replay then raises `BudgetExceeded`;
+    2e-9 past is refused."""
+    c = _Client(pg_server, analyst, ep.ZCDPFilter(1.0), "cap_slack")
+    c.refused(ep.ZCDPCost(1.000000002))
+    c.reserve(ep.ZCDPCost(1.0000000005))
+    with pytest.raises(ep.BudgetExceeded):
+        c.filter()
+    with pytest.raises(ep.BudgetExceeded):
+        ep.PrivateSession(c.budget, np.random.default_rng(0), ledger=c.url)
+    c.session.close()
