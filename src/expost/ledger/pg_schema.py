@@ -19,12 +19,17 @@ session ledger (format ``expost-session/…``) only ``reserve`` and ``settle`` e
 session's record shape and known cost types are accepted; reservations are numbered in order;
 a settlement needs the secret token the server returned to the reserving client, settles an
 open reservation exactly once, and is not above it on the fields where a request is the worst
-case (rho, eps, delta, eps_max; a Brownian time not below). For a zCDP-family budget
-(``ZCDPFilter``, ``UnifiedFilter``, ``BrownianFilter``) it prices every round in exact decimals
-(``expost.rho_price``, as `expost.filters.zcdp.zcdp_price` does, never above it) and refuses a
-reservation past the budget (relative slack 1e-9 for decimal against binary). What it trusts:
-the admission decision for the other filter kinds (the client prices the round under the lock)
-and the realised cost a client reports for its own round.
+case (rho, eps, delta, eps_max; a Brownian time not below). For every filter kind it decides
+admission itself, from the recorded configuration (``expost.price``, ``expost.within``): it
+prices each round as the filter does, in exact decimals of the recorded numbers (within about
+1e-16 relative of the filter's doubles), keeps running totals in each entry (rho and delta; the
+ex-post part's eps and delta), and refuses an entry that takes one past the budget with a
+relative slack of 1e-9, so it never refuses what the filter admits:
+zCDP-family (``zcdp_price``), ``ApproxDPFilter`` (eps²/2 against rho*(eps, delta'') of FAC Thm 2,
+computed with numeric ln and sqrt), ``ExPostFilter`` (APC Lemma B.2: bounds and deltas summed),
+``ConcurrentFilter`` (both parts), ``GaussianDPFilter`` (mu² = 2·rho or Δ²/t; its pure-DP prices
+need Φ⁻¹, so those rounds are refused on this backend). A cost the filter does not accept is
+refused. What it trusts: the realised cost a client reports for its own round.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from typing import Final
 
 __all__ = ["CLIENT_FUNCTIONS", "INSTALL", "SCHEMA_VERSION", "client_grants"]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3  # 3: every filter kind's budget enforced
 _SAFE: Final = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 
 CLIENT_FUNCTIONS: Final = (
@@ -62,6 +67,8 @@ _TABLES: Final = (
         token uuid,
         spent_rho numeric,
         spent_delta numeric,
+        spent_eps numeric,
+        spent_eps_delta numeric,
         PRIMARY KEY (ledger, id))""",
     "CREATE UNIQUE INDEX rounds_reserved ON expost.rounds (ledger, round) WHERE kind = 'reserve'",
     "CREATE UNIQUE INDEX rounds_settled ON expost.rounds (ledger, round) WHERE kind = 'settle'",
@@ -106,25 +113,92 @@ BEGIN
             AND (k = 'eps_max' OR k = 'bound' AND t = 'BrownianCost');
         IF jsonb_typeof(v) <> 'number' OR (v::text)::numeric < 0
             OR k = 'delta' AND (v::text)::numeric >= 1
-            OR k IN ('rho', 'eps', 'time', 'sensitivity', 'eps_max') AND (v::text)::numeric <= 0 THEN
+            OR k IN ('rho', 'eps', 'time', 'sensitivity', 'eps_max') AND (v::text)::numeric <= 0
+            -- a double: finite, and not rounded to 0 (the client would fail to decode it)
+            OR (v::text)::numeric > 1e308
+            OR (v::text)::numeric > 0 AND (v::text)::numeric < 1e-300 THEN
             RAISE EXCEPTION 'expost: cost % has an invalid %', c, k;
         END IF;
     END LOOP;
+    IF t = 'GaussianCost' AND coalesce((c->>'delta')::numeric, 0) <> 0
+        OR t = 'BrownianCost' AND c->>'bound' IS NULL AND coalesce((c->>'delta')::numeric, 0) <> 0
+    THEN  -- the cost classes' own checks (GaussianCost, BrownianCost)
+        RAISE EXCEPTION 'expost: cost % has an invalid delta', c;
+    END IF;
 END $$"""
 
 _PRICE: Final = r"""
-CREATE FUNCTION expost.rho_price(c jsonb, OUT rho numeric, OUT delta numeric) LANGUAGE sql
-IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT CASE c->>'type'
-        WHEN 'ZCDPCost' THEN (c->>'rho')::numeric WHEN 'GaussianCost' THEN (c->>'rho')::numeric
-        WHEN 'BrownianCost' THEN
-            coalesce((c->>'sensitivity')::numeric, 1) ^ 2 / (2 * (c->>'time')::numeric)
-        WHEN 'DPCost' THEN (c->>'eps')::numeric ^ 2 / 2
-        WHEN 'BoundedRangeCost' THEN (c->>'eps')::numeric ^ 2 / 8
-        WHEN 'ExPostCost' THEN coalesce((c->>'eps_max')::numeric ^ 2 / 2, 0) END,
-        CASE WHEN c->>'type' IN ('ZCDPCost', 'DPCost') THEN coalesce((c->>'delta')::numeric, 0)
-             ELSE 0 END
-$$"""
+CREATE FUNCTION expost.price(f jsonb, c jsonb, OUT rho numeric, OUT delta numeric,
+    OUT eps numeric, OUT eps_delta numeric) LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    ft text := f->>'type';
+    t text := c->>'type';
+    d numeric := coalesce((c->>'delta')::numeric, 0);
+    e numeric := coalesce((c->>'eps')::numeric, (c->>'eps_max')::numeric);
+    s numeric := coalesce((c->>'sensitivity')::numeric, 1);
+    -- an ex-post round's eps: ExPostCost its bound, a Brownian one its boundary's bound
+    bound numeric := CASE WHEN t IN ('ExPostCost', 'BrownianCost') THEN (c->>'bound')::numeric
+                          WHEN t IN ('DPCost', 'BoundedRangeCost') THEN e END;
+BEGIN
+    rho := 0; delta := 0; eps := 0; eps_delta := 0;
+    IF ft = 'ExPostFilter' OR ft = 'ConcurrentFilter' AND t = 'ExPostCost' THEN
+        eps := bound;  -- ExPostFilter._rate (APC Lemma B.2)
+        eps_delta := CASE WHEN t = 'BoundedRangeCost' THEN 0 ELSE d END;
+    ELSIF ft = 'GaussianDPFilter' THEN  -- gdp_price, only its closed forms (mu² = 2·rho)
+        rho := CASE t WHEN 'GaussianCost' THEN 2 * (c->>'rho')::numeric
+                      WHEN 'BrownianCost' THEN s * s / (c->>'time')::numeric END;
+    ELSIF ft = 'BrownianFilter' AND t <> 'BrownianCost'
+        OR ft = 'ApproxDPFilter' AND t IN ('ZCDPCost', 'GaussianCost') THEN
+        rho := NULL;
+    ELSIF ft IN ('ZCDPFilter', 'UnifiedFilter', 'BrownianFilter', 'ApproxDPFilter',
+                 'ConcurrentFilter') THEN  -- zcdp_price; ApproxDPFilter: BR as eps-DP
+        rho := CASE t
+            WHEN 'ZCDPCost' THEN (c->>'rho')::numeric WHEN 'GaussianCost' THEN (c->>'rho')::numeric
+            WHEN 'BrownianCost' THEN s * s / (2 * (c->>'time')::numeric)
+            WHEN 'DPCost' THEN e * e / 2
+            WHEN 'BoundedRangeCost' THEN e * e / CASE ft WHEN 'ApproxDPFilter' THEN 2 ELSE 8 END
+            WHEN 'ExPostCost' THEN e * e / 2 END;
+        delta := CASE WHEN t IN ('ZCDPCost', 'GaussianCost', 'DPCost') THEN d ELSE 0 END;
+    ELSE
+        RAISE EXCEPTION 'expost: the server cannot price rounds of a % ledger', ft;
+    END IF;
+    IF rho IS NULL OR eps IS NULL THEN
+        RAISE EXCEPTION 'expost: the server cannot charge % to a % ledger%', c, ft,
+            CASE ft WHEN 'GaussianDPFilter' THEN ' (on PostgreSQL it prices only GaussianCost'
+                || ' and BrownianCost, whose mu² it computes exactly)' ELSE '' END;
+    END IF;
+END $$"""
+
+_WITHIN: Final = r"""
+CREATE FUNCTION expost.within(f jsonb, rho numeric, delta numeric, eps numeric,
+    eps_delta numeric) RETURNS boolean LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    ft text := f->>'type';
+    slack CONSTANT numeric := 1.000000001;  -- relative, for decimal sums against binary ones
+    z jsonb := CASE ft WHEN 'ConcurrentFilter' THEN f->'zcdp' ELSE f END;
+    x jsonb := CASE ft WHEN 'ConcurrentFilter' THEN f->'ex_post' ELSE f END;
+    e numeric;
+    ell numeric;
+BEGIN
+    IF ft IN ('ZCDPFilter', 'UnifiedFilter', 'BrownianFilter', 'ConcurrentFilter') THEN
+        RETURN rho <= (z->>'rho')::numeric * slack
+            AND (delta = 0 OR ft <> 'BrownianFilter' AND delta <= (z->>'delta')::numeric * slack)
+            AND (ft <> 'ConcurrentFilter' OR eps <= (x->>'eps')::numeric * slack
+                 AND eps_delta <= (x->>'delta')::numeric * slack);
+    ELSIF ft = 'ExPostFilter' THEN
+        RETURN eps <= (x->>'eps')::numeric * slack AND eps_delta <= (x->>'delta')::numeric * slack;
+    ELSIF ft = 'GaussianDPFilter' THEN
+        RETURN rho <= (f->>'mu')::numeric * (f->>'mu')::numeric * slack AND delta = 0;
+    ELSIF ft = 'ApproxDPFilter' THEN  -- rho* = (eps / (sqrt(ell + eps) + sqrt(ell)))², FAC Thm 2
+        e := (f->>'eps')::numeric;
+        ell := -ln((f->>'delta_second')::numeric);
+        RETURN rho <= (e / (sqrt(ell + e) + sqrt(ell))) ^ 2 * slack
+            AND delta <= (f->>'delta_prime')::numeric * slack;
+    END IF;
+    RAISE EXCEPTION 'expost: the server cannot price rounds of a % ledger', ft;
+END $$"""
 
 _AT_MOST: Final = r"""
 CREATE FUNCTION expost.at_most(s jsonb, r jsonb) RETURNS boolean LANGUAGE sql IMMUTABLE
@@ -184,8 +258,12 @@ DECLARE
     v_reserve_token uuid;
     v_spent_rho numeric := 0;
     v_spent_delta numeric := 0;
-    v_rho numeric;
-    v_delta numeric;
+    v_spent_eps numeric := 0;
+    v_spent_eps_delta numeric := 0;
+    v_rho numeric := 0;
+    v_delta numeric := 0;
+    v_eps numeric := 0;
+    v_eps_delta numeric := 0;
     v_filter jsonb := NULL;
     v_now double precision := extract(epoch FROM clock_timestamp());
 BEGIN
@@ -199,12 +277,15 @@ BEGIN
         RAISE EXCEPTION 'expost: a round is a non-empty kind and a JSON object';
     END IF;
     -- the last entry: the next id, and the charge so far (a running total: O(1) per round)
-    SELECT r.id + 1, coalesce(r.spent_rho, 0), coalesce(r.spent_delta, 0)
-        INTO v_next, v_spent_rho, v_spent_delta
+    SELECT r.id + 1, coalesce(r.spent_rho, 0), coalesce(r.spent_delta, 0),
+            coalesce(r.spent_eps, 0), coalesce(r.spent_eps_delta, 0)
+        INTO v_next, v_spent_rho, v_spent_delta, v_spent_eps, v_spent_eps_delta
         FROM expost.rounds r WHERE r.ledger = p_name ORDER BY r.id DESC LIMIT 1;
     v_next := coalesce(v_next, 0);
     v_spent_rho := coalesce(v_spent_rho, 0);
     v_spent_delta := coalesce(v_spent_delta, 0);
+    v_spent_eps := coalesce(v_spent_eps, 0);
+    v_spent_eps_delta := coalesce(v_spent_eps_delta, 0);
     IF coalesce(v_config->>'format', '') LIKE 'expost-session/%' THEN
         IF p_kind NOT IN ('reserve', 'settle') THEN
             RAISE EXCEPTION 'expost: a session ledger takes reserve and settle entries, not %',
@@ -216,10 +297,9 @@ BEGIN
         END IF;
         v_round := (v_rec->>'round')::integer;
         PERFORM expost.check_cost(v_rec->'cost');
-        SELECT p.rho, p.delta INTO v_rho, v_delta FROM expost.rho_price(v_rec->'cost') p;
-        IF v_config->'filter'->>'type' IN ('ZCDPFilter', 'UnifiedFilter', 'BrownianFilter') THEN
-            v_filter := v_config->'filter';
-        END IF;
+        v_filter := v_config->'filter';
+        SELECT p.rho, p.delta, p.eps, p.eps_delta INTO v_rho, v_delta, v_eps, v_eps_delta
+            FROM expost.price(v_filter, v_rec->'cost') p;
         IF p_kind = 'reserve' THEN
             IF (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(v_rec) k)
                 <> '{{cost,mechanism,round}}' OR jsonb_typeof(v_rec->'mechanism') <> 'string' THEN
@@ -230,14 +310,6 @@ BEGIN
                 RAISE EXCEPTION 'expost: reservation of round % is out of order', v_round;
             END IF;
             v_token := gen_random_uuid();
-            IF v_filter IS NOT NULL AND (
-                v_spent_rho + v_rho > (v_filter->>'rho')::numeric * 1.000000001
-                OR v_filter->>'type' <> 'BrownianFilter'
-                    AND v_spent_delta + v_delta > (v_filter->>'delta')::numeric * 1.000000001)
-            THEN
-                RAISE EXCEPTION 'expost: reservation % of round % exceeds the budget %',
-                    v_rec->'cost', v_round, v_filter;
-            END IF;
         ELSE
             IF (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(v_rec) k)
                 <> '{{cost,round}}' THEN
@@ -261,11 +333,21 @@ BEGIN
         END IF;
     END IF;
     IF v_reserved IS NOT NULL THEN  -- a settlement: the round's charge moves to it
-        SELECT v_rho - p.rho, v_delta - p.delta INTO v_rho, v_delta
-            FROM expost.rho_price(v_reserved) p;
+        SELECT v_rho - p.rho, v_delta - p.delta, v_eps - p.eps, v_eps_delta - p.eps_delta
+            INTO v_rho, v_delta, v_eps, v_eps_delta
+            FROM expost.price(v_filter, v_reserved) p;
+    END IF;
+    v_spent_rho := v_spent_rho + v_rho;
+    v_spent_delta := v_spent_delta + v_delta;
+    v_spent_eps := v_spent_eps + v_eps;
+    v_spent_eps_delta := v_spent_eps_delta + v_eps_delta;
+    IF v_filter IS NOT NULL AND NOT expost.within(v_filter, v_spent_rho, v_spent_delta,
+                                                   v_spent_eps, v_spent_eps_delta) THEN
+        RAISE EXCEPTION 'expost: % % of round % exceeds the budget %',
+            p_kind, v_rec->'cost', v_round, v_filter;
     END IF;
     INSERT INTO expost.rounds VALUES (p_name, v_next, p_kind, p_record, v_now, v_round, v_token,
-        v_spent_rho + v_rho, v_spent_delta + v_delta);
+        v_spent_rho, v_spent_delta, v_spent_eps, v_spent_eps_delta);
     RETURN QUERY SELECT v_next, v_now, v_token;
 END $$"""
 
@@ -275,6 +357,7 @@ INSTALL: Final = (
     *_TABLES,
     _CHECK_COST,
     _PRICE,
+    _WITHIN,
     _AT_MOST,
     *_READ,
     _APPEND,
