@@ -63,7 +63,7 @@ from expost.mechanisms.exact_threshold import ExactAboveThreshold
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.rounds import NOT_EXACT, limit
 
-__all__ = ["MECHANISMS", "Choice", "ModeName", "doubling_cap", "mechanism_for"]
+__all__ = ["MECHANISMS", "Choice", "ExactSkellam", "ModeName", "doubling_cap", "mechanism_for"]
 
 ModeName = Literal["float", "exact"]
 """The noise a session draws: numpy's float samplers or exact ones from a `BitSource`."""

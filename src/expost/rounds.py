@@ -73,11 +73,6 @@ class Mode:
         """The source a mechanism draws from: the bit source in secure mode, else the rng."""
         return self.rng if self.bits is None else self.bits
 
-    def source(self) -> BitSource:
-        """The bit source (secure mode only)."""
-        assert self.bits is not None
-        return self.bits
-
 
 @frozen
 class Prepared(Generic[R]):
