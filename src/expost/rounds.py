@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from fractions import Fraction
-from typing import Any, Generic, NoReturn, Protocol, TypeVar
+from typing import Any, Generic, Literal, NoReturn, Protocol, TypeVar
 
 import numpy as np
 from attrs import frozen
@@ -63,19 +63,15 @@ class Mode:
         """Secure mode: integer releases with exact noise from ``bits``."""
         return self.bits is not None
 
-    def source(self) -> BitSource:
-        """The bit source (secure mode only)."""
-        assert self.bits is not None
-        return self.bits
+    @property
+    def name(self) -> Literal["float", "exact"]:
+        """The key of `expost.mechanism_table.MECHANISMS` this mode chooses by."""
+        return "exact" if self.exact else "float"
 
-    def float_only(self, mechanism: str) -> None:
-        """Refuse a mechanism that has no exact version in secure mode."""
-        if self.exact and mechanism in NOT_EXACT:
-            raise InvalidParameter(
-                "mechanism",
-                mechanism,
-                f"has no exact version (secure mode): {NOT_EXACT[mechanism]}",
-            )
+    @property
+    def noise(self) -> np.random.Generator | BitSource:
+        """The source a mechanism draws from: the bit source in secure mode, else the rng."""
+        return self.rng if self.bits is None else self.bits
 
 
 @frozen

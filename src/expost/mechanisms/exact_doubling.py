@@ -75,7 +75,8 @@ class ExactDoubling:
         )
 
     def cost(self) -> ZCDPCost:
-        """The worst case, every try made: ZCDPCost(`DoublingMethod.guarantee().rho`)."""
+        """The worst case, every try made: ZCDPCost(`DoublingMethod.guarantee().rho`), not the
+        float method's `GaussianCost`: discrete Gaussian tries are zCDP (CKS Thm 4), not GDP."""
         return ZCDPCost(self.method.guarantee().rho)
 
     def run(self, value: npt.ArrayLike, bits: BitSource) -> ExactDoublingTranscript:
