@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,10 @@ from expost.mechanisms import (
 from expost.mechanisms.exact_doubling import ExactDoublingTranscript
 from expost.rounds import Mode, Prepared, check_rule, fixed, limit, result_cost
 from expost.stopping import Never, RelativeError, as_stopping_rule
+
+if TYPE_CHECKING:
+    from expost.mechanisms.noise_reduction import PrivacyBoundaryWithDelta
+    from expost.skellam.boundary import SkellamPrivacyBoundary
 
 __all__ = [
     "clipped",
@@ -101,7 +105,8 @@ def prepare_exponential(
     """Gumbel-max (float) or permute-and-flip (secure) over the allowed candidates."""
     is_monotone = _bool("monotone", monotone)
     u = release_values("scores", scores, exact=mode.exact, vector=True)
-    allowed = candidates_mask(candidates, u.shape)  # type: ignore[arg-type]  # checked there
+    # any object may arrive here: candidates_mask refuses what is not an array of booleans
+    allowed = candidates_mask(cast("npt.ArrayLike | None", candidates), u.shape)
     choice = mechanism_for("exponential", mode.name)
     m = choice.build(eps, sensitivity, is_monotone, u, scores)
     noise = mode.noise
@@ -237,7 +242,7 @@ def prepare_skellam(
         positive_parameter("rate", rate),
         exact_sensitivity(sensitivity),
         rule,
-        boundary,  # type: ignore[arg-type]  # validated there
+        cast("SkellamPrivacyBoundary | None", boundary),  # the mechanism's validator checks it
     )
     m = mechanism_for("skellam", mode.name).build(skellam, rate)
     noise = mode.noise
@@ -263,7 +268,10 @@ def prepare_reduced_above_threshold(
     if boundary is None:
         raise InvalidParameter("boundary", boundary, "must be a privacy boundary ψ with a delta")
     d = positive_parameter("sensitivity", sensitivity)
-    bm = BrownianNoiseReduction(grid, d, Never(), boundary)  # type: ignore[arg-type]  # validated there
+    # the mechanism's validators refuse a grid or boundary of the wrong type
+    bm = BrownianNoiseReduction(
+        cast("TimeGrid | EpsilonGrid", grid), d, Never(), cast("PrivacyBoundaryWithDelta", boundary)
+    )
     psi = bm.boundary
     assert psi is not None
     build = mechanism_for("reduced-above-threshold", mode.name).build

@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+import expost.exact.counts  # the module (tests plant twins in it), not the package
 from expost.errors import InvalidParameter
-from expost.exact import counts
 from expost.exact.bits import SMALL, BitSource
 from expost.exact.tables import MAX_BOUNDARIES, Table, cached, invert, reach, table
 
@@ -369,9 +369,9 @@ def poisson(mean: Rational, bits: BitSource, size: int) -> IntArray:
     whole = int(lam)
     if lam >= LARGE:
         m = np.full(n, whole, dtype=np.int64)
-        w = np.full(n, counts.half_width(float(lam)), dtype=np.int64)
-        factor = counts.poisson_factor(lam.numerator, lam.denominator)
-        return counts.window(factor, m, w, None, bits)
+        w = np.full(n, expost.exact.counts.half_width(float(lam)), dtype=np.int64)
+        factor = expost.exact.counts.poisson_factor(lam.numerator, lam.denominator)
+        return expost.exact.counts.window(factor, m, w, None, bits)
     total = _by_sample(np.full(n, whole, dtype=np.int64), lambda m: _poisson1(bits, m))
     frac = lam - whole
     if frac:
@@ -393,11 +393,13 @@ def _counts(n: int | npt.ArrayLike, size: int) -> IntArray:
 
 
 def _binomial_large(n: IntArray, p: Fraction, bits: BitSource) -> IntArray:
-    """Bin(n_i, p), p <= 1/2, by `counts.window` (mode ⌊(n+1)p⌋, O(sqrt(np(1−p))) draws)."""
+    """Bin(n_i, p), p <= 1/2, by `window` (mode ⌊(n+1)p⌋, O(sqrt(np(1−p))) draws)."""
     a, b = p.numerator, p.denominator
     m = np.asarray((_ints(n + 1, (int(n.max()) + 1) * a) * a) // b).astype(np.int64)
-    w = np.array([counts.half_width(float(x * p * (1 - p))) for x in n.tolist()], dtype=np.int64)
-    return counts.window(counts.binomial_factor(n, a, b), m, w, n, bits)
+    w = np.array(
+        [expost.exact.counts.half_width(float(x * p * (1 - p))) for x in n.tolist()], dtype=np.int64
+    )
+    return expost.exact.counts.window(expost.exact.counts.binomial_factor(n, a, b), m, w, n, bits)
 
 
 def binomial(n: int | npt.ArrayLike, p: Rational, bits: BitSource, size: int) -> IntArray:
