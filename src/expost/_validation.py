@@ -10,12 +10,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from expost.errors import InvalidParameter
+
+if TYPE_CHECKING:
+    from expost.exact.bits import BitSource
 
 __all__ = [
     "EXACT_POISSON_MEAN_LIMIT",
@@ -131,6 +134,33 @@ def generator(rng: object) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
         raise InvalidParameter("rng", rng, "must be a numpy.random.Generator")
     return rng
+
+
+def bit_source(bits: object, name: str = "bits") -> BitSource:
+    """A bit source (`expost.exact.bits`): an object with ``below(n, size)``, not a numpy
+    Generator (wrap one in ``GeneratorBits(rng)``) and not a class."""
+    if isinstance(bits, type) or not callable(getattr(bits, "below", None)):
+        raise InvalidParameter(
+            name,
+            bits,
+            "must be a bit source: SecureBits(), or GeneratorBits(rng) to draw reproducibly "
+            "from a numpy Generator",
+        )
+    return cast("BitSource", bits)
+
+
+def noise_source(exact: bool, source: object) -> np.random.Generator | BitSource:
+    """The source a mechanism draws from, checked against its noise: a `BitSource` for exact
+    noise, a numpy Generator for float noise (issue 28, item 4: exactness is a property of the
+    noise)."""
+    return bit_source(source, "source") if exact else generator(source)
+
+
+def flag(name: str, value: object) -> bool:
+    """True or False, nothing else (no 0/1, no numpy bools)."""
+    if not isinstance(value, bool):
+        raise InvalidParameter(name, value, "must be True or False")
+    return value
 
 
 def sample_count(n: int, rng: object) -> int:

@@ -20,6 +20,7 @@ from expost._validation import (
     SKELLAM_VALUE_LIMIT,
     candidates_mask,
     exact_sensitivity,
+    flag,
     positive_parameter,
     real_parameter,
     release_values,
@@ -57,12 +58,6 @@ __all__ = [
     "prepare_reduced_above_threshold",
     "prepare_skellam",
 ]
-
-
-def _bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidParameter(name, value, "must be True or False")
-    return value
 
 
 # ----------------------------------------------------------------------------- additive noise
@@ -103,7 +98,7 @@ def prepare_exponential(
     sensitivity: object,
 ) -> Prepared[int]:
     """Gumbel-max (float) or permute-and-flip (secure) over the allowed candidates."""
-    is_monotone = _bool("monotone", monotone)
+    is_monotone = flag("monotone", monotone)
     u = release_values("scores", scores, exact=mode.exact, vector=True)
     # any object may arrive here: candidates_mask refuses what is not an array of booleans
     allowed = candidates_mask(cast("npt.ArrayLike | None", candidates), u.shape)

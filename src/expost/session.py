@@ -33,7 +33,7 @@ import numpy.typing as npt
 from attrs import frozen
 
 from expost import prepare
-from expost._validation import generator
+from expost._validation import bit_source, flag, generator
 from expost.errors import InvalidParameter
 from expost.exact.bits import BitSource, SecureBits
 from expost.filters import (
@@ -111,17 +111,9 @@ class PrivateSession:
                 "filter", filter, "must be a privacy filter (see expost.filters.PrivacyFilter)"
             )
         self._rng = generator(rng)
-        if not isinstance(exact, bool):
-            raise InvalidParameter("exact", exact, "must be True or False")
-        if bits is not None and (
-            isinstance(bits, type) or not callable(getattr(bits, "below", None))
-        ):
-            raise InvalidParameter(
-                "bits",
-                bits,
-                "must be a bit source: SecureBits(), or GeneratorBits(rng) to draw reproducibly "
-                "from a numpy Generator",
-            )
+        flag("exact", exact)
+        if bits is not None:
+            bits = bit_source(bits)
         self._bits: BitSource | None = SecureBits() if exact and bits is None else bits
         self._filter: SessionFilter = filter
         self._history: list[Round] = []

@@ -34,6 +34,7 @@ from expost._validation import (
     as_float,
     finite,
     finite_array,
+    flag,
     positive,
     positive_decreasing,
     read_only,
@@ -281,11 +282,6 @@ def _nonnegative_int(name: str, value: object) -> int:
     return int(value)
 
 
-def _is_bool(name: str, value: object) -> None:
-    if not isinstance(value, bool):
-        raise InvalidParameter(name, value, "must be True or False")
-
-
 def _is_callable(name: str, value: object) -> None:
     if not callable(value):
         raise InvalidParameter(name, value, "must be callable")
@@ -356,8 +352,8 @@ class WhenPublicUtility(MemorylessRule):
 
     utility: Callable[[FloatArray], object] = field(validator=validator(_is_callable))
     threshold: float = field(converter=as_float, validator=validator(finite))
-    at_least: bool = field(default=True, validator=validator(_is_bool))
-    batched: bool = field(default=False, kw_only=True, validator=validator(_is_bool))
+    at_least: bool = field(default=True, validator=validator(flag))
+    batched: bool = field(default=False, kw_only=True, validator=validator(flag))
 
     def _utilities(self, values: FloatArray) -> FloatArray:
         shape = values.shape[:-1]

@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from expost._validation import positive
+from expost._validation import flag, positive
 from expost.errors import (
     InvalidParameter,
     LedgerCorrupted,
@@ -166,8 +166,7 @@ class PostgresLedger(ClosesOnExit):
         """
         text = canonical("config", config)
         pinned = None if ledger_id is None else ledger_id_value(ledger_id)
-        if not isinstance(create, bool):
-            raise InvalidParameter("create", create, "must be True or False")
+        flag("create", create)
         ledger = cls._at(url, timeout)
         try:
             if create:

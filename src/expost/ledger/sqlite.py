@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from expost._validation import positive
+from expost._validation import flag, positive
 from expost.errors import (
     InvalidParameter,
     LedgerCorrupted,
@@ -256,8 +256,7 @@ class Ledger(ClosesOnExit):
         config_text = canonical("config", config)
         wait = positive("timeout", timeout)
         pinned = None if ledger_id is None else ledger_id_value(ledger_id)
-        if not isinstance(create, bool):
-            raise InvalidParameter("create", create, "must be True or False")
+        flag("create", create)
         if not p.exists():
             if not create:
                 raise LedgerNotFound(
