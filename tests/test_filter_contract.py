@@ -37,6 +37,7 @@ from expost.filters import (
     GaussianCost,
     GaussianDPFilter,
     PrivacyFilter,
+    RDPFilter,
     UnifiedFilter,
     ZCDPCost,
     ZCDPFilter,
@@ -45,7 +46,7 @@ from expost.filters._exact import Chain
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
 from tests.safe_side import rounded_down, rounded_up
 
-AnyFilter = Filter | ConcurrentFilter
+AnyFilter = Filter | ConcurrentFilter | RDPFilter
 
 BM = BrownianCost(400.0, 2.0)
 BM_PSI = BrownianCost(400.0, 2.0, 0.05, 1e-4)
@@ -62,6 +63,11 @@ class Case:
     tiny: Cost  # accepted, so small that 10⁴ copies fit in the budget
 
 
+@dataclass(frozen=True)
+class RDPCase(Case):
+    """An `RDPFilter`: one budget per Rényi order instead of one budget (its own books below)."""
+
+
 CASES = [
     Case("zcdp", lambda: ZCDPFilter(1.0, 1e-2), (*RHO_COSTS, LNR), (ExPostCost(0.1),), ZCDPCost(1e-5)),
     Case("unified", lambda: UnifiedFilter(0.9, 1e-2, 1e-6), (*RHO_COSTS, LNR), (ExPostCost(0.1),), BrownianCost(1e5)),
@@ -71,14 +77,15 @@ CASES = [
     Case("ex-post", lambda: ExPostFilter(1.0, 1e-2), (BM_PSI, DPCost(0.1, 1e-4), BoundedRangeCost(0.2), LNR, ExPostCost(0.1, 1e-4)), (BM, ZCDPCost(0.01)), ExPostCost(1e-5)),
     Case("gdp", lambda: GaussianDPFilter.from_dp(3.0, 1e-6), (GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01), DPCost(0.1, 1e-4), ExPostCost(0.1)), GaussianCost(1e-5)),
     Case("concurrent", lambda: ConcurrentFilter(ZCDPFilter(1.0, 1e-2), ExPostFilter(1.0, 1e-2), 1e-6), (*RHO_COSTS, LNR, ExPostCost(0.1)), (), ZCDPCost(1e-5)),
+    RDPCase("rdp", lambda: RDPFilter(3.0, 1e-6), (ZCDPCost(0.01), GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01, 1e-4), DPCost(0.1, 1e-4), ExPostCost(0.1, 1e-4)), ZCDPCost(1e-5)),
 ]  # fmt: skip
 
 
-def _parts(f: AnyFilter) -> list[Filter]:
+def _parts(f: Filter | ConcurrentFilter) -> list[Filter]:
     return [f.zcdp, f.ex_post] if isinstance(f, ConcurrentFilter) else [f]
 
 
-def _part(f: AnyFilter, cost: Cost) -> Filter:
+def _part(f: Filter | ConcurrentFilter, cost: Cost) -> Filter:
     """The filter that prices ``cost`` (APC Thm 2: ex-post rounds go to the ex-post part)."""
     if isinstance(f, ConcurrentFilter):
         return f.ex_post if isinstance(cost, ExPostCost) else f.zcdp
@@ -90,6 +97,64 @@ def _exact_spent(part: Filter) -> tuple[Fraction, Fraction]:
     return sum((Fraction(a) for a, _ in prices), Fraction(0)), sum(
         (Fraction(d) for _, d in prices), Fraction(0)
     )
+
+
+def _order_sums(f: RDPFilter, extra: Cost | None = None) -> list[Fraction]:
+    """The exact Σ ε_α per order of an `RDPFilter`'s rounds (and ``extra``)."""
+    rounds = (*f.realised, *(() if extra is None else (extra,)))
+    return [
+        sum((Fraction(f.prices(c)[i]) for c in rounds), Fraction(0)) for i in range(len(f.orders))
+    ]
+
+
+def _fits(f: RDPFilter, sums: list[Fraction]) -> bool:
+    """Some order keeps its exact sum within its budget (THEORY §11)."""
+    return any(b > 0.0 and t <= Fraction(b) for t, b in zip(sums, f.budgets, strict=True))
+
+
+def _admits_exactly(f: AnyFilter, cost: Cost) -> bool:
+    """Whether the exact sums, with ``cost``'s price added, stay within budget."""
+    if isinstance(f, RDPFilter):
+        return _fits(f, _order_sums(f, cost))
+    part = _part(f, cost)
+    amount, delta = part.price(cost)
+    spent, deltas = _exact_spent(part)
+    return spent + Fraction(amount) <= Fraction(part.budget) and deltas + Fraction(
+        delta
+    ) <= Fraction(part.delta_budget)
+
+
+def _within_budget(f: AnyFilter) -> bool:
+    if isinstance(f, RDPFilter):
+        return not f.realised or _fits(f, _order_sums(f))
+    return all(
+        spent <= Fraction(part.budget) and deltas <= Fraction(part.delta_budget)
+        for part in _parts(f)
+        for spent, deltas in [_exact_spent(part)]
+    )
+
+
+def _reports_round_the_exact_sums(f: AnyFilter) -> None:
+    """``spent`` the exact sum rounded up, ``remaining`` the exact difference rounded down, and
+    their sum within one ulp of the budget (per order for an `RDPFilter`, with spent +
+    remaining <= eps)."""
+    if isinstance(f, RDPFilter):
+        for got_spent, got_left, t, b in zip(
+            f.spent_by_order, f.remaining_by_order, _order_sums(f), f.budgets, strict=True
+        ):
+            assert rounded_up(got_spent, t)
+            assert got_left == 0.0 if t >= Fraction(b) else rounded_down(got_left, Fraction(b) - t)
+        # spent is at the order with the least sum + tail, so <= that of remaining's order:
+        # only spent's rounding up can carry the sum past eps, by at most one ulp
+        ulp = Fraction(math.ulp(f.eps))
+        assert Fraction(f.spent) + Fraction(f.remaining) <= Fraction(f.eps) + ulp
+        return
+    for part in _parts(f):
+        spent, _ = _exact_spent(part)
+        assert rounded_up(part.spent, spent)  # exact promise, on the safe side
+        assert rounded_down(part.remaining, Fraction(part.budget) - spent)
+        ulp = Fraction(math.ulp(part.budget))
+        assert abs(Fraction(part.spent) + Fraction(part.remaining) - Fraction(part.budget)) <= ulp
 
 
 def _state(f: AnyFilter) -> tuple[object, ...]:
@@ -115,6 +180,10 @@ class TestFilterContract:
         assert isinstance(f.reported_guarantee(), ZCDP | ApproxDP | GaussianDP)
         g = f.spend(case.tiny)
         assert (g.guarantee(), g.reported_guarantee()) == (f.guarantee(), f.reported_guarantee())
+        if isinstance(f, RDPFilter):
+            assert f.spent_by_order == (0.0,) * len(f.orders)
+            assert f.remaining_by_order == tuple(max(0.0, b) for b in f.budgets)
+            return
         for part in _parts(f):
             assert part.unit in ("rho", "eps", "mu²")
             assert (part.spent, part.remaining) == (0.0, part.budget)
@@ -131,6 +200,12 @@ class TestFilterContract:
             g = f.spend(cost)
             assert g.rounds == f.rounds + 1
             assert f.rounds == 0  # the old value is untouched
+            if isinstance(g, RDPFilter):
+                assert isinstance(f, RDPFilter)
+                assert g.realised == (cost,)
+                assert delta == 0.0
+                assert g.spent_by_order == f.prices(cost)  # one round: its own prices
+                continue
             part = _part(g, cost)
             assert part.realised == (cost,)  # the round's own cost is recorded
             assert part.spent == amount
@@ -159,10 +234,7 @@ class TestFilterContract:
             with pytest.raises(BudgetExceeded):
                 f.spend(cost)
             assert _state(f) == before
-            for part in _parts(f):
-                spent, deltas = _exact_spent(part)
-                assert spent <= Fraction(part.budget)
-                assert deltas <= Fraction(part.delta_budget)
+            assert _within_budget(f)
 
     def test_exact_sums_under_ten_thousand_tiny_rounds(
         self, case: Case, monkeypatch: pytest.MonkeyPatch
@@ -181,12 +253,8 @@ class TestFilterContract:
             g = f.spend(case.tiny)
             assert g.admits(case.tiny) == f.spend(case.tiny).admits(case.tiny)
         assert g.rounds == n + 1
-        for part in _parts(g):
-            spent, deltas = _exact_spent(part)
-            assert spent <= Fraction(part.budget)
-            assert deltas <= Fraction(part.delta_budget)
-            assert rounded_up(part.spent, spent)
-            assert rounded_down(part.remaining, Fraction(part.budget) - spent)
+        assert _within_budget(g)
+        _reports_round_the_exact_sums(g)
 
     def test_equality_hashing_pickling_and_repr(self, case: Case) -> None:
         f, g = case.make(), case.make()
@@ -215,14 +283,7 @@ class TestFilterContract:
             cost = data.draw(st.sampled_from(case.accepts))
             if f.admits(cost):
                 f = f.spend(cost)
-        for part in _parts(f):
-            spent, _ = _exact_spent(part)
-            assert rounded_up(part.spent, spent)  # exact promise, on the safe side
-            assert rounded_down(part.remaining, Fraction(part.budget) - spent)
-            ulp = Fraction(math.ulp(part.budget))
-            assert (
-                abs(Fraction(part.spent) + Fraction(part.remaining) - Fraction(part.budget)) <= ulp
-            )
+        _reports_round_the_exact_sums(f)
 
     @settings(max_examples=40, deadline=None, derandomize=True)
     @given(data=st.data())
@@ -232,12 +293,7 @@ class TestFilterContract:
         f = case.make()
         for _ in range(data.draw(st.integers(1, 15))):
             cost = data.draw(st.sampled_from(case.accepts))
-            part = _part(f, cost)
-            amount, delta = part.price(cost)
-            spent, deltas = _exact_spent(part)
-            fits = spent + Fraction(amount) <= Fraction(part.budget) and deltas + Fraction(
-                delta
-            ) <= Fraction(part.delta_budget)
+            fits = _admits_exactly(f, cost)
             assert f.admits(cost) == fits
             if fits:
                 f = f.spend(cost)

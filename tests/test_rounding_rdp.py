@@ -172,7 +172,7 @@ def _filters(rng: np.random.Generator) -> list[RDPFilter]:
         t = log_uniform(rng, 1.0, 1e3, k)
         s = log_uniform(rng, 1e-2, 3.0, k)
         rounds = [BrownianCost(float(a), float(b)) for a, b in zip(t, s, strict=True)]
-        out.append(RDPFilter(1e3, 1e-6, realised=rounds))
+        out.append(RDPFilter(1e3, 1e-6, realised=tuple(rounds)))
     return out
 
 

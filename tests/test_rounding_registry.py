@@ -57,6 +57,7 @@ NOT_GUARANTEES: dict[str, str] = {
     "Released.eps": "the levels a stopped run used (parameters)",
     "DiscreteGaussianMechanism.from_rho": "returns a mechanism; its rho is registered",
     "filters.Filter.realised": "the recorded costs, as given",
+    "filters.RDPFilter.realised": "the recorded costs, as given",
     # experiments, not guarantees: the filters they run do the accounting
     "apps.lnr_composition.small_eps_limit": "a limit constant c(delta) of an experiment",
     "apps.relative_error.Report.rho": "an experiment's report of the filter's budget",

@@ -20,6 +20,7 @@ with a delta > 0 are refused (their loss can be unbounded with probability delta
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from fractions import Fraction
@@ -30,7 +31,7 @@ from attrs import field, frozen
 from expost._validation import as_float, open_probability, positive, validator
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP, markov_bound, renyi_orders
-from expost.filters._exact import rho_of_brownian
+from expost.filters._exact import Chain, history, rho_of_brownian
 from expost.filters.base import bm_extreme, refuse
 from expost.filters.costs import (
     BoundedRangeCost,
@@ -68,6 +69,17 @@ class RDPCost:
 RoundCost = Cost | RDPCost
 
 
+@functools.lru_cache(maxsize=64)
+def _tails(delta: float, orders: tuple[float, ...]) -> tuple[float, ...]:
+    """log(k/delta)/(α−1) per order, rounded up: `markov_bound` (0, α, delta/k rounded down)."""
+    share = down_exact(Fraction(delta) / len(orders))
+    return tuple(markov_bound(0.0, a, share) for a in orders)
+
+
+def _rounds(value: tuple[RoundCost, ...] | Chain[RoundCost]) -> Chain[RoundCost]:
+    return history(value)
+
+
 def _times(alpha: float, x: float) -> float:
     return up_exact(Fraction(alpha) * Fraction(x))
 
@@ -94,10 +106,6 @@ def rdp_price(cost: RoundCost, alpha: float) -> float | None:
     return None
 
 
-def _rounds(value: Iterable[RoundCost]) -> tuple[RoundCost, ...]:
-    return tuple(value)
-
-
 @frozen
 class RDPFilter:
     """(eps, delta)-DP for an interaction of ex-post RDP, RDP and zCDP rounds (THEORY §11).
@@ -112,7 +120,8 @@ class RDPFilter:
     the interaction stopped now, its loss would exceed ``spent`` with probability at most
     delta (Ville at each order, delta split over them); non-decreasing, and a fresh filter's
     is the smallest tail, the price of the split. ``remaining`` = max over the admitting
-    orders of B_α − Σ ε_α, rounded down (so spent + remaining <= eps), at `best_order`;
+    orders of B_α − Σ ε_α, rounded down (so spent + remaining <= eps but for spent's rounding
+    up: one ulp), at `best_order`;
     ``price`` a round's ε_α at `best_order` with delta 0: a round costs at most that of
     ``remaining``.
     """
@@ -120,22 +129,27 @@ class RDPFilter:
     eps: float = field(converter=as_float, validator=validator(positive))
     delta: float = field(converter=as_float, validator=validator(open_probability))
     orders: tuple[float, ...] = field(default=DEFAULT_ORDERS, converter=renyi_orders)
-    realised: tuple[RoundCost, ...] = field(default=(), converter=_rounds)
+    _realised: Chain[RoundCost] = field(default=Chain(), converter=_rounds, alias="realised")
+    _carried: tuple[Chain[RoundCost], tuple[Fraction, ...]] | None = field(
+        default=None, kw_only=True, eq=False, repr=False, alias="_carried"
+    )  # (the chain the sums are of, the exact sums per order): `spend` passes them along
     _tails: tuple[float, ...] = field(init=False, eq=False, repr=False)
     _budgets: tuple[float, ...] = field(init=False, eq=False, repr=False)
     _sums: tuple[Fraction, ...] = field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        share = down_exact(Fraction(self.delta) / len(self.orders))
-        # markov_bound(0, α, share) is log(1/share)/(α−1) rounded up
-        tails = tuple(markov_bound(0.0, a, share) for a in self.orders)
+        tails = _tails(self.delta, self.orders)
         object.__setattr__(self, "_tails", tails)
         object.__setattr__(self, "_budgets", tuple(sum_down([self.eps, -t]) for t in tails))
-        totals = [Fraction(0)] * len(self.orders)
-        for cost in self.realised:
-            totals = [t + Fraction(p) for t, p in zip(totals, self.prices(cost), strict=True)]
+        if self._carried is not None and self._carried[0] is self._realised:
+            totals = list(self._carried[1])
+        else:
+            totals = [Fraction(0)] * len(self.orders)
+            for cost in self.realised:
+                totals = [t + Fraction(p) for t, p in zip(totals, self.prices(cost), strict=True)]
         object.__setattr__(self, "_sums", tuple(totals))
-        if self.realised and not self._fitting(self._totals()):
+        object.__setattr__(self, "_carried", None)
+        if self.rounds and not self._fitting(self._totals()):
             raise InvalidParameter("realised", self.realised, "its costs exceed every budget")
 
     @classmethod
@@ -187,9 +201,14 @@ class RDPFilter:
         return self.orders[self._best()]
 
     @property
+    def realised(self) -> tuple[RoundCost, ...]:
+        """The recorded realised costs, oldest first (built on each call: O(rounds))."""
+        return self._realised.items()
+
+    @property
     def rounds(self) -> int:
         """How many rounds have been recorded."""
-        return len(self.realised)
+        return self._realised.size
 
     @property
     def spent_by_order(self) -> tuple[float, ...]:
@@ -232,9 +251,13 @@ class RDPFilter:
         raise BudgetExceeded(spent[i], asked[i], left[i], f"eps_alpha (alpha={self.orders[i]:g})")
 
     def spend(self, realised: RoundCost) -> RDPFilter:
-        """A new filter with ``realised`` recorded; `BudgetExceeded` if no order can take it."""
+        """A new filter with ``realised`` recorded; `BudgetExceeded` if no order can take it.
+
+        Constant time in the number of recorded rounds: the new filter shares the history
+        chain and carries the exact sums along."""
         self.check(realised)
-        return attrs.evolve(self, realised=(*self.realised, realised))
+        chain = self._realised.append(realised)
+        return attrs.evolve(self, realised=chain, _carried=(chain, tuple(self._totals(realised))))
 
     def guarantee(self) -> ApproxDP:
         """(eps, delta)-DP for the whole interaction (module docstring)."""
