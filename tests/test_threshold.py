@@ -28,6 +28,7 @@ from expost.exact.bits import GeneratorBits
 from expost.filters.costs import DPCost, ExPostCost
 from expost.grids import TimeGrid
 from expost.guarantees import ExPost, PureDP
+from expost.mechanism_table import mechanism_for
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction
 from expost.mechanisms.threshold import AboveThreshold, ReducedAboveThreshold
 from expost.processes import sample_brownian_grid, sample_koufogiannis_grid
@@ -194,6 +195,25 @@ def test_exact_scales_are_exact_and_the_price_rounds_up(eps: Fraction, sensitivi
     assert at.query_scale == 2 * at.threshold_scale
     assert Fraction(at.cost().eps) >= eps
     assert at.guarantee() == PureDP(at.cost().eps)
+
+
+def test_one_class_in_both_modes_of_the_table() -> None:
+    """Both entries build `AboveThreshold`, each with its mode's noise; the sampler limits and
+    |τ| <= 2**1000 are refused when the round is built (before anything is spent)."""
+    float_build = mechanism_for("above-threshold", "float").build
+    exact_build = mechanism_for("above-threshold", "exact").build
+    assert float_build(Fraction(1, 3), 2, 1) == AboveThreshold(1 / 3, 2.0)  # Fraction rounded
+    assert exact_build(Fraction(1, 3), 2, 1) == AboveThreshold(Fraction(1, 3), 2, exact=True)
+    with pytest.raises(InvalidParameter, match="2\\*\\*40"):
+        exact_build(1, 0, 2**39)  # 4Δ/eps = 2**41
+    exact_build(1, 0, 2**38)  # 4Δ/eps = 2**40: at the limit
+    with pytest.raises(InvalidParameter, match="2\\*\\*1000"):
+        float_build(1e-300, 0, 1e10)
+    for build in (float_build, exact_build):
+        with pytest.raises(InvalidParameter, match="threshold"):
+            build(1, 2**1001, 1)
+        with pytest.raises(InvalidParameter, match="threshold"):
+            build(1, 1.5 if build is exact_build else "1", 1)
 
 
 class Threshold:
