@@ -15,7 +15,6 @@ from expost.errors import InvalidParameter
 from expost.exact.bits import GeneratorBits
 from expost.filters.costs import DPCost, ZCDPCost
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
-from expost.mechanisms.exact_threshold import ExactAboveThreshold
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.testing import audit_mechanism
 from tests.stats import proportion_is_consistent
@@ -51,20 +50,6 @@ class Select:
 
     def batch(self, data: Sequence[Any], n: int, rng: np.random.Generator) -> npt.NDArray[Any]:
         return self.mechanism.run_batch([len(data), 2], n, GeneratorBits(rng))
-
-
-class Threshold:
-    """ExactAboveThreshold over utilities (n − 1, n, n + 1), n the count: sensitivity 1."""
-
-    def __init__(self, mechanism: ExactAboveThreshold) -> None:
-        self.mechanism = mechanism
-
-    def __call__(self, data: Sequence[Any], rng: np.random.Generator) -> int:
-        return int(self.batch(data, 1, rng)[0])
-
-    def batch(self, data: Sequence[Any], n: int, rng: np.random.Generator) -> npt.NDArray[Any]:
-        u = np.tile(len(data) + np.arange(-1, 2), (n, 1))
-        return self.mechanism.run_batch(u, GeneratorBits(rng))
 
 
 def audit(mechanism: Any, eps: float, delta: float = 0.0) -> bool:
@@ -173,24 +158,3 @@ def test_permute_and_flip_twin_is_refuted() -> None:
     # planted bug: eps four times too large (the factor 2 and Δ dropped twice); on gaps of 1
     # its likelihood ratio is e^2 > e^1
     assert audit(Select(PermuteAndFlip(4)), eps=1.0)
-
-
-def test_exact_above_threshold_run_and_batch() -> None:
-    at = ExactAboveThreshold(Fraction(1, 2), 10)
-    assert at.threshold_scale == 4
-    assert at.query_scale == 8
-    assert at.cost() == DPCost(0.5)
-    result = at.run(iter([-1000, -1000, 1000, 5]), bits(1))
-    assert result.stop_index == 2  # wrong only if some |noise| > 505: probability < 4·e^-63
-    assert result.queries_asked == 3
-    stops = at.run_batch(np.array([[-1000, 1000], [-1000, -1000]]), bits(2))
-    assert stops.tolist() == [1, -1]
-
-
-def test_exact_above_threshold_is_not_refuted_at_its_claim() -> None:
-    assert not audit(Threshold(ExactAboveThreshold(1, 3)), eps=1.0)
-
-
-def test_exact_above_threshold_twin_is_refuted() -> None:
-    # planted bug: noises for eps = 8, claimed 1-DP
-    assert audit(Threshold(ExactAboveThreshold(8, 3)), eps=1.0)

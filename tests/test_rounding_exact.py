@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from expost import (
+    AboveThreshold,
     BrownianNoiseReduction,
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
-    ExactAboveThreshold,
     ExponentialMechanism,
     LaplaceNoiseReduction,
     PermuteAndFlip,
@@ -123,16 +123,16 @@ CASES: dict[str, Case] = {
         float,
         1,
     ),
-    "ExactAboveThreshold.guarantee": (
+    "AboveThreshold.guarantee": (  # float mode stores eps: the exact mode rounds
         _fractions,
-        lambda e: ExactAboveThreshold(e, 0).guarantee().eps,
+        lambda e: AboveThreshold(e, 0, exact=True).guarantee().eps,
         lambda e: e,
         float,
         1,
     ),
-    "ExactAboveThreshold.cost": (
+    "AboveThreshold.cost": (
         _fractions,
-        lambda e: ExactAboveThreshold(e, 0).cost().eps,
+        lambda e: AboveThreshold(e, 0, exact=True).cost().eps,
         lambda e: e,
         float,
         1,

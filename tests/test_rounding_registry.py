@@ -104,8 +104,6 @@ NO_ROUNDING: dict[str, str] = {
     "LaplaceMechanism.guarantee": "stored eps",
     "ExponentialMechanism.cost": "stored eps",
     "ExponentialMechanism.dp_guarantee": "stored eps",
-    "AboveThreshold.cost": "stored eps",
-    "AboveThreshold.guarantee": "stored eps",
     "mechanisms.ReducedAboveThresholdResult.cost": "the stored level",
     "mechanisms.ReducedAboveThresholdResult.ex_post": "the stored level",
     "BrownianNoiseReduction.cost": "BrownianCost(t_min): the stored time",

@@ -94,7 +94,6 @@ from expost.mechanisms import (
 )
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from expost.mechanisms.exact_doubling import ExactDoubling
-from expost.mechanisms.exact_threshold import ExactAboveThreshold
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.odometers import (
     BrownianOdometer,
@@ -144,7 +143,6 @@ __all__ = [
     "ExPostCost",
     "ExPostFilter",
     "ExPostRDP",
-    "ExactAboveThreshold",
     "ExactDoubling",
     "ExponentialMechanism",
     "ExpostError",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from fractions import Fraction
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -26,7 +27,6 @@ from expost._validation import (
     FLOAT_LIMIT,
     FLOAT_POISSON_MEAN_LIMIT,
     MAX_DOUBLING_TRIES,
-    exact_integer,
     exact_sensitivity,
     positive_parameter,
     rational,
@@ -59,7 +59,6 @@ from expost.mechanisms import (
 )
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from expost.mechanisms.exact_doubling import ExactDoubling
-from expost.mechanisms.exact_threshold import ExactAboveThreshold
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.rounds import NOT_EXACT, limit
 
@@ -137,26 +136,28 @@ def _permute_and_flip(
     return PermuteAndFlip(rational("eps", eps), exact_sensitivity(sensitivity))
 
 
-def _above_threshold(eps: object, threshold: object, sensitivity: object) -> AboveThreshold:
-    at = AboveThreshold(
-        positive_parameter("eps", eps),
-        real_parameter("threshold", threshold),
-        positive_parameter("sensitivity", sensitivity),
-    )
-    if at.query_scale > FLOAT_LIMIT or abs(at.threshold) > FLOAT_LIMIT:
-        limit("sensitivity", sensitivity, "the query scale 4Δ/eps", at.query_scale, "2**1000")
+def _above_threshold(
+    eps: object, threshold: object, sensitivity: object, *, exact: bool
+) -> AboveThreshold:
+    """`AboveThreshold` with the mode's noise: float parameters (a `Fraction` rounded to the
+    nearest float), or exact ones (the class's converters); the query scale within the mode's
+    sampler limit and |τ| <= 2**1000, as the utilities."""
+    most: float
+    if exact:
+        at = AboveThreshold(eps, threshold, sensitivity, exact=True)
+        most, shown = MAX_SCALE, "2**40"
+    else:
+        at = AboveThreshold(
+            positive_parameter("eps", eps),
+            real_parameter("threshold", threshold),
+            positive_parameter("sensitivity", sensitivity),
+        )
+        most, shown = FLOAT_LIMIT, "2**1000"
+    if at.query_scale > most:
+        limit("sensitivity", sensitivity, "the query scale 4Δ/eps", at.query_scale, shown)
+    if abs(at.threshold) > FLOAT_LIMIT:
+        limit("threshold", threshold, "|τ|", abs(at.threshold), "2**1000")
     return at
-
-
-def _exact_above_threshold(
-    eps: object, threshold: object, sensitivity: object
-) -> ExactAboveThreshold:
-    eat = ExactAboveThreshold(
-        rational("eps", eps), exact_integer("threshold", threshold), exact_sensitivity(sensitivity)
-    )
-    if eat.query_scale > MAX_SCALE:
-        limit("sensitivity", sensitivity, "the query scale 4Δ/eps", eat.query_scale, "2**40")
-    return eat
 
 
 # ----------------------------------------------------------------------------- doubling
@@ -289,13 +290,16 @@ MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
         _permute_and_flip,
     ),
     ("above-threshold", "float"): Choice(
-        AboveThreshold, DPCost, "eps-DP (Lyu et al. 2017, Alg. 1)", _above_threshold
+        AboveThreshold,
+        DPCost,
+        "eps-DP (Lyu et al. 2017, Alg. 1)",
+        partial(_above_threshold, exact=False),
     ),
     ("above-threshold", "exact"): Choice(
-        ExactAboveThreshold,
+        AboveThreshold,
         DPCost,
         f"eps-DP with discrete Laplace noises (Lyu et al. 2017), {SAME}",
-        _exact_above_threshold,
+        partial(_above_threshold, exact=True),
     ),
     ("doubling", "float"): Choice(
         DoublingMethod, GaussianCost, "Gaussian tries: GDP (APC Sec. 7.1)", _doubling

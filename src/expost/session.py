@@ -90,7 +90,7 @@ class PrivateSession:
         samplers leak, docs/releasing-safely.md). ``exact=True`` (bits from the OS CSPRNG) or an
         explicit ``bits`` source is the secure mode: ``gaussian``, ``laplace`` and
         ``exponential_mechanism`` release integers from the exact mechanisms (discrete Gaussian,
-        discrete Laplace, permute-and-flip), ``above_threshold`` runs `ExactAboveThreshold`, and every
+        discrete Laplace, permute-and-flip), ``above_threshold`` runs `AboveThreshold` with exact noise, and every
         other mechanism is refused, naming the
         alternative, before it spends anything.
     """
@@ -275,8 +275,8 @@ class PrivateSession:
         """AboveThreshold (sparse vector, Lyu et al. 2017): a pure eps-DP round.
 
         ``utilities`` (a lazy iterable too) is read before the round is reserved, at most
-        `MAX_QUERIES` of them. Secure mode: `ExactAboveThreshold` (integer utilities, threshold
-        and sensitivity).
+        `MAX_QUERIES` of them. Secure mode: `AboveThreshold` with ``exact=True`` (integer
+        utilities, threshold and sensitivity, discrete Laplace noises).
         """
         args = (utilities, eps, threshold, sensitivity)
         return self._release(

@@ -20,9 +20,6 @@ from expost.mechanisms.exact_doubling import (
     ExactDoubling,
     ExactDoublingTranscript,
 )
-from expost.mechanisms.exact_threshold import (
-    ExactAboveThreshold,
-)
 from expost.mechanisms.exponential import (
     ExponentialMechanism,
 )
@@ -62,7 +59,6 @@ __all__ = [
     "DoublingBatch",
     "DoublingMethod",
     "DoublingTranscript",
-    "ExactAboveThreshold",
     "ExactDoubling",
     "ExactDoublingTranscript",
     "ExponentialMechanism",

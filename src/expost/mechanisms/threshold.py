@@ -3,34 +3,50 @@
 Both answer "is the utility of this candidate above the threshold τ?" for a stream of candidates,
 on private data, and halt at the first yes. ``utilities[n]`` is u(candidate n, x), a utility of
 sensitivity Δ in the data, computed by the caller inside the trusted boundary.
+
+`AboveThreshold` draws its noises as floats from numpy or, with ``exact=True``, as exact integers
+from a `BitSource` (issue 28 item 4: exactness is a property of the noise).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from attrs import field, frozen
+from attrs import Converter, field, frozen
 
 from expost._validation import (
     as_float,
+    exact_integer,
+    exact_integers,
+    exact_sensitivity,
     finite,
     finite_array,
+    flag,
     generator,
+    int_array,
+    noise_source,
     path_value,
     positive,
+    rational,
     validator,
 )
 from expost.errors import InvalidParameter
+from expost.exact.bits import BitSource
+from expost.exact.samplers import discrete_laplace
 from expost.filters.costs import DPCost, ExPostCost
 from expost.guarantees import ExPost, PureDP
+from expost.mechanisms.exact_additive import add_exact, integers
 from expost.mechanisms.noise_reduction import (
     BrownianNoiseReduction,
     PrivacyBoundaryWithDelta,
     check_boundary,
 )
 from expost.processes import BrownianPath, LaplaceProcess, sample_laplace_grid
+from expost.rounding import up_exact
 from expost.stopping import Never, ReleasedBuffer
 
 __all__ = [
@@ -43,10 +59,12 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
+AnyArray = npt.NDArray[Any]
 
 
-def _utilities(utilities: npt.ArrayLike) -> FloatArray:
-    u = finite_array("utilities", utilities)
+def _utilities(utilities: npt.ArrayLike, exact: bool = False) -> AnyArray:
+    """(trials, n) utilities, n >= 1: finite floats, or integers (`integers`) when ``exact``."""
+    u = integers("utilities", utilities) if exact else finite_array("utilities", utilities)
     if u.ndim != 2 or u.shape[1] == 0:
         raise InvalidParameter("utilities", u.shape, "must have shape (trials, n), n >= 1")
     return u
@@ -56,6 +74,14 @@ def _first_hits(fired: npt.NDArray[np.bool_]) -> IntArray:
     """Index of the first True per row, or −1."""
     result: IntArray = np.where(fired.any(axis=1), np.argmax(fired, axis=1), -1)
     return result
+
+
+def _laplace(source: np.random.Generator | BitSource, scale: Fraction | float, size: int) -> Any:
+    """``size`` Laplace(scale) noises: numpy's floats from a Generator, exact discrete Laplace
+    integers (CKS Alg. 2) from a `BitSource`."""
+    if isinstance(source, np.random.Generator):
+        return source.laplace(0.0, float(scale), size)
+    return discrete_laplace(Fraction(scale), source, size)
 
 
 @frozen
@@ -76,58 +102,119 @@ class AboveThresholdResult:
         return self.stop_index is not None
 
 
+def _exact(mechanism: Any) -> bool:
+    """The mode, checked first (the converters below depend on it)."""
+    return flag("exact", mechanism.exact)
+
+
+def _eps(value: Any, self_: Any) -> Fraction | float:
+    """eps: an exact `Fraction` for exact noise (a float taken exactly), else a float > 0."""
+    return rational("eps", value) if _exact(self_) else positive("eps", value)
+
+
+def _threshold(value: Any, self_: Any) -> int | float:
+    """τ: an integer for exact noise, else a finite float."""
+    return exact_integer("threshold", value) if _exact(self_) else finite("threshold", value)
+
+
+def _sensitivity(value: Any, self_: Any) -> int | float:
+    """Δ: a positive integer for exact noise, else a float > 0."""
+    return exact_sensitivity(value) if _exact(self_) else positive("sensitivity", value)
+
+
 @frozen
 class AboveThreshold:
-    """AboveThreshold (sparse vector) of Lyu et al. (2017): eps-DP however many queries (THEORY §2).
+    """AboveThreshold (sparse vector) of Lyu et al. (2017, Alg. 1): eps-DP however many queries
+    (THEORY §2).
 
     Threshold noise ζ ~ Lap(2Δ/eps) once, query noise ξ_i ~ Lap(4Δ/eps) fresh per query; halts at
     the first i with u_i + ξ_i >= τ + ζ.
+
+    ``exact=True``: integer utilities, threshold and Δ, exact rational eps (a float is taken
+    exactly), and discrete Laplace noises of the same scales drawn exactly from a `BitSource`
+    (CKS Alg. 2). The same price DPCost(eps), eps rounded up: Lyu et al.'s proof shifts the
+    threshold noise by Δ and the answered query's noise by 2Δ and bounds each density ratio by
+    e^{eps/2}; with integer utilities and Δ the shifts are integers and the discrete Laplace pmf
+    ratios obey the same bounds, so the proof holds unchanged.
     """
 
-    eps: float = field(converter=as_float, validator=validator(positive))
-    threshold: float = field(converter=as_float, validator=validator(finite))
-    sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
+    exact: bool = field(default=False, kw_only=True, validator=validator(flag))
+    eps: Fraction | float = field(
+        converter=Converter(_eps, takes_self=True),  # type: ignore[misc]  # attrs stubs: takes_self
+    )
+    threshold: int | float = field(
+        converter=Converter(_threshold, takes_self=True),  # type: ignore[misc]  # as above
+    )
+    sensitivity: int | float = field(
+        default=1.0,
+        converter=Converter(_sensitivity, takes_self=True),  # type: ignore[misc]  # as above
+    )
+
+    def _eps_up(self) -> float:
+        """eps as a float: stored (float), rounded up from the rational (exact)."""
+        return up_exact(Fraction(self.eps)) if self.exact else float(self.eps)
 
     def guarantee(self) -> PureDP:
-        """eps-DP (Lyu et al. 2017)."""
-        return PureDP(self.eps)
+        """eps-DP (Lyu et al. 2017), eps rounded up in exact mode."""
+        return PureDP(self._eps_up())
 
     def cost(self) -> DPCost:
-        """The round as a cost: DPCost(eps) (Lyu et al. 2017)."""
-        return DPCost(self.eps)
+        """The round as a cost: DPCost(eps) (Lyu et al. 2017), the same for both noises."""
+        return DPCost(self._eps_up())
 
     @property
-    def threshold_scale(self) -> float:
-        """2Δ/eps."""
-        return 2.0 * self.sensitivity / self.eps
+    def threshold_scale(self) -> Fraction | float:
+        """2Δ/eps (a `Fraction`, exactly, in exact mode)."""
+        return 2 * self.sensitivity / self.eps
 
     @property
-    def query_scale(self) -> float:
-        """4Δ/eps."""
-        return 4.0 * self.sensitivity / self.eps
+    def query_scale(self) -> Fraction | float:
+        """4Δ/eps (a `Fraction`, exactly, in exact mode)."""
+        return 4 * self.sensitivity / self.eps
 
-    def run(self, utilities: Iterable[float], rng: np.random.Generator) -> AboveThresholdResult:
-        """Consume ``utilities`` lazily and halt at the first one found above the threshold."""
-        rng = generator(rng)
-        noisy_threshold = 0.0
+    def _utility(self, value: object) -> int | float:
+        if not self.exact:
+            return finite("utilities", value)
+        u = exact_integers("utilities", value)
+        if u.ndim:
+            raise InvalidParameter("utilities", value, "must be a sequence of integers")
+        return int(u)
+
+    def run(
+        self, utilities: Iterable[float], source: np.random.Generator | BitSource
+    ) -> AboveThresholdResult:
+        """Consume ``utilities`` lazily and halt at the first one found above the threshold.
+
+        ``source``: a numpy Generator, or a `BitSource` when exact (`noise_source`)."""
+        noise = noise_source(self.exact, source)
+
+        def draw(scale: Fraction | float) -> Any:  # a Python float or int
+            return _laplace(noise, scale, 1)[0].item()
+
+        noisy_threshold: int | float = 0
         asked = 0
         for u in utilities:
-            value = finite("utilities", u)
+            value = self._utility(u)
             if asked == 0:
-                noisy_threshold = self.threshold + rng.laplace(0.0, self.threshold_scale)
+                noisy_threshold = self.threshold + draw(self.threshold_scale)
             asked += 1
-            if value + rng.laplace(0.0, self.query_scale) >= noisy_threshold:
+            if value + draw(self.query_scale) >= noisy_threshold:
                 return AboveThresholdResult(asked - 1, asked, self.cost())
         return AboveThresholdResult(None, asked, self.cost())
 
-    def run_batch(self, utilities: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
+    def run_batch(
+        self, utilities: npt.ArrayLike, source: np.random.Generator | BitSource
+    ) -> IntArray:
         """Each trial's ``stop_index`` (−1: none, `expost.mechanisms.transcript`) for (trials, n)
-        utilities; all n noises drawn."""
-        u = _utilities(utilities)
-        rng = generator(rng)
-        zeta = rng.laplace(0.0, self.threshold_scale, size=(u.shape[0], 1))
-        xi = rng.laplace(0.0, self.query_scale, size=u.shape)
-        return _first_hits(u + xi >= self.threshold + zeta)
+        utilities; all n noises drawn. Exact sums are exact (`add_exact`)."""
+        u = _utilities(utilities, self.exact)
+        noise = noise_source(self.exact, source)
+        zeta = _laplace(noise, self.threshold_scale, u.shape[0]).reshape(-1, 1)
+        xi = _laplace(noise, self.query_scale, u.size).reshape(u.shape)
+        if not self.exact:
+            return _first_hits(u + xi >= self.threshold + zeta)
+        tau = np.broadcast_to(int_array([int(self.threshold)]), zeta.shape)
+        return _first_hits(np.asarray(add_exact(u, xi) >= add_exact(tau, zeta), dtype=bool))
 
 
 @frozen
