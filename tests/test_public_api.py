@@ -104,7 +104,6 @@ PUBLIC = [
     "DiscreteLaplaceMechanism",
     "PermuteAndFlip",
     "ExactAboveThreshold",
-    "ExactDoubling",
 ]
 
 

@@ -93,7 +93,6 @@ from expost.mechanisms import (
     Transcript,
 )
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
-from expost.mechanisms.exact_doubling import ExactDoubling
 from expost.mechanisms.exact_threshold import ExactAboveThreshold
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.odometers import (
@@ -145,7 +144,6 @@ __all__ = [
     "ExPostFilter",
     "ExPostRDP",
     "ExactAboveThreshold",
-    "ExactDoubling",
     "ExponentialMechanism",
     "ExpostError",
     "FACStitched",

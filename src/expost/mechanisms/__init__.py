@@ -16,10 +16,6 @@ from expost.mechanisms.exact_additive import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
 )
-from expost.mechanisms.exact_doubling import (
-    ExactDoubling,
-    ExactDoublingTranscript,
-)
 from expost.mechanisms.exact_threshold import (
     ExactAboveThreshold,
 )
@@ -63,8 +59,6 @@ __all__ = [
     "DoublingMethod",
     "DoublingTranscript",
     "ExactAboveThreshold",
-    "ExactDoubling",
-    "ExactDoublingTranscript",
     "ExponentialMechanism",
     "GaussianMechanism",
     "LaplaceMechanism",
