@@ -81,7 +81,11 @@ def test_each_try_is_its_discrete_gaussian_drawn_in_order() -> None:
     method = DoublingMethod(3, 1e-3, 2.0, max_tries=5, stop=Never(), exact=True)
     run = method.run([7, -2], bits(3))
     replay = bits(3)
-    expected = [t.run(np.array([7, -2]), replay) for t in method.tries]
+    tries = method.tries
+    assert all(isinstance(t, DiscreteGaussianMechanism) for t in tries)
+    expected = [
+        t.run(np.array([7, -2]), replay) for t in tries if isinstance(t, DiscreteGaussianMechanism)
+    ]
     assert np.array_equal(run.released, np.stack(expected))
     assert np.array_equal(run.value, expected[-1])
 
@@ -153,8 +157,8 @@ class Tries:
     def batch(self, data: Sequence[Any], n: int, rng: np.random.Generator) -> npt.NDArray[Any]:
         """n runs at once: with a rule that never stops, a run is its tries drawn independently."""
         b = GeneratorBits(rng)
-        tries = self.doubling.tries
-        assert all(isinstance(t, DiscreteGaussianMechanism) for t in tries)
+        tries = [t for t in self.doubling.tries if isinstance(t, DiscreteGaussianMechanism)]
+        assert len(tries) == 2
         return np.stack([t.run_batch(len(data), n, b) for t in tries], axis=1)
 
 

@@ -295,7 +295,7 @@ class DoublingMethod:
         return (m.run(v, source) for m in self._discrete_tries())
 
     def run_batch(
-        self, value: npt.ArrayLike, trials: int, source: np.random.Generator
+        self, value: npt.ArrayLike, trials: int, source: np.random.Generator | BitSource
     ) -> DoublingBatch:
         """``trials`` independent runs, all tries drawn at once (trials, tries, *value.shape).
 
@@ -311,7 +311,7 @@ class DoublingMethod:
     def run_trials(
         self,
         values: npt.ArrayLike,
-        source: np.random.Generator,
+        source: np.random.Generator | BitSource,
         max_tries: npt.ArrayLike | None = None,
     ) -> DoublingBatch:
         """Independent runs, one per row of ``values`` (trials,) or (trials, d), as `run_batch`.
