@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 
 from expost.errors import InvalidParameter
 from expost.exact.bits import GeneratorBits
+from expost.filters import ZCDPFilter
 from expost.filters.costs import GaussianCost, ZCDPCost
+from expost.mechanism_table import mechanism_for
 from expost.mechanisms.doubling import DoublingMethod
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism
 from expost.stopping import Never, RelativeError
@@ -177,3 +179,22 @@ def test_exact_doubling_is_not_refuted_at_its_claim() -> None:
 def test_exact_doubling_twin_is_refuted() -> None:
     # planted bug: tries at 16 times the eps² the run is charged for
     assert _refuted(Tries(4.0))
+
+
+def test_the_table_builds_one_class_and_refuses_the_first_sigma2_above_the_limit() -> None:
+    """(doubling, float) and (doubling, exact) build a `DoublingMethod`, flagged by the mode; the
+    exact build refuses σ_1² = Δ²/start_eps2 > 2**80 (the sampler's limit) and accepts it at
+    2**80 exactly, spending nothing either way (the build only searches the cap)."""
+    f = ZCDPFilter(1e6)
+    for mode in ("float", "exact"):
+        m = mechanism_for("doubling", mode).build(f, 1, 1e-2, 2.0, Never())
+        assert type(m) is DoublingMethod
+        assert m.exact is (mode == "exact")
+    build = mechanism_for("doubling", "exact").build
+    at_limit = build(f, 2**40, 1.0, 2.0, Never())  # σ² = 2**80 exactly
+    first = at_limit.tries[0]
+    assert isinstance(first, DiscreteGaussianMechanism)
+    assert first.sigma2 == 2**80
+    with pytest.raises(InvalidParameter, match="start_eps2"):
+        build(f, 2**40, math.nextafter(1.0, 0.0), 2.0, Never())  # σ² just above 2**80
+    assert f.spent == 0.0
