@@ -68,8 +68,9 @@ def _optional_int(name: str, value: object) -> None:
 
 
 def _sensitivity(value: Any, self_: Any) -> float | int:
-    """A float (float noise) or a positive integer (exact noise: integer tries need an integer
-    Δ, `exact_sensitivity`), at most 2**1000 either way (the times Δ²/eps² are floats)."""
+    """Δ: a float (float noise; the validator checks it), or with exact noise a positive integer
+    (integer tries need an integer Δ, `exact_sensitivity`) of at most 2**1000, so that the grid's
+    float times Δ²/eps² can be formed (they are checked there)."""
     if not self_.exact:
         return as_float(value)
     d = exact_sensitivity(value)
@@ -154,8 +155,10 @@ class DoublingMethod:
     ``exact=True``: try i is the discrete Gaussian f(x) + N_Z(0, σ_i²) with σ_i² = Δ²/eps_i²
     exactly (CKS Alg. 3; `DiscreteGaussianMechanism`), drawn from a `BitSource`, on an integer
     value with an integer Δ; the levels are the same floats, the sampler uses their exact
-    rational values, and each try is eps_i²/2-zCDP (CKS Thm 4), the same rho. Batch runs
-    (`run_batch`, `run_trials`) draw float tries only.
+    rational values, and each try is eps_i²/2-zCDP (CKS Thm 4), the same rho. The levels stay
+    floats in both modes (``start_eps2``, ``ratio``, ``max_eps2``): noise and price use the same
+    float levels, so nothing is rounded between them. Batch runs (`run_batch`, `run_trials`)
+    draw float tries only.
     """
 
     exact: bool = field(default=False, kw_only=True, validator=validator(flag))
