@@ -1,20 +1,26 @@
-"""The doubling method with exact discrete Gaussian tries (issue 22 item 2)."""
+"""The doubling method with exact discrete Gaussian tries: `DoublingMethod(..., exact=True)`
+(issue 22 item 2; issue 28 item 4: one class, the noise chosen by ``exact``)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from expost.errors import InvalidParameter
 from expost.exact.bits import GeneratorBits
-from expost.filters.costs import ZCDPCost
+from expost.filters import ZCDPFilter
+from expost.filters.costs import GaussianCost, ZCDPCost
+from expost.mechanism_table import mechanism_for
 from expost.mechanisms.doubling import DoublingMethod
-from expost.mechanisms.exact_doubling import ExactDoubling
+from expost.mechanisms.exact_additive import DiscreteGaussianMechanism
 from expost.stopping import Never, RelativeError
 from expost.testing import audit_mechanism
 
@@ -25,36 +31,115 @@ def bits(seed: int) -> GeneratorBits:
 
 def test_every_try_is_the_float_methods_level_exactly() -> None:
     method = DoublingMethod(start_eps2=1e-3, ratio=2.0, max_tries=6, stop=Never())
-    exact = ExactDoubling(method)
+    exact = DoublingMethod(start_eps2=1e-3, ratio=2.0, max_tries=6, stop=Never(), exact=True)
+    assert exact.grid == method.grid
+    assert all(isinstance(t, DiscreteGaussianMechanism) for t in exact.tries)
     assert [t.rho for t in exact.tries] == method.grid.rho.tolist()
     assert exact.cost() == ZCDPCost(method.guarantee().rho)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 1_000),
+    st.floats(1e-6, 10.0),
+    st.floats(1.01, 10.0),
+    st.integers(1, 12),
+)
+def test_exact_tries_have_sigma2_delta2_over_eps2_exactly_and_the_float_price(
+    delta: int, start: float, ratio: float, tries: int
+) -> None:
+    """σ_i² = Δ²/eps_i² in exact arithmetic on the float levels; the same rho as the float
+    method, typed ZCDPCost (exact) and GaussianCost (float)."""
+    exact = DoublingMethod(delta, start, ratio, max_tries=tries, exact=True)
+    floats = DoublingMethod(delta, start, ratio, max_tries=tries)
+    assert exact.sensitivity == delta
+    assert isinstance(exact.sensitivity, int)
+    for t, e2 in zip(exact.tries, exact.grid.eps2, strict=True):
+        assert isinstance(t, DiscreteGaussianMechanism)
+        assert t.sigma2 * Fraction(float(e2)) == delta**2
+    assert type(exact.cost()) is ZCDPCost
+    assert type(floats.cost()) is GaussianCost
+    assert exact.cost().rho == floats.cost().rho
+    assert np.array_equal(exact.cumulative_cost, floats.cumulative_cost)
+
+
 def test_a_run_that_never_stops_makes_and_pays_every_try() -> None:
-    method = DoublingMethod(start_eps2=1e-3, max_tries=6, stop=Never())
-    run = ExactDoubling(method).run(50, bits(1))
+    method = DoublingMethod(start_eps2=1e-3, max_tries=6, stop=Never(), exact=True)
+    run = method.run(50, bits(1))
     assert run.released.dtype == np.int64
     assert run.released.shape == (6,)
+    assert not run.released.flags.writeable
     assert run.stop_index is None
     assert not run.stopped
+    assert run.tries == 6
+    assert type(run.cost) is ZCDPCost
     assert run.cost == ZCDPCost(float(method.cumulative_cost[-1]))
+    assert run.ex_post_rdp.rho == run.cost.rho
+    assert [c.rho for c in run.costs] == method.grid.rho.tolist()
+
+
+def test_each_try_is_its_discrete_gaussian_drawn_in_order() -> None:
+    """A run that never stops replays, from the same bits, try i's `DiscreteGaussianMechanism`."""
+    method = DoublingMethod(3, 1e-3, 2.0, max_tries=5, stop=Never(), exact=True)
+    run = method.run([7, -2], bits(3))
+    replay = bits(3)
+    tries = method.tries
+    assert all(isinstance(t, DiscreteGaussianMechanism) for t in tries)
+    expected = [
+        t.run(np.array([7, -2]), replay) for t in tries if isinstance(t, DiscreteGaussianMechanism)
+    ]
+    assert np.array_equal(run.released, np.stack(expected))
+    assert np.array_equal(run.value, expected[-1])
 
 
 def test_a_run_stops_where_the_rule_accepts_and_pays_its_prefix() -> None:
     # 10,000 with 10% relative error: the first try (sd 1/sqrt(eps2) ≈ 32) already qualifies
     # unless the noise is below −9,300 (about 295 sd; probability far below 1e-100)
-    method = DoublingMethod(start_eps2=1e-3, max_tries=8, stop=RelativeError(0.1))
-    run = ExactDoubling(method).run(10_000, bits(2))
+    method = DoublingMethod(start_eps2=1e-3, max_tries=8, stop=RelativeError(0.1), exact=True)
+    run = method.run(10_000, bits(2))
     assert run.stop_index == 0
     assert run.cost == ZCDPCost(float(method.cumulative_cost[0]))
     assert int(run.value) == int(run.released[0])
 
 
+def test_values_beyond_int64_are_released_exactly() -> None:
+    method = DoublingMethod(start_eps2=1e-2, max_tries=3, stop=Never(), exact=True)
+    big = 2**70
+    run = method.run([big, 0], bits(5))
+    noise = DoublingMethod(start_eps2=1e-2, max_tries=3, stop=Never(), exact=True).run(
+        [0, 0], bits(5)
+    )
+    assert [int(x) - big for x in run.released[:, 0]] == [int(x) for x in noise.released[:, 0]]
+
+
 def test_a_fractional_sensitivity_or_value_is_refused() -> None:
     with pytest.raises(InvalidParameter, match="sensitivity"):
-        ExactDoubling(DoublingMethod(sensitivity=1.5, max_tries=3))
+        DoublingMethod(sensitivity=1.5, max_tries=3, exact=True)
     with pytest.raises(InvalidParameter, match="value"):
-        ExactDoubling(DoublingMethod(max_tries=3)).run(0.5, bits(0))
+        DoublingMethod(max_tries=3, exact=True).run(0.5, bits(0))
+
+
+def test_the_source_must_match_the_noise() -> None:
+    """Exact tries draw from a BitSource, float tries from a numpy Generator (`noise_source`)."""
+    with pytest.raises(InvalidParameter, match="source"):
+        DoublingMethod(max_tries=3, exact=True).run(5, np.random.default_rng(0))
+    with pytest.raises(InvalidParameter, match="rng"):
+        DoublingMethod(max_tries=3).run(5.0, bits(0))
+
+
+def test_batch_runs_are_float_only() -> None:
+    exact = DoublingMethod(max_tries=3, exact=True)
+    with pytest.raises(InvalidParameter, match="exact"):
+        exact.run_batch(5, 10, bits(0))
+    with pytest.raises(InvalidParameter, match="exact"):
+        exact.run_trials([5, 6], bits(0))
+
+
+def test_the_flag_is_part_of_the_value() -> None:
+    assert DoublingMethod(max_tries=3, exact=True) != DoublingMethod(max_tries=3)
+    assert DoublingMethod(max_tries=3, exact=True) == DoublingMethod(2 - 1, max_tries=3, exact=True)
+    with pytest.raises(InvalidParameter, match="exact"):
+        DoublingMethod(max_tries=3, exact=1)  # type: ignore[arg-type]
 
 
 def _claim(rho: float, delta: float) -> float:
@@ -66,9 +151,7 @@ class Tries:
     """Both tries of a two-try run on a count, released (no stopping: the worst case)."""
 
     def __init__(self, start_eps2: float) -> None:
-        self.doubling = ExactDoubling(
-            DoublingMethod(start_eps2=start_eps2, max_tries=2, stop=Never())
-        )
+        self.doubling = DoublingMethod(start_eps2=start_eps2, max_tries=2, stop=Never(), exact=True)
 
     def __call__(self, data: Sequence[Any], rng: np.random.Generator) -> npt.NDArray[np.int64]:
         return self.doubling.run(len(data), GeneratorBits(rng)).released
@@ -76,7 +159,9 @@ class Tries:
     def batch(self, data: Sequence[Any], n: int, rng: np.random.Generator) -> npt.NDArray[Any]:
         """n runs at once: with a rule that never stops, a run is its tries drawn independently."""
         b = GeneratorBits(rng)
-        return np.stack([t.run_batch(len(data), n, b) for t in self.doubling.tries], axis=1)
+        tries = [t for t in self.doubling.tries if isinstance(t, DiscreteGaussianMechanism)]
+        assert len(tries) == 2
+        return np.stack([t.run_batch(len(data), n, b) for t in tries], axis=1)
 
 
 def _refuted(mechanism: Tries) -> bool:
@@ -94,3 +179,22 @@ def test_exact_doubling_is_not_refuted_at_its_claim() -> None:
 def test_exact_doubling_twin_is_refuted() -> None:
     # planted bug: tries at 16 times the eps² the run is charged for
     assert _refuted(Tries(4.0))
+
+
+def test_the_table_builds_one_class_and_refuses_the_first_sigma2_above_the_limit() -> None:
+    """(doubling, float) and (doubling, exact) build a `DoublingMethod`, flagged by the mode; the
+    exact build refuses σ_1² = Δ²/start_eps2 > 2**80 (the sampler's limit) and accepts it at
+    2**80 exactly, spending nothing either way (the build only searches the cap)."""
+    f = ZCDPFilter(1e6)
+    for mode in ("float", "exact"):
+        m = mechanism_for("doubling", mode).build(f, 1, 1e-2, 2.0, Never())
+        assert type(m) is DoublingMethod
+        assert m.exact is (mode == "exact")
+    build = mechanism_for("doubling", "exact").build
+    at_limit = build(f, 2**40, 1.0, 2.0, Never())  # σ² = 2**80 exactly
+    first = at_limit.tries[0]
+    assert isinstance(first, DiscreteGaussianMechanism)
+    assert first.sigma2 == 2**80
+    with pytest.raises(InvalidParameter, match="start_eps2"):
+        build(f, 2**40, math.nextafter(1.0, 0.0), 2.0, Never())  # σ² just above 2**80
+    assert f.spent == 0.0

@@ -103,7 +103,6 @@ PUBLIC = [
     "DiscreteGaussianMechanism",
     "DiscreteLaplaceMechanism",
     "PermuteAndFlip",
-    "ExactDoubling",
 ]
 
 

@@ -49,7 +49,6 @@ from expost.mechanisms import (
     SkellamNoiseReduction,
 )
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
-from expost.mechanisms.exact_doubling import ExactDoubling
 from expost.stopping import AtIndex, Never, RelativeError
 
 NOT_RELEASES = {"guarantee", "refresh", "close"}
@@ -121,14 +120,13 @@ def _oracle_doubling(exact: bool, kw: Kwargs, released: Any) -> None:
         float(kw["ratio"]),
         max_tries=released.eps2.size,
         stop=Never(),  # the noise of a try does not depend on the rule: replay every try made
+        exact=exact,
     )
-    zero: Any
-    if exact:
-        zero = ExactDoubling(method).run(
-            _zeros(kw["value"]), GeneratorBits(np.random.default_rng(SEED))
-        )
-    else:
-        zero = method.run(np.zeros(np.shape(kw["value"])), np.random.default_rng(SEED))
+    source: Any = np.random.default_rng(SEED)
+    zero = method.run(
+        _zeros(kw["value"]) if exact else np.zeros(np.shape(kw["value"])),
+        GeneratorBits(source) if exact else source,
+    )
     for got, noise in zip(released.released, zero.released, strict=False):  # zero: every try
         _check_sum(got, kw["value"], noise, exact)
 

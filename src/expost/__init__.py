@@ -93,7 +93,6 @@ from expost.mechanisms import (
     Transcript,
 )
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
-from expost.mechanisms.exact_doubling import ExactDoubling
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.odometers import (
     BrownianOdometer,
@@ -143,7 +142,6 @@ __all__ = [
     "ExPostCost",
     "ExPostFilter",
     "ExPostRDP",
-    "ExactDoubling",
     "ExponentialMechanism",
     "ExpostError",
     "FACStitched",

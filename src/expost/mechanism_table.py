@@ -58,7 +58,6 @@ from expost.mechanisms import (
     Transcript,
 )
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
-from expost.mechanisms.exact_doubling import ExactDoubling
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.rounds import NOT_EXACT, limit
 
@@ -164,20 +163,29 @@ def _above_threshold(
 
 
 def doubling_cap(
-    f: PrivacyFilter, sensitivity: float, start_eps2: float, ratio: float, rule: object
+    f: PrivacyFilter,
+    sensitivity: float,
+    start_eps2: float,
+    ratio: float,
+    rule: object,
+    *,
+    exact: bool = False,
 ) -> DoublingMethod:
     """The longest doubling schedule (at most `MAX_DOUBLING_TRIES` tries) whose total cost the
     filter admits, at least one try: the cost grows with the tries, so a doubling then a
-    bisection search finds it in O(log K) schedules."""
+    bisection search finds it in O(log K) schedules. ``exact``: discrete Gaussian tries, priced
+    as `ZCDPCost` (`DoublingMethod.cost`)."""
 
     def method(tries: int) -> DoublingMethod | None:
         try:
-            m = DoublingMethod(sensitivity, start_eps2, ratio, max_tries=tries, stop=rule)
+            m = DoublingMethod(
+                sensitivity, start_eps2, ratio, max_tries=tries, stop=rule, exact=exact
+            )
         except InvalidParameter:  # eps² overflows: no longer schedule exists
             return None
         return m if f.admits(m.cost()) else None
 
-    best = DoublingMethod(sensitivity, start_eps2, ratio, max_tries=1, stop=rule)
+    best = DoublingMethod(sensitivity, start_eps2, ratio, max_tries=1, stop=rule, exact=exact)
     low, high = 1, 2
     while high <= MAX_DOUBLING_TRIES and (longer := method(high)) is not None:
         best, low, high = longer, high, 2 * high
@@ -192,26 +200,26 @@ def doubling_cap(
 
 
 def _doubling(
-    f: PrivacyFilter, sensitivity: object, start_eps2: object, ratio: object, rule: object
+    mode: ModeName,
+    f: PrivacyFilter,
+    sensitivity: object,
+    start_eps2: object,
+    ratio: object,
+    rule: object,
 ) -> DoublingMethod:
-    d = positive_parameter("sensitivity", sensitivity)
+    """The budget-capped `DoublingMethod` of the mode; its first (noisiest) try within the
+    sampler's limit: σ <= 2**1000 (float), σ² = Δ²/start_eps2 <= 2**80 exactly (exact)."""
+    exact = mode == "exact"
+    d = exact_sensitivity(sensitivity) if exact else positive_parameter("sensitivity", sensitivity)
     start = positive_parameter("start_eps2", start_eps2)
-    cap = doubling_cap(f, d, start, positive_parameter("ratio", ratio), rule)
-    if cap.tries[0].sigma > FLOAT_LIMIT:
-        limit("start_eps2", start_eps2, "the first try's σ", cap.tries[0].sigma, "2**1000")
+    cap = doubling_cap(f, d, start, positive_parameter("ratio", ratio), rule, exact=exact)
+    if exact:
+        sigma2 = Fraction(d**2) / Fraction(start)
+        if sigma2 > MAX_SCALE**2:
+            limit("start_eps2", start_eps2, "the first try's σ² = Δ²/start_eps2", sigma2, "2**80")
+    elif (sigma := GaussianMechanism(d, start / 2.0).sigma) > FLOAT_LIMIT:
+        limit("start_eps2", start_eps2, "the first try's σ", sigma, "2**1000")
     return cap
-
-
-def _exact_doubling(
-    f: PrivacyFilter, sensitivity: object, start_eps2: object, ratio: object, rule: object
-) -> ExactDoubling:
-    d = exact_sensitivity(sensitivity)
-    start = positive_parameter("start_eps2", start_eps2)
-    cap = doubling_cap(f, d, start, positive_parameter("ratio", ratio), rule)
-    sigma2 = Fraction(d**2) / Fraction(start)
-    if sigma2 > MAX_SCALE**2:
-        limit("start_eps2", start_eps2, "the first try's σ² = Δ²/start_eps2", sigma2, "2**80")
-    return ExactDoubling(cap)
 
 
 # ----------------------------------------------------------------------------- noise reduction
@@ -302,13 +310,16 @@ MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
         partial(_above_threshold, exact=True),
     ),
     ("doubling", "float"): Choice(
-        DoublingMethod, GaussianCost, "Gaussian tries: GDP (APC Sec. 7.1)", _doubling
+        DoublingMethod,
+        GaussianCost,
+        "Gaussian tries: GDP (APC Sec. 7.1)",
+        partial(_doubling, "float"),
     ),
     ("doubling", "exact"): Choice(
-        ExactDoubling,
+        DoublingMethod,
         ZCDPCost,
         "discrete Gaussian tries: zCDP (CKS Thm 4), not GDP, as for gaussian",
-        _exact_doubling,
+        partial(_doubling, "exact"),
     ),
     ("brownian", "float"): Choice(
         BrownianNoiseReduction,

@@ -37,7 +37,6 @@ from expost.mechanisms import (
     SkellamNoiseReduction,
     Transcript,
 )
-from expost.mechanisms.exact_doubling import ExactDoublingTranscript
 from expost.rounds import Mode, Prepared, check_rule, fixed, limit, result_cost
 from expost.stopping import Never, RelativeError, as_stopping_rule
 
@@ -134,9 +133,9 @@ def prepare_above_threshold(
 
 def prepare_doubling(
     mode: Mode, value: object, sensitivity: object, start_eps2: object, ratio: object, stop: object
-) -> Prepared[DoublingTranscript | ExactDoublingTranscript]:
+) -> Prepared[DoublingTranscript]:
     """The doubling method (APC Sec. 7.1), capped by the budget; discrete Gaussian tries in
-    secure mode (`ExactDoubling`)."""
+    secure mode (`DoublingMethod` with ``exact=True``)."""
     rule = RelativeError(0.1) if stop is None else as_stopping_rule(stop)
     v = release_values("value", value, exact=mode.exact)
     check_rule(rule, v.size)

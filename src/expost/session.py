@@ -51,7 +51,6 @@ from expost.mechanisms import (
     PrivacyBoundaryWithDelta,
     Transcript,
 )
-from expost.mechanisms.exact_doubling import ExactDoublingTranscript
 from expost.rounds import NOT_EXACT, Mode, Number, Prepared, refusing
 from expost.skellam.boundary import SkellamPrivacyBoundary
 from expost.stopping import StoppingRule
@@ -290,14 +289,14 @@ class PrivateSession:
         start_eps2: Number = 1e-4,
         ratio: Number = 2.0,
         stop: StoppingRule | Callable[..., bool] | None = None,
-    ) -> DoublingTranscript | ExactDoublingTranscript:
+    ) -> DoublingTranscript:
         """The doubling method (APC Sec. 7.1): fresh Gaussian tries, eps² × ratio, all paid.
 
         The tries go up to the largest eps² whose total the budget still admits (at most
         `MAX_DOUBLING_TRIES`); the round is charged the sum of the tries made. Secure mode:
-        `ExactDoubling`, the same levels, rule, cap and rho with discrete Gaussian tries on an
-        integer value (CKS Thm 4), charged as `ZCDPCost`. The default rule, `RelativeError(0.1)`,
-        needs a scalar value.
+        `DoublingMethod(..., exact=True)`, the same levels, rule, cap and rho with discrete
+        Gaussian tries on an integer value (CKS Thm 4), charged as `ZCDPCost`. The default rule,
+        `RelativeError(0.1)`, needs a scalar value.
         """
         args = (value, sensitivity, start_eps2, ratio, stop)
         return self._release(self._prepare("doubling", prepare.prepare_doubling, *args))

@@ -7,8 +7,9 @@ reproduction is repeatable; a release would use ``exact=True`` (`SecureBits`), s
 
 - ``doubling-exact``: the float table's `UnifiedFilter`. Selection by permute-and-flip with
   eps_EM/2 (McKenna–Sheldon 2020; eps-DP, charged (eps_EM/2)²/2 = eps_EM²/8 rho: the price of the
-  float table's Gumbel-max, so both tables spend the same on selection); counts by `ExactDoubling`
-  (discrete Gaussian tries on the float method's levels, cap and rho; CKS Thm 4).
+  float table's Gumbel-max, so both tables spend the same on selection); counts by the session's
+  `doubling`, a `DoublingMethod` with ``exact=True`` (discrete Gaussian tries on the float
+  method's levels, cap and rho; CKS Thm 4).
 - ``skellam``: an `ExPostFilter` with the same (eps, delta) (APC Lemma B.2), which composes ex-post
   eps additively. Selection as above, charged its eps (eps_EM/2 per round). Counts by Skellam
   noise reduction (THEORY §10) at rate 1 on the times t = 1/(2·eps²) of the float BM's eps² grid

@@ -16,10 +16,6 @@ from expost.mechanisms.exact_additive import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
 )
-from expost.mechanisms.exact_doubling import (
-    ExactDoubling,
-    ExactDoublingTranscript,
-)
 from expost.mechanisms.exponential import (
     ExponentialMechanism,
 )
@@ -59,8 +55,6 @@ __all__ = [
     "DoublingBatch",
     "DoublingMethod",
     "DoublingTranscript",
-    "ExactDoubling",
-    "ExactDoublingTranscript",
     "ExponentialMechanism",
     "GaussianMechanism",
     "LaplaceMechanism",

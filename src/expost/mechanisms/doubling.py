@@ -1,15 +1,29 @@
-"""The doubling method: fresh Gaussian releases at doubling eps² until a rule stops (APC Sec. 7.1)."""
+"""The doubling method: fresh Gaussian releases at doubling eps² until a rule stops (APC Sec. 7.1).
+
+The noise is float (numpy, ``exact=False``) or exact (discrete Gaussian integers from a
+`BitSource`, ``exact=True``, CKS Alg. 3): the same levels, rule, caps and rho; the price differs
+only in type (`DoublingMethod.cost`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from fractions import Fraction
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
-from attrs import converters, field, frozen, validators
+from attrs import Converter, converters, field, frozen, validators
 
 from expost._validation import (
+    FLOAT_LIMIT,
     as_float,
+    exact_integers,
+    exact_sensitivity,
     finite_array,
+    flag,
     generator,
+    noise_source,
     point,
     positive,
     positive_int,
@@ -18,11 +32,13 @@ from expost._validation import (
 )
 from expost.errors import InvalidParameter
 from expost.ex_post_rdp import ExPostRDP
+from expost.exact.bits import BitSource
 from expost.filters._exact import prefix_sums_up
-from expost.filters.costs import GaussianCost
+from expost.filters.costs import GaussianCost, ZCDPCost
 from expost.grids import EpsilonGrid
 from expost.guarantees import ZCDP
 from expost.mechanisms.additive import GaussianMechanism
+from expost.mechanisms.exact_additive import DiscreteGaussianMechanism
 from expost.stopping import (
     BatchStoppingRule,
     RelativeError,
@@ -38,6 +54,7 @@ __all__ = ["DoublingBatch", "DoublingMethod", "DoublingTranscript"]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
+Tries = tuple[GaussianMechanism, ...] | tuple[DiscreteGaussianMechanism, ...]
 
 
 def _ratio(name: str, value: object) -> None:
@@ -50,22 +67,35 @@ def _optional_int(name: str, value: object) -> None:
         positive_int(name, value)
 
 
+def _sensitivity(value: Any, self_: Any) -> float | int:
+    """Δ: a float (float noise; the validator checks it), or with exact noise a positive integer
+    (integer tries need an integer Δ, `exact_sensitivity`) of at most 2**1000, so that the grid's
+    float times Δ²/eps² can be formed (they are checked there)."""
+    if not self_.exact:
+        return as_float(value)
+    d = exact_sensitivity(value)
+    if d > FLOAT_LIMIT:
+        raise InvalidParameter("sensitivity", value, "must be at most 2**1000")
+    return d
+
+
 @frozen(eq=False)
 class DoublingTranscript:
     """One run of the doubling method: every try was released and every try is paid.
 
-    ``released`` (tries, *value.shape) and ``eps2`` (tries,), the exact eps_i², per try, noisiest
-    first;
+    ``released`` (tries, *value.shape) per try, noisiest first: floats (float noise) or integers
+    (exact noise: int64, Python ints beyond); ``eps2`` (tries,), the exact eps_i², per try;
     ``stopped``: whether the rule accepted a try, ``stop_index`` its index (None: none was);
-    ``cost`` = GaussianCost(Σ eps_i²/2) over the tries made and ``costs`` the rho of each try as
-    `ZCDP` values (APC Sec. 7.1). Vocabulary: `expost.mechanisms.transcript`.
+    ``cost``: Σ eps_i²/2 over the tries made, rounded up, a `GaussianCost` for float tries and a
+    `ZCDPCost` for discrete Gaussian ones (`DoublingMethod.cost`); ``costs`` the rho of each try
+    as `ZCDP` values (APC Sec. 7.1). Vocabulary: `expost.mechanisms.transcript`.
     """
 
-    released: FloatArray
+    released: npt.NDArray[Any]
     eps2: FloatArray
     stopped: bool
     stop_index: int | None
-    cost: GaussianCost
+    cost: ZCDPCost
     costs: tuple[ZCDP, ...]
 
     @property
@@ -79,15 +109,19 @@ class DoublingTranscript:
         return int(self.eps2.size)
 
     @property
-    def value(self) -> FloatArray:
-        """The last released try: the accepted one on success."""
-        return read_only(self.released[-1])
+    def value(self) -> npt.NDArray[Any]:
+        """The last released try (its dtype kept): the accepted one on success."""
+        last = np.array(self.released[-1])
+        last.flags.writeable = False
+        return last
 
     @property
     def ex_post_rdp(self) -> ExPostRDP:
-        """Ex-post zCDP of the tries released (THEORY §11): fresh Gaussian tries stopped
-        adaptively compose into an exponential martingale, so rho(y) = Σ_(i<=k) eps_i²/2 over
-        the k tries made (``cost.rho``, rounded up), immune to post-processing."""
+        """Ex-post zCDP of the tries released (THEORY §11): rho(y) = Σ_(i<=k) eps_i²/2 over the k
+        tries made (``cost.rho``, rounded up), immune to post-processing. Fresh Gaussian tries
+        stopped adaptively compose into an exponential martingale; discrete Gaussian tries are
+        each eps_i²/2-zCDP (CKS Thm 4), so the product of their per-try factors is a
+        supermartingale (THEORY §11, Filters) and optional stopping gives the same bound."""
         return ExPostRDP.of_rho(self.cost.rho)
 
 
@@ -117,9 +151,22 @@ class DoublingMethod:
     the largest eps² <= ``max_eps2`` and at most ``max_tries`` tries (at least one of the two
     caps is required, so the worst case is finite). Every try is paid: the run costs
     Σ rho_i over the tries made, composed by a filter (APC Thm 1).
+
+    ``exact=True``: try i is the discrete Gaussian f(x) + N_Z(0, σ_i²) with σ_i² = Δ²/eps_i²
+    exactly (CKS Alg. 3; `DiscreteGaussianMechanism`), drawn from a `BitSource`, on an integer
+    value with an integer Δ; the levels are the same floats, the sampler uses their exact
+    rational values, and each try is eps_i²/2-zCDP (CKS Thm 4), the same rho. The levels stay
+    floats in both modes (``start_eps2``, ``ratio``, ``max_eps2``): noise and price use the same
+    float levels, so nothing is rounded between them. Batch runs (`run_batch`, `run_trials`)
+    draw float tries only.
     """
 
-    sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
+    exact: bool = field(default=False, kw_only=True, validator=validator(flag))
+    sensitivity: int | float = field(
+        default=1.0,
+        converter=Converter(_sensitivity, takes_self=True),  # type: ignore[misc]  # mypy attrs plugin: no Converter
+        validator=validator(positive),
+    )
     start_eps2: float = field(default=1e-4, converter=as_float, validator=validator(positive))
     ratio: float = field(default=2.0, converter=as_float, validator=validator(_ratio))
     max_eps2: float | None = field(
@@ -137,7 +184,7 @@ class DoublingMethod:
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_grid", self._build_grid())
         object.__setattr__(self, "_cumulative", read_only(prefix_sums_up(self._grid.rho)))
-        object.__setattr__(self, "_sigma", read_only([m.sigma for m in self.tries]))
+        object.__setattr__(self, "_sigma", read_only([m.sigma for m in self._gaussian_tries()]))
         object.__setattr__(self, "_times", self._grid.times.array)
 
     def _build_grid(self) -> EpsilonGrid:
@@ -171,20 +218,37 @@ class DoublingMethod:
         return self._grid
 
     @property
-    def tries(self) -> tuple[GaussianMechanism, ...]:
-        """The mechanism of each possible try: Gaussian with rho_i = eps_i²/2."""
+    def tries(self) -> Tries:
+        """The mechanism of each possible try, rho_i = eps_i²/2: `GaussianMechanism`, or with
+        ``exact`` the `DiscreteGaussianMechanism` with σ_i² = Δ²/eps_i² exactly."""
+        return self._discrete_tries() if self.exact else self._gaussian_tries()
+
+    def _gaussian_tries(self) -> tuple[GaussianMechanism, ...]:
         return tuple(GaussianMechanism(self.sensitivity, float(r)) for r in self._grid.rho)
+
+    def _discrete_tries(self) -> tuple[DiscreteGaussianMechanism, ...]:
+        d = int(self.sensitivity)
+        return tuple(
+            DiscreteGaussianMechanism(d, Fraction(d * d) / Fraction(float(e2)))
+            for e2 in self._grid.eps2
+        )
 
     def guarantee(self) -> ZCDP:
         """The worst case: every try up to the cap made, Σ_i eps_i²/2-zCDP (APC Lemma 2.2)."""
         return ZCDP(float(self._cumulative[-1]))
 
-    def cost(self) -> GaussianCost:
+    def cost(self) -> ZCDPCost:
         """The worst case as a cost: every try's rho summed (= ``guarantee().rho``).
 
-        Gaussian tries compose to a Gaussian round (mu² = Σ eps_i², THEORY §9): a `GaussianCost`.
+        Float tries: a `GaussianCost` (a `ZCDPCost` subclass): Gaussian tries compose to a
+        Gaussian round (mu² = Σ eps_i², THEORY §9). Exact tries: a plain `ZCDPCost` of the same
+        rho: the discrete Gaussian is zCDP (CKS Thm 4) but not GDP (its privacy loss is a discrete
+        variable, not N(rho, 2rho)), so a `GaussianDPFilter` refuses it.
         """
-        return GaussianCost(self.guarantee().rho)
+        return self._priced(self.guarantee().rho)
+
+    def _priced(self, rho: float) -> ZCDPCost:
+        return ZCDPCost(rho) if self.exact else GaussianCost(rho)
 
     @property
     def cumulative_cost(self) -> FloatArray:
@@ -194,53 +258,72 @@ class DoublingMethod:
         """
         return self._cumulative
 
-    def run(self, value: npt.ArrayLike, rng: np.random.Generator) -> DoublingTranscript:
-        """One run: release tries until the rule accepts one or the cap is reached."""
-        v = point("value", value)
-        g = generator(rng)
-        tries = self.tries
-        times = self._grid.times.array
-        released: list[FloatArray] = []
+    def run(
+        self, value: npt.ArrayLike, source: np.random.Generator | BitSource
+    ) -> DoublingTranscript:
+        """One run: release tries until the rule accepts one or the cap is reached.
+
+        ``value``: a finite scalar or 1-d array (integers with ``exact``); ``source``: a numpy
+        Generator, or with ``exact`` a `BitSource` (`noise_source`). The rule sees the released
+        values as floats.
+        """
+        v = exact_integers("value", value) if self.exact else point("value", value)
+        releases = self._releases(v, noise_source(self.exact, source))
+        released: list[npt.NDArray[Any]] = []
         stopped_at: int | None = None
-        for k, mechanism in enumerate(tries):
-            released.append(mechanism.run(v, g))
-            seen = Released(np.reshape(released, (k + 1, -1)), times[: k + 1], self.sensitivity)
-            if self.stop(seen):
+        for k, y in enumerate(releases):
+            released.append(y)
+            path = np.reshape(released, (k + 1, -1)).astype(np.float64)
+            if self.stop(Released(path, self._times[: k + 1], self.sensitivity)):
                 stopped_at = k
                 break
         made = len(released)
+        out = np.stack(released)
+        out.flags.writeable = False
         return DoublingTranscript(
-            released=read_only(np.stack(released)),
+            released=out,
             eps2=read_only(self._grid.eps2[:made]),
             stopped=stopped_at is not None,
             stop_index=stopped_at,
-            cost=GaussianCost(float(self._cumulative[made - 1])),
-            costs=tuple(m.guarantee() for m in tries[:made]),
+            cost=self._priced(float(self._cumulative[made - 1])),
+            costs=tuple(ZCDP(float(r)) for r in self._grid.rho[:made]),
         )
 
+    def _releases(
+        self, v: npt.NDArray[Any], source: np.random.Generator | BitSource
+    ) -> Iterator[npt.NDArray[Any]]:
+        """Each try's release in order, drawn only when the run gets to it."""
+        if isinstance(source, np.random.Generator):
+            return (m.run(v, source) for m in self._gaussian_tries())
+        return (m.run(v, source) for m in self._discrete_tries())
+
     def run_batch(
-        self, value: npt.ArrayLike, trials: int, rng: np.random.Generator
+        self, value: npt.ArrayLike, trials: int, source: np.random.Generator | BitSource
     ) -> DoublingBatch:
         """``trials`` independent runs, all tries drawn at once (trials, tries, *value.shape).
 
         A `BatchStoppingRule` is evaluated in one vectorised call (`first_stops`); any other
         rule falls back to a Python loop over trials (`run_rule_on_path`), which is slower.
+        Float tries only: with ``exact``, call `run` once per trial.
         """
+        self._float_only("run_batch")
         v = point("value", value)
         n = positive_int("trials", trials)
-        return self._run_rows(np.broadcast_to(v, (n, *v.shape)), generator(rng), None)
+        return self._run_rows(np.broadcast_to(v, (n, *v.shape)), generator(source), None)
 
     def run_trials(
         self,
         values: npt.ArrayLike,
-        rng: np.random.Generator,
+        source: np.random.Generator | BitSource,
         max_tries: npt.ArrayLike | None = None,
     ) -> DoublingBatch:
         """Independent runs, one per row of ``values`` (trials,) or (trials, d), as `run_batch`.
 
         ``max_tries`` (trials,) caps each trial's tries (1 <= cap <= len(grid)), e.g. at what each
         trial's remaining budget affords; a trial stopped by its cap is a failure and pays its tries.
+        Float tries only, as `run_batch`.
         """
+        self._float_only("run_trials")
         rows = finite_array("values", values)
         if not 1 <= rows.ndim <= 2 or rows.size == 0:
             raise InvalidParameter("values", rows.shape, "must have shape (trials,) or (trials, d)")
@@ -257,7 +340,13 @@ class DoublingMethod:
                 raise InvalidParameter(
                     "max_tries", max_tries, f"must be {rows.shape[0]} integers in [1, {count}]"
                 )
-        return self._run_rows(rows, generator(rng), caps)
+        return self._run_rows(rows, generator(source), caps)
+
+    def _float_only(self, name: str) -> None:
+        if self.exact:
+            raise InvalidParameter(
+                "exact", True, f"{name} draws float tries: with exact tries call run once per trial"
+            )
 
     def _run_rows(
         self, rows: FloatArray, g: np.random.Generator, caps: npt.NDArray[np.integer] | None
