@@ -101,8 +101,6 @@ NO_ROUNDING: dict[str, str] = {
     "GaussianMechanism.guarantee": "stored rho",
     "LaplaceMechanism.cost": "stored eps",
     "LaplaceMechanism.guarantee": "stored eps",
-    "ExponentialMechanism.cost": "stored eps",
-    "ExponentialMechanism.dp_guarantee": "stored eps",
     "AboveThreshold.cost": "stored eps",
     "AboveThreshold.guarantee": "stored eps",
     "mechanisms.ReducedAboveThresholdResult.cost": "the stored level",
