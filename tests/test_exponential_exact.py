@@ -31,7 +31,7 @@ from expost.guarantees import ZCDP, PureDP
 from expost.mechanism_table import MECHANISMS
 from expost.mechanisms.exponential import ExponentialMechanism
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
-from expost.testing import audit_mechanism
+from tests.test_exact_mechanisms import Select, audit
 from tests.test_mechanisms_standard import frequencies_match
 
 N = 200_000
@@ -330,29 +330,12 @@ def test_huge_integer_scores_keep_their_exact_gaps() -> None:
 
 
 # ----------------------------------------------------------------------------- black-box audit
-
-
-class Select:
-    """The exact exponential mechanism over scores (count, 2): monotone, sensitivity 1."""
-
-    def __init__(self, mechanism: ExponentialMechanism) -> None:
-        self.mechanism = mechanism
-
-    def __call__(self, data: Sequence[Any], rng: np.random.Generator) -> int:
-        return self.mechanism.run([len(data), 2], GeneratorBits(rng))
-
-    def batch(self, data: Sequence[Any], n: int, rng: np.random.Generator) -> npt.NDArray[Any]:
-        return self.mechanism.run_batch([len(data), 2], n, GeneratorBits(rng))
-
-
-def _refuted(mechanism: ExponentialMechanism, eps: float) -> bool:
-    result = audit_mechanism(Select(mechanism), eps=eps, datasets=[[1, 2]], samples=20_000, seed=3)
-    return result.refuted
+# (the wrapper and settings of tests/test_exact_mechanisms.py: seed 3, 20,000 outputs per side)
 
 
 def test_the_exact_mechanism_is_not_refuted_at_its_claim() -> None:
-    assert not _refuted(ExponentialMechanism(1, True, exact=True), eps=1.0)
+    assert not audit(Select(ExponentialMechanism(1, True, exact=True)), eps=1.0)
 
 
 def test_a_four_times_too_large_eps_is_refuted() -> None:
-    assert _refuted(ExponentialMechanism(4, True, exact=True), eps=1.0)
+    assert audit(Select(ExponentialMechanism(4, True, exact=True)), eps=1.0)
