@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 import expost.mechanisms.exact_selection as selection
 from expost import PrivateSession, ZCDPFilter
@@ -159,6 +161,24 @@ def test_the_deep_integer_part_is_tested_exactly(monkeypatch: Any) -> None:
     draws = ExponentialMechanism(eps, True, exact=True).run_batch(scores, N, bits(7))
     assert frequencies_match(draws, law(scores, eps))
     assert not frequencies_match(draws, law(scores, Fraction(1, 2)))
+
+
+@given(data=hs.data())
+@settings(max_examples=40, deadline=None)
+def test_any_small_case_agrees_with_the_law(data: hs.DataObject) -> None:
+    """Property: for integer scores, a rational eps and a mask, the probabilities are the law and
+    every draw is an allowed candidate; float and exact noise report the same law."""
+    scores = data.draw(hs.lists(hs.integers(-60, 60), min_size=1, max_size=6))
+    mask = data.draw(hs.lists(hs.booleans(), min_size=len(scores), max_size=len(scores)))
+    mask[data.draw(hs.integers(0, len(scores) - 1))] = True
+    eps = Fraction(data.draw(hs.integers(1, 20)), data.draw(hs.integers(1, 20)))
+    m = ExponentialMechanism(eps, data.draw(hs.booleans()), exact=True)
+    p = law(scores, eps, allowed=mask)
+    np.testing.assert_allclose(m.selection_probabilities(scores, mask), p, rtol=1e-9, atol=1e-300)
+    same = ExponentialMechanism(float(eps), m.monotone).selection_probabilities(scores, mask)
+    np.testing.assert_allclose(same, p, rtol=1e-9, atol=1e-300)
+    picks = m.run_batch(scores, 20, bits(data.draw(hs.integers(0, 2**32 - 1))), mask)
+    assert all(mask[i] for i in picks.tolist())
 
 
 def test_the_same_bits_give_the_same_choices() -> None:

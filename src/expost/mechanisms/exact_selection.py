@@ -15,9 +15,10 @@ always is), so the proposals a trial needs are geometric: mean 1/a <= m and
 P(more than N proposals) = (1 − a)^N <= (1 − 1/m)^N <= exp(−N/m). There is no cap (a cap that
 raises after spending would be a failure path unrelated to the input); the loop ends with
 probability 1 and the tail above is its bound. Each round is vectorised over the undecided
-trials: a block of proposals per trial, 1, 2, 4, … up to m (at most `CHUNK` proposals per round
-in all), of which the first accepted one counts (the same i.i.d. sequence, so the same law), so
-after about log2(m) + R rounds a trial is undecided with probability at most about e^{−R}.
+trials: a block of k proposals per trial, k = 1, 2, 4, … up to m (and at most `CHUNK` proposals
+per round in all), of which the first accepted one counts (the same i.i.d. sequence, so the same
+law). A round leaves a trial undecided with probability (1 − a)^k <= e^{−k/m}: once the blocks
+reach m (after ceil(log2 m) rounds), R more rounds leave it undecided with probability <= e^{−R}.
 
 Timing. The number of proposals depends on the private scores (through a), and each Bernoulli's
 work on its exponent eps·(u* − u_i)/Δ: the running time reveals something about the scores.
