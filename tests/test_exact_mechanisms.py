@@ -15,6 +15,7 @@ from expost.errors import InvalidParameter
 from expost.exact.bits import GeneratorBits
 from expost.filters.costs import DPCost, ZCDPCost
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+from expost.mechanisms.exponential import ExponentialMechanism
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.testing import audit_mechanism
 from tests.stats import proportion_is_consistent
@@ -40,9 +41,9 @@ class Count:
 
 
 class Select:
-    """Permute-and-flip over scores (count, 2): sensitivity 1 under add/remove."""
+    """An exact selection over scores (count, 2): monotone, sensitivity 1 under add/remove."""
 
-    def __init__(self, mechanism: PermuteAndFlip) -> None:
+    def __init__(self, mechanism: PermuteAndFlip | ExponentialMechanism) -> None:
         self.mechanism = mechanism
 
     def __call__(self, data: Sequence[Any], rng: np.random.Generator) -> int:

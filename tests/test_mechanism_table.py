@@ -5,7 +5,7 @@ charges.
 Each (release, mode) entry is released once through a `PrivateSession` with the contract test's
 good arguments; a spy on `mechanism_for` records the mechanism built, which must be an instance of
 the entry's class, and the round's request must be exactly the entry's cost type (the discrete
-Gaussian's ZCDPCost, not GaussianCost; permute-and-flip's DPCost, not BoundedRangeCost). A
+Gaussian's ZCDPCost, not GaussianCost; the exact exponential mechanism's BoundedRangeCost). A
 planted-bug twin swaps two entries' cost types and must be rejected.
 """
 
@@ -19,7 +19,7 @@ import pytest
 
 import expost.prepare
 from expost.errors import InvalidParameter
-from expost.filters import BoundedRangeCost, DPCost, GaussianCost, ZCDPCost
+from expost.filters import BoundedRangeCost, GaussianCost, ZCDPCost
 from expost.mechanism_table import MECHANISMS, Choice, ModeName, mechanism_for
 from expost.rounds import NOT_EXACT
 from tests.test_session_contract import SKELLAM_PSI, TABLE, _call, _session
@@ -87,14 +87,13 @@ def test_a_wrong_cost_type_in_the_table_is_caught(monkeypatch: pytest.MonkeyPatc
 
 
 def test_the_price_differences_are_the_documented_ones() -> None:
-    """The discrete Gaussian is zCDP, not GDP (CKS Thm 4); permute-and-flip is pure DP, not
-    bounded range; the other exact siblings keep the float price."""
+    """The discrete Gaussian is zCDP, not GDP (CKS Thm 4); the other exact siblings keep the
+    float price (the exponential mechanism: one class, the same law, BoundedRangeCost)."""
     assert MECHANISMS["gaussian", "float"].cost_type is GaussianCost
     assert MECHANISMS["gaussian", "exact"].cost_type is ZCDPCost
     assert MECHANISMS["doubling", "exact"].cost_type is ZCDPCost
     assert MECHANISMS["exponential", "float"].cost_type is BoundedRangeCost
-    assert MECHANISMS["exponential", "exact"].cost_type is DPCost
-    for release in ("laplace", "above-threshold", "skellam"):
+    for release in ("laplace", "above-threshold", "skellam", "exponential"):
         assert MECHANISMS[release, "exact"].cost_type is MECHANISMS[release, "float"].cost_type
 
 

@@ -93,7 +93,7 @@ def test_cli_exact_prints_the_four_methods(
     assert main([*base, "--eps", "2", "--exact", "--json", str(path)]) == 0
     printed = capsys.readouterr().out
     assert "ExPostFilter(2, 1e-06)" in printed
-    assert "permute-and-flip" in printed
+    assert "exact exponential mechanism" in printed
     rows = json.loads(path.read_text())["rows"]
     assert [(r["method"], r["unit"]) for r in rows] == [
         ("bm", "rho"), ("doubling", "rho"), ("doubling-exact", "rho"), ("skellam", "eps"),

@@ -74,12 +74,19 @@ def _dgm_inputs(rng: np.random.Generator) -> list[tuple[int, Fraction]]:
     return list(zip(rng.integers(1, 100, N).tolist(), _fractions(rng), strict=True))
 
 
-def _em(x: tuple[float, bool]) -> ExponentialMechanism:
-    return ExponentialMechanism(x[0], x[1])
+def _em(x: tuple[float | Fraction, bool]) -> ExponentialMechanism:
+    """Float noise for a float eps, exact noise (eps kept as a Fraction) for a Fraction."""
+    return ExponentialMechanism(x[0], x[1], exact=isinstance(x[0], Fraction))
 
 
-def _em_inputs(rng: np.random.Generator) -> list[tuple[float, bool]]:
-    return list(zip(_floats(rng), (rng.uniform(size=N) < 0.5).tolist(), strict=True))
+def _em_inputs(rng: np.random.Generator) -> list[tuple[float | Fraction, bool]]:
+    pairs = enumerate(zip(_floats(rng), _fractions(rng), strict=True))
+    eps = [f if i % 2 else e for i, (e, f) in pairs]
+    return list(zip(eps, (rng.uniform(size=N) < 0.5).tolist(), strict=True))
+
+
+def _em_range(x: tuple[float | Fraction, bool]) -> Fraction:
+    return Fraction(x[0]) * (1 if x[1] else 2)
 
 
 def _grid(rng: np.random.Generator) -> list[tuple[float, float]]:
@@ -155,7 +162,21 @@ CASES: dict[str, Case] = {
         _em_inputs,
         lambda x: _em(x).guarantee().rho,
         lambda x: Fraction(x[0]) ** 2 / (8 if x[1] else 2),
-        lambda x: x[0] ** 2 / (8.0 if x[1] else 2.0),
+        lambda x: float(x[0]) ** 2 / (8.0 if x[1] else 2.0),
+        1,
+    ),
+    "ExponentialMechanism.cost": (
+        _em_inputs,
+        lambda x: _em(x).cost().eps,
+        _em_range,
+        lambda x: float(_em_range(x)),
+        1,
+    ),
+    "ExponentialMechanism.dp_guarantee": (
+        _em_inputs,
+        lambda x: _em(x).dp_guarantee().eps,
+        _em_range,
+        lambda x: float(_em_range(x)),
         1,
     ),
     "filters.zcdp.zcdp_price": (

@@ -102,8 +102,6 @@ NO_ROUNDING: dict[str, str] = {
     "GaussianMechanism.guarantee": "stored rho",
     "LaplaceMechanism.cost": "stored eps",
     "LaplaceMechanism.guarantee": "stored eps",
-    "ExponentialMechanism.cost": "stored eps",
-    "ExponentialMechanism.dp_guarantee": "stored eps",
     "mechanisms.ReducedAboveThresholdResult.cost": "the stored level",
     "mechanisms.ReducedAboveThresholdResult.ex_post": "the stored level",
     "BrownianNoiseReduction.cost": "BrownianCost(t_min): the stored time",

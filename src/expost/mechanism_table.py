@@ -58,7 +58,6 @@ from expost.mechanisms import (
     Transcript,
 )
 from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
-from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.rounds import NOT_EXACT, limit
 
 __all__ = ["MECHANISMS", "Choice", "ExactSkellam", "ModeName", "doubling_cap", "mechanism_for"]
@@ -117,22 +116,27 @@ def _exact_laplace(sensitivity: object, eps: object) -> DiscreteLaplaceMechanism
 # ----------------------------------------------------------------------------- selection
 
 
-def _exponential(
-    eps: object, sensitivity: object, monotone: bool, scores: npt.NDArray[Any], given: object
-) -> ExponentialMechanism:
-    em = ExponentialMechanism(
-        positive_parameter("eps", eps), monotone, positive_parameter("sensitivity", sensitivity)
-    )
-    largest = em.eps / em.sensitivity * float(np.abs(scores).max())
-    if largest > FLOAT_LIMIT:
-        limit("scores", given, "eps·|u|/Δ", largest, "2**1000")
-    return em
+def _exponential(exact: bool) -> Callable[..., ExponentialMechanism]:
+    """The exponential mechanism with the mode's noise: float eps and Δ, |eps·u/Δ| within
+    FLOAT_LIMIT; or exact (a `Fraction` eps, an integer Δ, integer scores: no limit needed, the
+    sampler's work does not grow with the scores, `expost.mechanisms.exact_selection`)."""
 
+    def build(
+        eps: object, sensitivity: object, monotone: bool, scores: npt.NDArray[Any], given: object
+    ) -> ExponentialMechanism:
+        if exact:
+            return ExponentialMechanism(
+                rational("eps", eps), monotone, exact_sensitivity(sensitivity), exact=True
+            )
+        em = ExponentialMechanism(
+            positive_parameter("eps", eps), monotone, positive_parameter("sensitivity", sensitivity)
+        )
+        largest = float(em.eps) / float(em.sensitivity) * float(np.abs(scores).max())
+        if largest > FLOAT_LIMIT:
+            limit("scores", given, "eps·|u|/Δ", largest, "2**1000")
+        return em
 
-def _permute_and_flip(
-    eps: object, sensitivity: object, monotone: bool, scores: npt.NDArray[Any], given: object
-) -> PermuteAndFlip:
-    return PermuteAndFlip(rational("eps", eps), exact_sensitivity(sensitivity))
+    return build
 
 
 def _above_threshold(
@@ -288,14 +292,13 @@ MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
         ExponentialMechanism,
         BoundedRangeCost,
         "eps-bounded range, eps²/8-zCDP (Cesar–Rogers)",
-        _exponential,
+        _exponential(exact=False),
     ),
     ("exponential", "exact"): Choice(
-        PermuteAndFlip,
-        DPCost,
-        "pure eps-DP (McKenna–Sheldon 2020), not bounded range: that property is not proven "
-        "for permute-and-flip, so a zCDP filter charges eps²/2",
-        _permute_and_flip,
+        ExponentialMechanism,
+        BoundedRangeCost,
+        f"eps-bounded range (Cesar–Rogers): exact rejection draws the same law, {SAME}",
+        _exponential(exact=True),
     ),
     ("above-threshold", "float"): Choice(
         AboveThreshold,

@@ -96,7 +96,8 @@ def prepare_exponential(
     candidates: object,
     sensitivity: object,
 ) -> Prepared[int]:
-    """Gumbel-max (float) or permute-and-flip (secure) over the allowed candidates."""
+    """The exponential mechanism over the allowed candidates: Gumbel-max (float noise) or exact
+    rejection (secure), the same law and price (`ExponentialMechanism`)."""
     is_monotone = flag("monotone", monotone)
     u = release_values("scores", scores, exact=mode.exact, vector=True)
     # any object may arrive here: candidates_mask refuses what is not an array of booleans

@@ -89,7 +89,7 @@ class PrivateSession:
         samplers leak, docs/releasing-safely.md). ``exact=True`` (bits from the OS CSPRNG) or an
         explicit ``bits`` source is the secure mode: ``gaussian``, ``laplace`` and
         ``exponential_mechanism`` release integers from the exact mechanisms (discrete Gaussian,
-        discrete Laplace, permute-and-flip), ``above_threshold`` runs `AboveThreshold` with exact noise, and every
+        discrete Laplace, exact exponential mechanism), ``above_threshold`` runs `AboveThreshold` with exact noise, and every
         other mechanism is refused, naming the
         alternative, before it spends anything.
     """
@@ -255,13 +255,13 @@ class PrivateSession:
         candidates: npt.ArrayLike | None = None,
         sensitivity: Number = 1.0,
     ) -> int:
-        """The index chosen by Gumbel-max among ``candidates`` (APC Sec. 7.2).
+        """The index chosen by the exponential mechanism among ``candidates`` (APC Sec. 7.2).
 
         An eps-bounded-range round for monotone scores, 2·eps otherwise (Cesar–Rogers): a
         zCDP filter charges eps²/8, resp. (2·eps)²/8; `GaussianDPFilter` mu(eps/2)², resp. mu(eps)².
 
-        Secure mode: permute-and-flip on integer scores, an eps-DP round whatever ``monotone``
-        says (`PermuteAndFlip`; priced as DPCost(eps), bounded range is not claimed).
+        Secure mode: integer scores, the same law drawn exactly by rejection
+        (`ExponentialMechanism` with ``exact=True``), at the same price.
         """
         args = (scores, eps, monotone, candidates, sensitivity)
         return self._release(

@@ -5,13 +5,13 @@ stopping condition holds, until the budget is spent), run through `PrivateSessio
 one session per trial. Bits come from a `GeneratorBits` over the trial's seeded stream, so a
 reproduction is repeatable; a release would use ``exact=True`` (`SecureBits`), same code.
 
-- ``doubling-exact``: the float table's `UnifiedFilter`. Selection by permute-and-flip with
-  eps_EM/2 (McKenna–Sheldon 2020; eps-DP, charged (eps_EM/2)²/2 = eps_EM²/8 rho: the price of the
-  float table's Gumbel-max, so both tables spend the same on selection); counts by the session's
-  `doubling`, a `DoublingMethod` with ``exact=True`` (discrete Gaussian tries on the float
-  method's levels, cap and rho; CKS Thm 4).
+- ``doubling-exact``: the float table's `UnifiedFilter`. Selection by the exponential mechanism
+  at eps_EM drawn exactly (`ExponentialMechanism` with ``exact=True``: the float table's law and
+  price, eps_EM²/8 rho); counts by the session's `doubling`, a `DoublingMethod` with
+  ``exact=True`` (discrete Gaussian tries on the float method's levels, cap and rho; CKS Thm 4).
 - ``skellam``: an `ExPostFilter` with the same (eps, delta) (APC Lemma B.2), which composes ex-post
-  eps additively. Selection as above, charged its eps (eps_EM/2 per round). Counts by Skellam
+  eps additively. Selection by the exact exponential mechanism at eps_EM/2, charged its eps
+  (eps_EM/2 per round: an ex-post filter charges a bounded-range round its eps). Counts by Skellam
   noise reduction (THEORY §10) at rate 1 on the times t = 1/(2·eps²) of the float BM's eps² grid
   (noise variance 1/eps², the Brownian mechanism's at eps), with the `SkellamPrivacyBoundary`
   tuned for ``skellam_level`` at delta/R, R = the most rounds the budget could hold (each pays at
@@ -32,8 +32,8 @@ from expost._validation import generator, read_only
 from expost.apps.relative_error_protocol import EXACT_METHODS, Settings, TrialResults, walk
 from expost.errors import InvalidParameter
 from expost.exact.bits import GeneratorBits
-from expost.filters import DPCost, ExPostCost, ExPostFilter, ZCDPCost
-from expost.mechanisms.permute_and_flip import PermuteAndFlip
+from expost.filters import BoundedRangeCost, ExPostCost, ExPostFilter, ZCDPCost
+from expost.mechanisms.exponential import ExponentialMechanism
 from expost.session import PrivateSession
 from expost.skellam.boundary import SkellamPrivacyBoundary
 
@@ -43,11 +43,11 @@ FloatArray = npt.NDArray[np.float64]
 _RATE = 1.0
 
 
-def _selection(settings: Settings) -> tuple[float, DPCost]:
-    """Permute-and-flip's eps_EM/2 and its cost: the float Gumbel-max's zCDP price (module
-    docstring); in secure mode the session's `exponential_mechanism` runs `PermuteAndFlip`."""
-    eps = settings.eps_em / 2.0
-    return eps, PermuteAndFlip(eps).cost()
+def _selection(settings: Settings, share: float = 1.0) -> tuple[float, BoundedRangeCost]:
+    """The selection's eps = eps_EM·share and its cost (module docstring): in secure mode the
+    session's `exponential_mechanism` draws the exponential mechanism's law exactly."""
+    eps = settings.eps_em * share
+    return eps, ExponentialMechanism(eps, monotone=True, exact=True).cost()
 
 
 @functools.lru_cache(maxsize=8)
@@ -59,7 +59,7 @@ def skellam_times(settings: Settings) -> FloatArray:
 
 def _rounds(settings: Settings) -> int:
     """The most rounds an ex-post budget eps can hold: each pays at least the selection."""
-    return max(1, math.floor(settings.eps / _selection(settings)[1].eps))
+    return max(1, math.floor(settings.eps / _selection(settings, 0.5)[1].eps))
 
 
 @functools.lru_cache(maxsize=8)
@@ -129,7 +129,9 @@ def _skellam_trial(
         return t.stopped, float(t.value.reshape(-1)[0])
 
     first = ExPostCost(float(reach[0]), psi.delta)
-    returned, hits = walk(session, counts, settings.alpha, _selection(settings), first, release)
+    returned, hits = walk(
+        session, counts, settings.alpha, _selection(settings, 0.5), first, release
+    )
     spent = session.spent
     assert isinstance(spent, float)  # ex-post eps (the deltas are fixed: delta/R a round)
     return returned, hits, spent

@@ -49,8 +49,8 @@ def table(report: Report, settings: Settings) -> str:
     if any(r.method == "skellam" for r in report.rows):
         head += (
             f"\nskellam: ExPostFilter({settings.eps:g}, {settings.delta:g}), boundary tuned for "
-            f"level {settings.skellam_level:g}; exact methods select by permute-and-flip at "
-            f"eps_EM/2 = {settings.eps_em / 2:g}"
+            f"level {settings.skellam_level:g}, selection by the exact exponential mechanism at "
+            f"eps_EM/2 = {settings.eps_em / 2:g} (doubling-exact: at eps_EM)"
         )
     lines = [
         head,

@@ -1,4 +1,4 @@
-"""The exact exponential-mechanism replacement: permute-and-flip (McKenna–Sheldon, NeurIPS 2020).
+"""Permute-and-flip (McKenna–Sheldon, NeurIPS 2020): a selection mechanism of its own.
 
 Visit the candidates in a uniformly random order and stop at the first r whose coin
 Bernoulli(exp(eps·(u_r − u*)/(2Δ))) comes up heads, u* the best allowed score. Every coin is an
@@ -6,6 +6,15 @@ exact Bernoulli(exp(−γ)) with rational γ (CKS Alg. 1), the order an exact un
 no float touches the choice. Drawing every candidate's coin up front and choosing uniformly among
 the heads has the same law (the order is independent of the coins; the best candidate's coin is
 always heads), which vectorises over trials.
+
+Why it is not the exponential mechanism's exact sampler: its law differs (its expected score is
+never below the exponential mechanism's at the same eps, McKenna–Sheldon 2020) and so does its
+price: it is eps-DP, but the eps-bounded-range property that gives the exponential mechanism its
+eps²/8 zCDP price (Cesar–Rogers) is not proven for it, so a zCDP filter charges eps²/2. The
+session's ``exponential_mechanism`` therefore draws the exponential mechanism's own law in both
+modes (`ExponentialMechanism`, ``exact=True`` in secure mode: 4× cheaper under a zCDP filter),
+and permute-and-flip stays a separate mechanism for pure-DP budgets, with exact noise only (a
+float version would add a float leak and no new idea).
 """
 
 from __future__ import annotations
