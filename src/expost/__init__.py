@@ -92,7 +92,6 @@ from expost.mechanisms import (
     SkellamNoiseReduction,
     Transcript,
 )
-from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from expost.mechanisms.exact_doubling import ExactDoubling
 from expost.mechanisms.exact_threshold import ExactAboveThreshold
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
@@ -135,8 +134,6 @@ __all__ = [
     "ConcurrentFilter",
     "Cost",
     "DPCost",
-    "DiscreteGaussianMechanism",
-    "DiscreteLaplaceMechanism",
     "DoublingMethod",
     "DoublingTranscript",
     "EpsilonGrid",

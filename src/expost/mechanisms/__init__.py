@@ -12,10 +12,6 @@ from expost.mechanisms.doubling import (
     DoublingMethod,
     DoublingTranscript,
 )
-from expost.mechanisms.exact_additive import (
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
-)
 from expost.mechanisms.exact_doubling import (
     ExactDoubling,
     ExactDoublingTranscript,
@@ -57,8 +53,6 @@ __all__ = [
     "BatchTranscript",
     "BrownianNoiseReduction",
     "BrownianThresholdResult",
-    "DiscreteGaussianMechanism",
-    "DiscreteLaplaceMechanism",
     "DoublingBatch",
     "DoublingMethod",
     "DoublingTranscript",

@@ -5,7 +5,7 @@ rule and caps from a `DoublingMethod` and releases integer tries f(x) + N_Z(0, �
 exactly. Try i is eps_i²/2-zCDP (CKS Thm 4), the tries compose (APC Lemma 2.2), and the rule sees
 released values only, so a run that made k tries costs `DoublingMethod.cumulative_cost[k − 1]`,
 the same rho as the float method; as a cost it is a `ZCDPCost`, not a `GaussianCost` (the
-discrete Gaussian is not claimed to be mu-GDP, `DiscreteGaussianMechanism`).
+discrete Gaussian is not claimed to be mu-GDP, `GaussianMechanism` with ``exact=True``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from expost._validation import exact_integers, exact_sensitivity, read_only
 from expost.errors import InvalidParameter
 from expost.exact.bits import BitSource
 from expost.filters.costs import ZCDPCost
+from expost.mechanisms.additive import GaussianMechanism
 from expost.mechanisms.doubling import DoublingMethod
-from expost.mechanisms.exact_additive import DiscreteGaussianMechanism
 from expost.stopping import Released
 
 __all__ = ["ExactDoubling", "ExactDoublingTranscript"]
@@ -66,11 +66,13 @@ class ExactDoubling:
     method: DoublingMethod = field(converter=_method)
 
     @property
-    def tries(self) -> tuple[DiscreteGaussianMechanism, ...]:
+    def tries(self) -> tuple[GaussianMechanism, ...]:
         """Try i: the discrete Gaussian with σ_i² = Δ²/eps_i² exactly (rho_i = eps_i²/2)."""
         delta = exact_sensitivity(self.method.sensitivity)
         return tuple(
-            DiscreteGaussianMechanism(delta, Fraction(delta**2) / Fraction(float(e2)))
+            GaussianMechanism.from_sigma2(
+                delta, Fraction(delta**2) / Fraction(float(e2)), exact=True
+            )
             for e2 in self.method.grid.eps2
         )
 
