@@ -112,37 +112,39 @@ def test_the_flag_is_checked_and_is_part_of_equality(cls: Any) -> None:
         cls(1, Fraction(1, 2))  # float noise takes float parameters, as before
 
 
+# an integer sensitivity and an exact level over 18 decades (most not floats)
+_SENSITIVITY = st.integers(1, 10**6)
+_LEVEL = st.fractions(min_value=Fraction(1, 10**9), max_value=10**9).filter(lambda q: q > 0)
+
+
+def _reported_up(reported: float, exact: Fraction) -> None:
+    """``reported`` is the least float >= ``exact``."""
+    assert Fraction(reported) >= exact > Fraction(math.nextafter(reported, 0.0))
+
+
 @settings(max_examples=200, deadline=None)
-@given(
-    st.integers(1, 10**6),
-    st.fractions(min_value=Fraction(1, 10**9), max_value=10**9).filter(lambda q: q > 0),
-)
+@given(_SENSITIVITY, _LEVEL)
 def test_exact_gaussian_parameters_are_exact_and_reported_up(d: int, rho: Fraction) -> None:
     m = GaussianMechanism(d, rho, exact=True)
     assert m.rho == rho
-    assert m.sigma2 * 2 * rho == d * d
+    assert m.sigma2 * 2 * rho == d * d  # σ² = Δ²/(2·rho), no rounding
     assert GaussianMechanism.from_sigma2(d, m.sigma2, exact=True) == m
-    reported = m.cost().rho
     assert type(m.cost()) is ZCDPCost
-    assert m.guarantee().rho == reported
-    assert Fraction(reported) >= rho > Fraction(math.nextafter(reported, 0.0))
+    assert m.guarantee().rho == m.cost().rho
+    _reported_up(m.cost().rho, rho)
     s = m.sigma  # the least float whose square is >= σ²
     assert Fraction(s) ** 2 >= m.sigma2 > Fraction(math.nextafter(s, 0.0)) ** 2
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    st.integers(1, 10**6),
-    st.fractions(min_value=Fraction(1, 10**9), max_value=10**9).filter(lambda q: q > 0),
-)
+@given(_SENSITIVITY, _LEVEL)
 def test_exact_laplace_parameters_are_exact_and_reported_up(d: int, eps: Fraction) -> None:
     m = LaplaceMechanism(d, eps, exact=True)
     assert m.eps == eps
     assert m.scale == d / eps
-    reported = m.cost().eps
     assert type(m.cost()) is DPCost
-    assert m.guarantee().eps == reported
-    assert Fraction(reported) >= eps > Fraction(math.nextafter(reported, 0.0))
+    assert m.guarantee().eps == m.cost().eps
+    _reported_up(m.cost().eps, eps)
 
 
 def test_sigma_of_exact_noise_beyond_the_floats() -> None:
