@@ -28,6 +28,7 @@ from expost.filters.costs import DPCost, GaussianCost, ZCDPCost
 from expost.loss import GaussianLoss
 from expost.mechanism_table import MECHANISMS
 from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
+from expost.rounding import sqrt_up_exact
 
 EXACT = [
     GaussianMechanism(3, Fraction(2, 7), exact=True),
@@ -145,6 +146,23 @@ def test_exact_laplace_parameters_are_exact_and_reported_up(d: int, eps: Fractio
     assert type(m.cost()) is DPCost
     assert m.guarantee().eps == m.cost().eps
     _reported_up(m.cost().eps, eps)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fractions(min_value=Fraction(1, 10**30), max_value=10**30).filter(lambda q: q > 0))
+def test_sqrt_up_exact_is_the_least_float_whose_square_is_above(q: Fraction) -> None:
+    s = sqrt_up_exact(q)
+    assert Fraction(s) ** 2 >= q > Fraction(math.nextafter(s, 0.0)) ** 2
+    near = math.sqrt(float(q))  # planted twin: round to nearest, below sqrt(q) about half the time
+    assert near in (s, math.nextafter(s, 0.0), math.nextafter(s, math.inf))
+
+
+def test_sqrt_up_exact_twin_is_caught() -> None:
+    """The twin (math.sqrt of the nearest float) lands below sqrt(q) on some of 2,000 inputs."""
+    rng = np.random.default_rng(5)
+    qs = [Fraction(int(a), int(b)) for a, b in rng.integers(1, 2**40, (2000, 2))]
+    assert any(Fraction(math.sqrt(float(q))) ** 2 < q for q in qs)
+    assert all(Fraction(sqrt_up_exact(q)) ** 2 >= q for q in qs)
 
 
 def test_sigma_of_exact_noise_beyond_the_floats() -> None:

@@ -17,7 +17,6 @@ Each is a frozen description of the noise; the private value is an argument of `
 from __future__ import annotations
 
 import math
-import sys
 from abc import ABC, abstractmethod
 from fractions import Fraction
 from typing import Any, NoReturn, cast
@@ -46,7 +45,7 @@ from expost.guarantees import ZCDP, PureDP
 from expost.loss import GaussianLoss, LaplaceLoss
 from expost.mechanisms.discrete_gaussian_dp import discrete_gaussian_delta, discrete_gaussian_eps
 from expost.mechanisms.exact_additive import add_exact, integers
-from expost.rounding import smallest_where, up_exact
+from expost.rounding import sqrt_up_exact, up_exact
 
 __all__ = ["GaussianMechanism", "LaplaceMechanism"]
 
@@ -146,13 +145,6 @@ def _rounded_up_sigma(sensitivity: float, rho: float) -> float:
     return sigma
 
 
-def _sqrt_up(q: Fraction) -> float:
-    """The least float s with s² >= q (q > 0), inf beyond the floats (`smallest_where`)."""
-    start = math.sqrt(min(up_exact(q), sys.float_info.max))
-    s = smallest_where(lambda x: Fraction(x) ** 2 >= q, start, 0.0, sys.float_info.max)
-    return math.inf if s is None else s
-
-
 @frozen
 class GaussianMechanism(_Additive):
     """f(x) + noise of variance σ² = Δ2²/(2·rho) per coordinate: rho-zCDP for ℓ2 sensitivity Δ2.
@@ -176,7 +168,7 @@ class GaussianMechanism(_Additive):
 
     def __attrs_post_init__(self) -> None:
         if isinstance(self.rho, Fraction):
-            object.__setattr__(self, "_sigma", _sqrt_up(self.sigma2))
+            object.__setattr__(self, "_sigma", sqrt_up_exact(self.sigma2))
             return
         object.__setattr__(self, "_sigma", _rounded_up_sigma(self.sensitivity, self.rho))
         check_scale("rho", self.rho, self._sigma)
