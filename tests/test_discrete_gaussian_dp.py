@@ -18,8 +18,8 @@ import pytest
 
 from expost.errors import InvalidParameter
 from expost.guarantees import cks_delta
+from expost.mechanisms.additive import GaussianMechanism
 from expost.mechanisms.discrete_gaussian_dp import discrete_gaussian_delta, discrete_gaussian_eps
-from expost.mechanisms.exact_additive import DiscreteGaussianMechanism
 from expost.rounding_registry import Rounded
 from tests.rounding_audit import audit, audits, log_uniform
 
@@ -90,7 +90,7 @@ def test_exact_delta_is_below_the_zcdp_conversions() -> None:
 def test_eps_for_delta_meets_delta_and_is_nearly_the_smallest(
     sigma2: float, sensitivity: int, delta: float
 ) -> None:
-    m = DiscreteGaussianMechanism(sensitivity, sigma2)
+    m = GaussianMechanism.from_sigma2(sensitivity, sigma2, exact=True)
     eps = m.eps_for_delta(delta)
     assert reference(Fraction(sigma2), sensitivity, eps) <= delta
     assert m.delta_for_eps(eps) <= delta
@@ -98,7 +98,7 @@ def test_eps_for_delta_meets_delta_and_is_nearly_the_smallest(
 
 
 def test_mechanism_methods_are_the_module_functions() -> None:
-    m = DiscreteGaussianMechanism(2, Fraction(7, 3))
+    m = GaussianMechanism.from_sigma2(2, Fraction(7, 3), exact=True)
     assert m.delta_for_eps(0.7) == discrete_gaussian_delta(Fraction(7, 3), 2, 0.7)
     assert m.eps_for_delta(1e-4) == discrete_gaussian_eps(Fraction(7, 3), 2, 1e-4)
 

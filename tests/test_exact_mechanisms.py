@@ -14,7 +14,7 @@ import pytest
 from expost.errors import InvalidParameter
 from expost.exact.bits import GeneratorBits
 from expost.filters.costs import DPCost, ZCDPCost
-from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+from expost.mechanisms.additive import GaussianMechanism, LaplaceMechanism
 from expost.mechanisms.exponential import ExponentialMechanism
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.testing import audit_mechanism
@@ -30,7 +30,7 @@ def bits(seed: int) -> GeneratorBits:
 class Count:
     """The count of a dataset released by an exact additive mechanism (a black-box mechanism)."""
 
-    def __init__(self, mechanism: DiscreteLaplaceMechanism | DiscreteGaussianMechanism) -> None:
+    def __init__(self, mechanism: LaplaceMechanism | GaussianMechanism) -> None:
         self.mechanism = mechanism
 
     def __call__(self, data: Sequence[Any], rng: np.random.Generator) -> int:
@@ -64,7 +64,7 @@ def audit(mechanism: Any, eps: float, delta: float = 0.0) -> bool:
 
 
 def test_discrete_laplace_releases_integers_shaped_like_the_value() -> None:
-    m = DiscreteLaplaceMechanism(1, Fraction(1, 2))
+    m = LaplaceMechanism(1, Fraction(1, 2), exact=True)
     out = m.run(np.array([[3, 4, 5]]), bits(0))
     assert out.dtype == np.int64
     assert out.shape == (1, 3)
@@ -73,20 +73,24 @@ def test_discrete_laplace_releases_integers_shaped_like_the_value() -> None:
 
 
 def test_costs_are_the_float_siblings_with_safe_rounding() -> None:
-    third = DiscreteLaplaceMechanism(1, Fraction(1, 3))
+    third = LaplaceMechanism(1, Fraction(1, 3), exact=True)
     assert third.cost() == DPCost(third.guarantee().eps)
     assert Fraction(third.guarantee().eps) >= Fraction(1, 3)
-    g = DiscreteGaussianMechanism(1, 3)  # rho = 1/6, not a float
+    g = GaussianMechanism.from_sigma2(1, 3, exact=True)  # rho = 1/6, not a float
     assert isinstance(g.cost(), ZCDPCost)
     assert type(g.cost()) is ZCDPCost  # not GaussianCost: not exactly mu-GDP
-    assert Fraction(g.rho) >= Fraction(1, 6)
-    assert Fraction(math.nextafter(g.rho, 0.0)) < Fraction(1, 6)  # the least such float
-    assert DiscreteGaussianMechanism.from_rho(2, 0.5).sigma2 == 4
+    assert g.rho == Fraction(1, 6)  # kept exact; reported rounded up:
+    reported = g.cost().rho
+    assert g.guarantee().rho == reported
+    assert Fraction(reported) >= Fraction(1, 6)
+    assert Fraction(math.nextafter(reported, 0.0)) < Fraction(1, 6)  # the least such float
+    assert GaussianMechanism(2, 0.5, exact=True).sigma2 == 4
 
 
 def test_a_float_parameter_is_used_exactly() -> None:
-    assert DiscreteLaplaceMechanism(1, 0.1).eps == Fraction(0.1)
-    assert DiscreteLaplaceMechanism(1, 0.1).eps != Fraction(1, 10)
+    assert LaplaceMechanism(1, 0.1, exact=True).eps == Fraction(0.1)
+    assert LaplaceMechanism(1, 0.1, exact=True).eps != Fraction(1, 10)
+    assert GaussianMechanism(1, 0.1, exact=True).rho == Fraction(0.1)
 
 
 @pytest.mark.parametrize(
@@ -95,12 +99,12 @@ def test_a_float_parameter_is_used_exactly() -> None:
 )
 def test_bad_parameters_are_refused(args: tuple[Any, Any], name: str) -> None:
     with pytest.raises(InvalidParameter, match=name):
-        DiscreteLaplaceMechanism(*args)
+        LaplaceMechanism(*args, exact=True)
 
 
 def test_float_values_are_refused() -> None:
     with pytest.raises(InvalidParameter, match="value"):
-        DiscreteLaplaceMechanism(1, 1).run(1.5, bits(0))
+        LaplaceMechanism(1, 1, exact=True).run(1.5, bits(0))
 
 
 # -- laws --------------------------------------------------------------------------------------
@@ -126,12 +130,12 @@ def test_permute_and_flip_respects_candidates() -> None:
 
 
 def test_discrete_laplace_is_not_refuted_at_its_claim() -> None:
-    assert not audit(Count(DiscreteLaplaceMechanism(1, Fraction(1, 2))), eps=0.5)
+    assert not audit(Count(LaplaceMechanism(1, Fraction(1, 2), exact=True)), eps=0.5)
 
 
 def test_discrete_laplace_twin_is_refuted() -> None:
     # planted bug: scale Δ/(2·eps) (noise half as wide), still claimed eps-DP
-    assert audit(Count(DiscreteLaplaceMechanism(1, 1)), eps=0.5)
+    assert audit(Count(LaplaceMechanism(1, 1, exact=True)), eps=0.5)
 
 
 def _gaussian_claim(rho: float, delta: float) -> float:
@@ -140,14 +144,16 @@ def _gaussian_claim(rho: float, delta: float) -> float:
 
 
 def test_discrete_gaussian_is_not_refuted_at_its_claim() -> None:
-    m = DiscreteGaussianMechanism(1, 4)  # rho = 1/8
-    assert not audit(Count(m), eps=_gaussian_claim(m.rho, 1e-3), delta=1e-3)
+    m = GaussianMechanism.from_sigma2(1, 4, exact=True)  # rho = 1/8
+    assert not audit(Count(m), eps=_gaussian_claim(m.guarantee().rho, 1e-3), delta=1e-3)
 
 
 def test_discrete_gaussian_twin_is_refuted() -> None:
     # planted bug: σ² = Δ²/(2·rho)/16, claimed at the same (eps, delta)
     assert audit(
-        Count(DiscreteGaussianMechanism(1, Fraction(1, 4))), _gaussian_claim(0.125, 1e-3), 1e-3
+        Count(GaussianMechanism.from_sigma2(1, Fraction(1, 4), exact=True)),
+        _gaussian_claim(0.125, 1e-3),
+        1e-3,
     )
 
 

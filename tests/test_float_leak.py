@@ -189,9 +189,9 @@ def test_the_exact_discrete_laplace_has_no_impossible_output() -> None:
     """Its support is every integer under both means, with pmf ratio exactly e^{±eps·step}: the
     outputs seen under mean 1 are all seen under mean 0 as well (and the other way round)."""
     from expost.exact.bits import GeneratorBits
-    from expost.mechanisms.exact_additive import DiscreteLaplaceMechanism
+    from expost.mechanisms.additive import LaplaceMechanism
 
-    m = DiscreteLaplaceMechanism(1, 1)
+    m = LaplaceMechanism(1, 1, exact=True)
     under = [
         m.run_batch(mean, N, GeneratorBits(np.random.default_rng(seed)))
         for mean, seed in ((0, 21), (1, 22))

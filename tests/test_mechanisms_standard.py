@@ -186,7 +186,7 @@ def test_laplace_loss_atom_at_eps_has_mass_one_half() -> None:
     d, b = m.sensitivity, m.scale
     loss = (np.abs(y - d) - np.abs(y)) / b
     assert np.all(np.abs(loss) <= m.eps * (1.0 + 1e-12))
-    at_top = int(np.count_nonzero(np.isclose(loss, m.eps, rtol=1e-12, atol=0.0)))
+    at_top = int(np.count_nonzero(np.isclose(loss, float(m.eps), rtol=1e-12, atol=0.0)))
     assert stats.proportion_is_consistent(at_top, N_LAW, 0.5)  # LaplaceLoss: atom ½ at eps
     assert m.loss().tail(m.eps * (1.0 - 1e-12)) == pytest.approx(0.5, rel=1e-9)
     assert not stats.proportion_is_consistent(at_top, N_LAW, 0.5 * math.exp(-m.eps))  # twin

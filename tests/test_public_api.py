@@ -100,8 +100,6 @@ PUBLIC = [
     "GeneratorBits",
     "SecureBits",
     "exact",
-    "DiscreteGaussianMechanism",
-    "DiscreteLaplaceMechanism",
     "PermuteAndFlip",
 ]
 

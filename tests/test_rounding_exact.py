@@ -22,9 +22,9 @@ import pytest
 from expost import (
     AboveThreshold,
     BrownianNoiseReduction,
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
     ExponentialMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
     LaplaceNoiseReduction,
     PermuteAndFlip,
     TimeGrid,
@@ -66,8 +66,9 @@ Case = tuple[
 ]
 
 
-def _dgm(x: tuple[int, Fraction]) -> DiscreteGaussianMechanism:
-    return DiscreteGaussianMechanism(x[0], x[1])
+def _dgm(x: tuple[int, Fraction]) -> GaussianMechanism:
+    """The exact (discrete) Gaussian with sensitivity x[0] and σ² = x[1]."""
+    return GaussianMechanism.from_sigma2(x[0], x[1], exact=True)
 
 
 def _dgm_inputs(rng: np.random.Generator) -> list[tuple[int, Fraction]]:
@@ -109,23 +110,31 @@ def _batch(spends: list[float]) -> BatchBudget:
 
 
 CASES: dict[str, Case] = {
-    "DiscreteGaussianMechanism.rho": (
+    # exact noise (rho = Δ²/(2σ²) kept exact, reported up); float noise stores the given level
+    "GaussianMechanism.cost": (
         _dgm_inputs,
-        lambda x: _dgm(x).rho,
+        lambda x: _dgm(x).cost().rho,
         lambda x: Fraction(x[0] ** 2) / (2 * x[1]),
         lambda x: x[0] ** 2 / (2 * float(x[1])),
         1,
     ),
-    "DiscreteLaplaceMechanism.guarantee": (
+    "GaussianMechanism.guarantee": (
+        _dgm_inputs,
+        lambda x: _dgm(x).guarantee().rho,
+        lambda x: Fraction(x[0] ** 2) / (2 * x[1]),
+        lambda x: x[0] ** 2 / (2 * float(x[1])),
+        1,
+    ),
+    "LaplaceMechanism.guarantee": (
         _fractions,
-        lambda e: DiscreteLaplaceMechanism(1, e).guarantee().eps,
+        lambda e: LaplaceMechanism(1, e, exact=True).guarantee().eps,
         lambda e: e,
         float,
         1,
     ),
-    "DiscreteLaplaceMechanism.cost": (
+    "LaplaceMechanism.cost": (
         _fractions,
-        lambda e: DiscreteLaplaceMechanism(1, e).cost().eps,
+        lambda e: LaplaceMechanism(1, e, exact=True).cost().eps,
         lambda e: e,
         float,
         1,
@@ -269,7 +278,7 @@ def test_exact_values_are_on_the_safe_side(rounded: Rounded) -> None:
         audit(got, want, rounded.up, ulps=ulps, twin=[twin(x) for x in xs])
 
 
-@pytest.mark.parametrize("name", ["DiscreteLaplaceMechanism.guarantee", "GaussianDPFilter.budget"])
+@pytest.mark.parametrize("name", ["LaplaceMechanism.guarantee", "GaussianDPFilter.budget"])
 def test_exact_rational_answers_are_the_nearest_float_on_the_safe_side(name: str) -> None:
     """Where the answer is one rounding of a rational, it is exactly the adjacent float."""
     inputs, reported, exact, _, _ = CASES[name]

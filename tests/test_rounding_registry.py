@@ -55,7 +55,6 @@ NOT_GUARANTEES: dict[str, str] = {
     "OpenEpsilonGrid.first_eps": "a level of the grid (a parameter)",
     "DoublingTranscript.eps": "the levels a run used (parameters); its cost is recorded apart",
     "Released.eps": "the levels a stopped run used (parameters)",
-    "DiscreteGaussianMechanism.from_rho": "returns a mechanism; its rho is registered",
     "filters.Filter.realised": "the recorded costs, as given",
     "filters.RDPFilter.realised": "the recorded costs, as given",
     # experiments, not guarantees: the filters they run do the accounting
@@ -98,10 +97,6 @@ NO_ROUNDING: dict[str, str] = {
     "filters.Filter.reported_guarantee": "guarantee()",
     "filters.Filter.max_bm_eps": "None",
     "filters.Filter.min_bm_time": "None",
-    "GaussianMechanism.cost": "stored rho",
-    "GaussianMechanism.guarantee": "stored rho",
-    "LaplaceMechanism.cost": "stored eps",
-    "LaplaceMechanism.guarantee": "stored eps",
     "mechanisms.ReducedAboveThresholdResult.cost": "the stored level",
     "mechanisms.ReducedAboveThresholdResult.ex_post": "the stored level",
     "BrownianNoiseReduction.cost": "BrownianCost(t_min): the stored time",
@@ -141,14 +136,9 @@ DELEGATES: dict[str, str] = {
     "FilterOdometer.bound": "FilterOdometer.bound_at",
     "MixtureOdometer.bound": "MixtureOdometer.bound_at",
     "StitchedOdometer.bound": "StitchedOdometer.bound_at",
-    "DiscreteGaussianMechanism.cost": "DiscreteGaussianMechanism.rho",
-    "DiscreteGaussianMechanism.guarantee": "DiscreteGaussianMechanism.rho",
-    "DiscreteGaussianMechanism.delta_for_eps": (
-        "mechanisms.discrete_gaussian_dp.discrete_gaussian_delta"
-    ),
-    "DiscreteGaussianMechanism.eps_for_delta": (
-        "mechanisms.discrete_gaussian_dp.discrete_gaussian_eps"
-    ),
+    # exact noise; float noise: GaussianLoss.delta_for_eps / eps_for_delta (registered, up)
+    "GaussianMechanism.delta_for_eps": "mechanisms.discrete_gaussian_dp.discrete_gaussian_delta",
+    "GaussianMechanism.eps_for_delta": "mechanisms.discrete_gaussian_dp.discrete_gaussian_eps",
     "PrivateSession.spent": "filters.Filter.spent",
     "PrivateSession.remaining": "filters.Filter.remaining",
     "PrivateSession.guarantee": "UnifiedFilter.reported_guarantee",

@@ -48,7 +48,6 @@ from expost.mechanisms import (
     LaplaceNoiseReduction,
     SkellamNoiseReduction,
 )
-from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from expost.stopping import AtIndex, Never, RelativeError
 
 NOT_RELEASES = {"guarantee", "refresh", "close"}
@@ -94,18 +93,11 @@ def _zeros(value: Any) -> Any:
 def _oracle_additive(kind: str) -> Callable[[bool, Kwargs, object], None]:
     def check(exact: bool, kw: Kwargs, released: object) -> None:
         d, level = kw["sensitivity"], kw["rho" if kind == "gaussian" else "eps"]
+        cls: Any = GaussianMechanism if kind == "gaussian" else LaplaceMechanism
         if exact:
-            from expost._validation import exact_sensitivity, rational
-
-            q, delta = rational("level", level), exact_sensitivity(d)
-            m: Any = (
-                DiscreteGaussianMechanism(delta, Fraction(delta * delta) / (2 * q))
-                if kind == "gaussian"
-                else DiscreteLaplaceMechanism(delta, q)
-            )
+            m = cls(d, level, exact=True)
             noise = m.run(_zeros(kw["value"]), GeneratorBits(np.random.default_rng(SEED)))
         else:
-            cls = GaussianMechanism if kind == "gaussian" else LaplaceMechanism
             mech = cls(float(d), float(level))
             noise = mech.run(np.zeros(np.shape(kw["value"])), np.random.default_rng(SEED))
         _check_sum(released, kw["value"], noise, exact)

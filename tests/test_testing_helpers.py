@@ -132,7 +132,7 @@ def test_adaptive_analyst_requests_depend_on_released_values() -> None:
 def _gaussian_losses(n: int, rng: np.random.Generator) -> FloatArray:
     """Loss of N(f(x), σ²) at f(x) = 0 against f(x') = 1: exactly N(rho, 2 rho)."""
     mech = GaussianMechanism(1.0, RHO)
-    y = mech.run_batch(0.0, n, rng)
+    y = np.asarray(mech.run_batch(0.0, n, rng), dtype=np.float64)
     return ((y - 1.0) ** 2 - y**2) / (2.0 * mech.sigma**2)
 
 

@@ -92,7 +92,6 @@ from expost.mechanisms import (
     SkellamNoiseReduction,
     Transcript,
 )
-from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from expost.mechanisms.permute_and_flip import PermuteAndFlip
 from expost.odometers import (
     BrownianOdometer,
@@ -133,8 +132,6 @@ __all__ = [
     "ConcurrentFilter",
     "Cost",
     "DPCost",
-    "DiscreteGaussianMechanism",
-    "DiscreteLaplaceMechanism",
     "DoublingMethod",
     "DoublingTranscript",
     "EpsilonGrid",

@@ -57,7 +57,6 @@ from expost.mechanisms import (
     SkellamNoiseReduction,
     Transcript,
 )
-from expost.mechanisms.exact_additive import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from expost.rounds import NOT_EXACT, limit
 
 __all__ = ["MECHANISMS", "Choice", "ExactSkellam", "ModeName", "doubling_cap", "mechanism_for"]
@@ -80,7 +79,13 @@ class Choice:
 # ----------------------------------------------------------------------------- additive noise
 
 
-def _gaussian(sensitivity: object, rho: object) -> GaussianMechanism:
+def _gaussian(sensitivity: object, rho: object, *, exact: bool) -> GaussianMechanism:
+    if exact:
+        m = GaussianMechanism(sensitivity, rho, exact=True)  # an integer Δ, rho exact
+        if m.sigma2 > MAX_SCALE**2:
+            what = f"with rho={rho!r}, σ² = Δ²/(2·rho)"
+            limit("sensitivity", sensitivity, what, m.sigma2, "2**80")
+        return m
     m = GaussianMechanism(
         positive_parameter("sensitivity", sensitivity), positive_parameter("rho", rho)
     )
@@ -89,28 +94,20 @@ def _gaussian(sensitivity: object, rho: object) -> GaussianMechanism:
     return m
 
 
-def _exact_gaussian(sensitivity: object, rho: object) -> DiscreteGaussianMechanism:
-    d, q = exact_sensitivity(sensitivity), rational("rho", rho)
-    sigma2 = Fraction(d * d) / (2 * q)
-    if sigma2 > MAX_SCALE**2:
-        limit("sensitivity", sensitivity, f"with rho={rho!r}, σ² = Δ²/(2·rho)", sigma2, "2**80")
-    return DiscreteGaussianMechanism(d, sigma2)
-
-
-def _laplace(sensitivity: object, eps: object) -> LaplaceMechanism:
+def _laplace(sensitivity: object, eps: object, *, exact: bool) -> LaplaceMechanism:
+    if exact:
+        m = LaplaceMechanism(sensitivity, eps, exact=True)  # an integer Δ, eps exact
+        if m.scale > MAX_SCALE:
+            limit(
+                "sensitivity", sensitivity, f"with eps={eps!r}, the scale Δ1/eps", m.scale, "2**40"
+            )
+        return m
     m = LaplaceMechanism(
         positive_parameter("sensitivity", sensitivity), positive_parameter("eps", eps)
     )
     if m.scale > FLOAT_LIMIT:
         limit("sensitivity", sensitivity, f"with eps={eps!r}, the scale", m.scale, "2**1000")
     return m
-
-
-def _exact_laplace(sensitivity: object, eps: object) -> DiscreteLaplaceMechanism:
-    d, q = exact_sensitivity(sensitivity), rational("eps", eps)
-    if d / q > MAX_SCALE:
-        limit("sensitivity", sensitivity, f"with eps={eps!r}, the scale Δ1/eps", d / q, "2**40")
-    return DiscreteLaplaceMechanism(d, q)
 
 
 # ----------------------------------------------------------------------------- selection
@@ -276,17 +273,22 @@ SAME = "the same price as the float mechanism: the guarantee holds for the exact
 #: (release, mode) → the mechanism chosen, its cost type and why; the one place the mode decides.
 MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
     ("gaussian", "float"): Choice(
-        GaussianMechanism, GaussianCost, "mu-GDP with mu = Δ/σ, rho = mu²/2 (THEORY §2)", _gaussian
+        GaussianMechanism,
+        GaussianCost,
+        "mu-GDP with mu = Δ/σ, rho = mu²/2 (THEORY §2)",
+        partial(_gaussian, exact=False),
     ),
     ("gaussian", "exact"): Choice(
-        DiscreteGaussianMechanism,
+        GaussianMechanism,
         ZCDPCost,
         "rho-zCDP (CKS Thm 4), not GDP: the discrete Gaussian's privacy loss is not N(rho, 2rho)",
-        _exact_gaussian,
+        partial(_gaussian, exact=True),
     ),
-    ("laplace", "float"): Choice(LaplaceMechanism, DPCost, "eps-DP (THEORY §2)", _laplace),
+    ("laplace", "float"): Choice(
+        LaplaceMechanism, DPCost, "eps-DP (THEORY §2)", partial(_laplace, exact=False)
+    ),
     ("laplace", "exact"): Choice(
-        DiscreteLaplaceMechanism, DPCost, f"eps-DP (CKS Alg. 2), {SAME}", _exact_laplace
+        LaplaceMechanism, DPCost, f"eps-DP (CKS Alg. 2), {SAME}", partial(_laplace, exact=True)
     ),
     ("exponential", "float"): Choice(
         ExponentialMechanism,

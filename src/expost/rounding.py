@@ -54,6 +54,7 @@ __all__ = [
     "nudge_down",
     "nudge_up",
     "smallest_where",
+    "sqrt_up_exact",
     "sum_down",
     "sum_up",
     "up",
@@ -323,6 +324,17 @@ def smallest_where(
     and true above it; None if it holds nowhere there (`largest_where` mirrored)."""
     k = last_integer(lambda j: ok(_float(-j)), -_key(_number(start)), -_key(high), -_key(low))
     return None if k is None else _float(-k)
+
+
+def sqrt_up_exact(q: Fraction | int) -> float:
+    """The smallest float whose square is >= the rational ``q`` > 0 (+inf past the floats):
+    `smallest_where` from sqrt(`up_exact`(q)), at most about 130 exact checks."""
+    r = _ratio(q)
+    if r <= 0:
+        raise InvalidParameter("q", q, "must be > 0")
+    start = math.sqrt(min(up_exact(r), sys.float_info.max))
+    s = smallest_where(lambda x: Fraction(x) ** 2 >= r, start, 0.0, sys.float_info.max)
+    return math.inf if s is None else s
 
 
 def largest_where_array(

@@ -233,7 +233,7 @@ class PrivateSession:
         """Release ``value + N(0, σ²)`` with σ = Δ/sqrt(2·rho): a rho-zCDP round, sqrt(2·rho)-GDP.
 
         Secure mode: integer ``value`` + discrete Gaussian N_Z(0, Δ²/(2·rho)) (CKS Thm 4), an
-        integer ``sensitivity``; a rho-zCDP round (not GDP: `DiscreteGaussianMechanism`).
+        integer ``sensitivity``; a rho-zCDP round (not GDP: `GaussianMechanism`).
         """
         p = self._prepare("gaussian", prepare.prepare_gaussian, value, sensitivity, rho)
         return self._release(p)

@@ -113,7 +113,7 @@ def _one_shot_round(
         if kind == "laplace":
             lap = LaplaceMechanism(1.0, eps_menu[g])
             y = lap.run_batch(fx, mine.size, rng)
-            round_loss = laplace_loss(y, lap.scale, fx, fxp)
+            round_loss = laplace_loss(y, float(lap.scale), fx, fxp)
         else:
             gauss = GaussianMechanism(1.0, _SHARES[g] * budget)
             y = gauss.run_batch(fx, mine.size, rng)
@@ -259,7 +259,7 @@ def odometer_crossed(
                 else:
                     lap = LaplaceMechanism(1.0, e)
                     y = lap.run_batch(fx, rows.size, rng)
-                    loss[rows, r] = laplace_loss(y, lap.scale, fx, fxp)
+                    loss[rows, r] = laplace_loss(y, float(lap.scale), fx, fxp)
                     last[rows] = y[:, 0] - fx[0]
                 eps[rows, r] = e
         total += loss[:, r]

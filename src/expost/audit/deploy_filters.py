@@ -174,9 +174,9 @@ def _one_shot_round(
             continue
         if laplace:
             lap = LaplaceMechanism(1.0, math.sqrt(2.0 * share * budget))
-            y = tilted_laplace(fx, fxp, lap.scale, theta, mine.size, rng)
-            loss = laplace_loss(y, lap.scale, fx, fxp)
-            gap = np.abs(fxp - fx) / lap.scale
+            y = tilted_laplace(fx, fxp, float(lap.scale), theta, mine.size, rng)
+            loss = laplace_loss(y, float(lap.scale), fx, fxp)
+            gap = np.abs(fxp - fx) / float(lap.scale)
             runs.log_weight[mine] += float(laplace_log_mgf(gap, theta).sum()) - theta * loss
         else:
             gauss = GaussianMechanism(1.0, share * budget)

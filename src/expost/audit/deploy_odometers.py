@@ -123,8 +123,8 @@ def _round(
         picked = (rng.random(theta.size) >= first).astype(np.intp)
         return picked.astype(np.float64), loss[picked]
     lap = LaplaceMechanism(1.0, eps)
-    y = tilted_laplace(fx, fxp, lap.scale, theta, theta.size, rng)
-    return y[:, 0] - fx[0], laplace_loss(y, lap.scale, fx, fxp)
+    y = tilted_laplace(fx, fxp, float(lap.scale), theta, theta.size, rng)
+    return y[:, 0] - fx[0], laplace_loss(y, float(lap.scale), fx, fxp)
 
 
 def tilted_odometer_run(

@@ -56,8 +56,8 @@ def laplace_loss_pairs(eps: float, n: int, rng: np.random.Generator) -> FloatArr
     """Exact losses of Lap(1/eps) releases in R³ under x (column 0) and x' (column 1)."""
     fx, fxp = neighbours(1.0, 3, norm=1)
     mech = LaplaceMechanism(1.0, eps)
-    under_x = laplace_loss(mech.run_batch(fx, n, rng), mech.scale, fx, fxp)
-    under_xp = laplace_loss(mech.run_batch(fxp, n, rng), mech.scale, fx, fxp)
+    under_x = laplace_loss(mech.run_batch(fx, n, rng), float(mech.scale), fx, fxp)
+    under_xp = laplace_loss(mech.run_batch(fxp, n, rng), float(mech.scale), fx, fxp)
     return np.asarray(np.round(np.column_stack([under_x, under_xp]), _DIGITS), dtype=np.float64)
 
 

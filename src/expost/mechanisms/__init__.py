@@ -12,10 +12,6 @@ from expost.mechanisms.doubling import (
     DoublingMethod,
     DoublingTranscript,
 )
-from expost.mechanisms.exact_additive import (
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
-)
 from expost.mechanisms.exponential import (
     ExponentialMechanism,
 )
@@ -50,8 +46,6 @@ __all__ = [
     "BatchTranscript",
     "BrownianNoiseReduction",
     "BrownianThresholdResult",
-    "DiscreteGaussianMechanism",
-    "DiscreteLaplaceMechanism",
     "DoublingBatch",
     "DoublingMethod",
     "DoublingTranscript",

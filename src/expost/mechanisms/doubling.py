@@ -38,7 +38,6 @@ from expost.filters.costs import GaussianCost, ZCDPCost
 from expost.grids import EpsilonGrid
 from expost.guarantees import ZCDP
 from expost.mechanisms.additive import GaussianMechanism
-from expost.mechanisms.exact_additive import DiscreteGaussianMechanism
 from expost.stopping import (
     BatchStoppingRule,
     RelativeError,
@@ -54,7 +53,6 @@ __all__ = ["DoublingBatch", "DoublingMethod", "DoublingTranscript"]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
-Tries = tuple[GaussianMechanism, ...] | tuple[DiscreteGaussianMechanism, ...]
 
 
 def _ratio(name: str, value: object) -> None:
@@ -153,7 +151,7 @@ class DoublingMethod:
     Σ rho_i over the tries made, composed by a filter (APC Thm 1).
 
     ``exact=True``: try i is the discrete Gaussian f(x) + N_Z(0, σ_i²) with σ_i² = Δ²/eps_i²
-    exactly (CKS Alg. 3; `DiscreteGaussianMechanism`), drawn from a `BitSource`, on an integer
+    exactly (CKS Alg. 3; `GaussianMechanism` with ``exact=True``), drawn from a `BitSource`, on an integer
     value with an integer Δ; the levels are the same floats, the sampler uses their exact
     rational values, and each try is eps_i²/2-zCDP (CKS Thm 4), the same rho. The levels stay
     floats in both modes (``start_eps2``, ``ratio``, ``max_eps2``): noise and price use the same
@@ -218,18 +216,18 @@ class DoublingMethod:
         return self._grid
 
     @property
-    def tries(self) -> Tries:
+    def tries(self) -> tuple[GaussianMechanism, ...]:
         """The mechanism of each possible try, rho_i = eps_i²/2: `GaussianMechanism`, or with
-        ``exact`` the `DiscreteGaussianMechanism` with σ_i² = Δ²/eps_i² exactly."""
+        ``exact`` the exact `GaussianMechanism` with σ_i² = Δ²/eps_i² exactly."""
         return self._discrete_tries() if self.exact else self._gaussian_tries()
 
     def _gaussian_tries(self) -> tuple[GaussianMechanism, ...]:
         return tuple(GaussianMechanism(self.sensitivity, float(r)) for r in self._grid.rho)
 
-    def _discrete_tries(self) -> tuple[DiscreteGaussianMechanism, ...]:
+    def _discrete_tries(self) -> tuple[GaussianMechanism, ...]:
         d = int(self.sensitivity)
         return tuple(
-            DiscreteGaussianMechanism(d, Fraction(d * d) / Fraction(float(e2)))
+            GaussianMechanism.from_sigma2(d, Fraction(d * d) / Fraction(float(e2)), exact=True)
             for e2 in self._grid.eps2
         )
 
