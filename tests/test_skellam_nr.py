@@ -64,11 +64,11 @@ def test_session_refuses_without_boundary_and_over_budget() -> None:
 
 def test_secure_session_draws_skellam_integers_from_its_bit_source() -> None:
     """In the secure mode the session's own bit source drives the exact sampler: the same
-    integers as `run_exact` from the same stream, not the session's numpy rng."""
+    integers as ``run`` with ``exact=True`` from the same stream, not the session's numpy rng."""
     from expost.exact.bits import GeneratorBits
 
-    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI)
-    expected = mechanism.run_exact(120, GeneratorBits(np.random.default_rng(11)))
+    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI, exact=True)
+    expected = mechanism.run(120, GeneratorBits(np.random.default_rng(11)))
     session = PrivateSession(
         ExPostFilter(10.0, 1e-5),
         np.random.default_rng(0),
@@ -86,9 +86,9 @@ def test_secure_session_draws_skellam_integers_from_its_bit_source() -> None:
 def _exact_last_values(rate: float, n: int) -> np.ndarray:
     from expost.exact.bits import GeneratorBits
 
-    mechanism = SkellamNoiseReduction((6.0, 2.5, 1.0), rate=rate)
+    mechanism = SkellamNoiseReduction((6.0, 2.5, 1.0), rate=rate, exact=True)
     bits = GeneratorBits(np.random.default_rng(9))
-    return np.array([int(mechanism.run_exact(0, bits).value[0]) for _ in range(n)])
+    return np.array([int(mechanism.run(0, bits).value[0]) for _ in range(n)])
 
 
 def test_exact_runs_have_the_skellam_law() -> None:
@@ -105,8 +105,8 @@ def test_exact_runs_have_the_skellam_law() -> None:
 def test_exact_run_carries_the_guarantee() -> None:
     from expost.exact.bits import SecureBits
 
-    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI)
-    run = mechanism.run_exact(120, SecureBits())
+    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI, exact=True)
+    run = mechanism.run(120, SecureBits())
     assert run.released.dtype == np.int64
     assert run.cost == ExPostCost(PSI(run.time), 1e-6)
 

@@ -26,7 +26,6 @@ __all__ = [
     "FLOAT_POISSON_MEAN_LIMIT",
     "MAX_DOUBLING_TRIES",
     "MAX_QUERIES",
-    "SKELLAM_VALUE_LIMIT",
     "as_float",
     "candidates_mask",
     "check_scale",
@@ -326,12 +325,9 @@ FLOAT_LIMIT = 2.0**1000
 #: sampler's work grows as sqrt(mean) (two draws at 2**30 took about 33 ms on a 2-core AMD EPYC
 #: sandbox; docs/exact-samplers.md).
 EXACT_POISSON_MEAN_LIMIT = 2**30
-#: Largest mean λ·t_1 of a float-mode Skellam run (numpy's Poisson): the noise stays far below
-#: 2**53 - `SKELLAM_VALUE_LIMIT`, so value + noise is exact in float64.
+#: Largest mean λ·t_1 of a float-mode Skellam run (numpy's Poisson): the counts, so the noise,
+#: stay far inside int64; the value is added exactly (`add_exact`, Python ints beyond int64).
 FLOAT_POISSON_MEAN_LIMIT = 2**40
-#: Largest |value| of a Skellam count: with the mean limits, value + noise < 2**53 (exact in
-#: float64) except with probability far below 2**-1000.
-SKELLAM_VALUE_LIMIT = 2**52
 #: Most utilities an AboveThreshold round takes (they are read before the round is reserved).
 MAX_QUERIES = 2**20
 #: Most tries of a doubling run (the cap the budget allows is searched up to this).
