@@ -35,7 +35,7 @@ from expost.mechanisms import (
     Transcript,
 )
 from expost.mechanisms.exact_doubling import ExactDoublingTranscript
-from expost.mechanisms.skellam_noise_reduction import fixed_price
+from expost.mechanisms.skellam_noise_reduction import fixed_cost_method
 from expost.rounds import Mode, Prepared, check_rule, fixed, result_cost
 from expost.stopping import Never, RelativeError, as_stopping_rule
 
@@ -224,7 +224,7 @@ def prepare_skellam(
             boundary,
             "give a SkellamPrivacyBoundary (tuned_for(level, delta)) or fixed_delta, not both",
         )
-    how = fixed_price("fixed_price", price)
+    how = fixed_cost_method("fixed_price", price)
     if fixed_delta is None and how != "exact":
         raise InvalidParameter(
             "fixed_price", price, "applies to fixed_delta only (a boundary's round is charged ψ)"

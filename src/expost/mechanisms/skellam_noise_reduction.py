@@ -48,7 +48,7 @@ from expost.skellam.loss import MAX_TERMS, SkellamLoss, akl_eps_for_delta, hocke
 from expost.skellam.pmf import MIN_MEAN
 from expost.stopping import StoppingRule, first_stops, rule_or_never
 
-__all__ = ["FIXED_PRICES", "FixedPrice", "SkellamNoiseReduction", "fixed_price"]
+__all__ = ["FIXED_PRICES", "FixedPrice", "SkellamNoiseReduction", "fixed_cost_method"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -59,7 +59,7 @@ FIXED_PRICES: tuple[FixedPrice, ...] = ("exact", "akl")
 (bounded work, `MAX_TERMS`) or AKL's closed-form Rényi bound (any mean and Δ)."""
 
 
-def fixed_price(name: str, value: object) -> FixedPrice:
+def fixed_cost_method(name: str, value: object) -> FixedPrice:
     """``"exact"`` or ``"akl"`` (`FIXED_PRICES`), nothing else (no other strings or types)."""
     if not isinstance(value, str) or value not in FIXED_PRICES:
         raise InvalidParameter(name, value, "must be 'exact' or 'akl'")
@@ -172,7 +172,7 @@ class SkellamNoiseReduction:
         ``"akl"``: `akl_eps_for_delta` (Agarwal–Kairouz–Liu's Rényi bound, converted; a
         closed form for any λ·t_min and Δ). The same in both modes (``exact``)."""
         d = open_probability("delta", delta)
-        how = fixed_price("method", method)
+        how = fixed_cost_method("method", method)
         mean = down_exact(Fraction(self.rate) * Fraction(self.times[-1]))
         if how == "exact":
             self._check_exact_price(mean)
