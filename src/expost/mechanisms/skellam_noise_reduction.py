@@ -76,6 +76,26 @@ def _check_means(instance: SkellamNoiseReduction, _attribute: object, rate: floa
         )
 
 
+def _exact_counts(rate: float, bits: BitSource, size: int) -> Callable[[float], npt.NDArray[Any]]:
+    """The counts of ``size`` Poisson processes of rate λ at decreasing times, drawn exactly
+    from ``bits``: Poisson(λt) at the first time asked, then N(t) ~ Binomial(N(s), t/s) given
+    the count N(s) at the previous time s (THEORY §10; λ and the float times are exact
+    rationals)."""
+    state: list[tuple[Fraction, npt.NDArray[Any]]] = []  # (previous time, counts)
+
+    def at(t: float) -> npt.NDArray[Any]:
+        now = Fraction(t)
+        if not state:
+            counts = samplers.poisson(Fraction(rate) * now, bits, size)
+        else:
+            before, previous = state.pop()
+            counts = samplers.binomial(previous, now / before, bits, size)
+        state.append((now, counts))
+        return counts
+
+    return at
+
+
 @frozen
 class SkellamNoiseReduction:
     """Skellam noise reduction: ``f(x) + X_t`` at times t1 > t2 > … (BNR App. E).
@@ -223,18 +243,12 @@ class SkellamNoiseReduction:
         noise = noise_source(self.exact, source)
         if isinstance(noise, np.random.Generator):
             return self._transcript(v, SkellamPath(v.size, noise, self.rate, self.rate).next)
-        rate = Fraction(self.rate)
-        state: list[tuple[Fraction, npt.NDArray[Any]]] = []  # (previous time, counts)
+        counts = _exact_counts(self.rate, noise, 2 * v.size)
 
         def draw(t: float) -> npt.NDArray[Any]:
-            now = Fraction(t)
-            if not state:
-                counts = samplers.poisson(rate * now, noise, 2 * v.size)
-            else:
-                before, previous = state.pop()
-                counts = samplers.binomial(previous, now / before, noise, 2 * v.size)
-            state.append((now, counts))
-            return counts[: v.size] - counts[v.size :]
+            both = counts(t)
+            out: npt.NDArray[Any] = both[: v.size] - both[v.size :]
+            return out
 
         return self._transcript(v, draw)
 
@@ -275,13 +289,8 @@ class SkellamNoiseReduction:
         times = self.array
         if isinstance(source, np.random.Generator):
             return sample_skellam_grid(times, trials, d, source, rate1=self.rate, rate2=self.rate)
-        size = 2 * trials * d
-        counts = [samplers.poisson(Fraction(self.rate) * Fraction(self.times[0]), source, size)]
-        for before, now in zip(self.times, self.times[1:], strict=False):
-            counts.append(
-                samplers.binomial(counts[-1], Fraction(now) / Fraction(before), source, size)
-            )
-        grid = np.stack(counts).reshape(times.size, 2, trials, d)
+        counts = _exact_counts(self.rate, source, 2 * trials * d)
+        grid = np.stack([counts(t) for t in self.times]).reshape(times.size, 2, trials, d)
         out: IntArray = np.transpose(grid[:, 0] - grid[:, 1], (1, 0, 2))
         return out
 
