@@ -166,7 +166,7 @@ def large_means(reps: int) -> None:
         print(f"poisson mean {lam:8.0e}: {med * 1e3:8.2f} ms  max {worst * 1e3:8.2f} ms")
     times = [Fraction(10**7), Fraction(7 * 10**6), Fraction(4 * 10**6), Fraction(10**6)]
 
-    def release() -> None:  # the draws of SkellamNoiseReduction.run_exact on one count
+    def release() -> None:  # the draws of SkellamNoiseReduction(exact=True).run on one count
         counts = poisson(times[0], sec, 2)
         for before, now in itertools.pairwise(times):
             counts = binomial(counts, now / before, sec, 2)

@@ -142,7 +142,7 @@ def test_constructor_refuses_bad_inputs(times: list[float], rate: float, sensiti
         SkellamNoiseReduction(times, rate, sensitivity)
 
 
-@pytest.mark.parametrize("value", [2.5, "120", float("nan"), 2**53 + 2, [[1, 2]]])
+@pytest.mark.parametrize("value", [2.5, "120", float("nan"), 2**1000 + 1, -(10**400), [[1, 2]]])
 def test_session_refuses_bad_values_before_spending(value: object) -> None:
     session = _session()
     with pytest.raises(InvalidParameter, match="value"):
@@ -150,15 +150,31 @@ def test_session_refuses_bad_values_before_spending(value: object) -> None:
     assert _unchanged(session)
 
 
-def test_releases_are_exact_integers_near_the_value_limit() -> None:
-    """value + noise in int64: at 2**53 − 1 a float sum would round odd releases to even."""
-    value = 2**53 - 1
-    mechanism = SkellamNoiseReduction(np.geomspace(50.0, 5.0, 6))
-    run = mechanism.run(value, np.random.default_rng(11))
-    noise = mechanism.run(0, np.random.default_rng(11)).released
-    assert run.released.dtype == np.int64
-    assert [int(x) for x in run.released.ravel()] == [value + int(z) for z in noise.ravel()]
+@pytest.mark.parametrize("exact", [False, True], ids=["float", "exact"])
+@pytest.mark.parametrize("value", [2**53 - 1, 2**63 - 1, 2**63 + 999, -(2**1000) + 1])
+def test_releases_are_exact_integers_up_to_the_value_limit(exact: bool, value: int) -> None:
+    """value + noise exactly (`add_exact`): int64 while it fits, Python ints beyond; a float64
+    sum would round odd releases to even above 2**53 (the twin below)."""
+    from expost.exact.bits import GeneratorBits
+
+    mechanism = SkellamNoiseReduction(np.geomspace(50.0, 5.0, 6), exact=exact)
+
+    def source() -> object:
+        rng = np.random.default_rng(11)
+        return GeneratorBits(rng) if exact else rng
+
+    run = mechanism.run(value, source())  # type: ignore[arg-type]
+    noise = mechanism.run(0, source()).released  # type: ignore[arg-type]
+    expected = [value + int(z) for z in noise.ravel()]
+    fits = all(-(2**63) <= x < 2**63 for x in expected)
+    assert run.released.dtype == (np.int64 if fits else object)
+    assert [int(x) for x in run.released.ravel()] == expected
     assert any(int(x) % 2 for x in run.released.ravel())  # odd releases survive
+    rounded = [int(float(value) + float(z)) for z in noise.ravel()]  # twin: a float64 sum
+    assert value < 2**53 or rounded != expected
+    batch = mechanism.run_batch(value, 50, source())  # type: ignore[arg-type]
+    zeros = mechanism.run_batch(0, 50, source())  # type: ignore[arg-type]
+    assert [int(x) for x in batch.value.ravel()] == [value + int(z) for z in zeros.value.ravel()]
 
 
 def test_boundary_with_a_large_sensitivity_answers() -> None:

@@ -114,7 +114,6 @@ NO_ROUNDING: dict[str, str] = {
 }
 
 DELEGATES: dict[str, str] = {
-    "mechanism_table.ExactSkellam.cost": "SkellamNoiseReduction.cost",
     "guarantees.rho_of_eps": "dp_to_zcdp",
     "BrownianLoss.delta_for_eps": "GaussianLoss.delta_for_eps",
     "BrownianLoss.eps_for_delta": "GaussianLoss.eps_for_delta",

@@ -23,6 +23,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 from hypothesis import given
@@ -124,11 +125,11 @@ def _oracle_doubling(exact: bool, kw: Kwargs, released: Any) -> None:
 
 
 def _oracle_skellam(exact: bool, kw: Kwargs, released: Any) -> None:
-    m = SkellamNoiseReduction(kw["times"], float(kw["rate"]), int(kw["sensitivity"]), Never())
-    if exact:
-        zero = m.run_exact(0, GeneratorBits(np.random.default_rng(SEED)))
-    else:
-        zero = m.run(0, np.random.default_rng(SEED))
+    m = SkellamNoiseReduction(
+        kw["times"], float(kw["rate"]), int(kw["sensitivity"]), Never(), exact=exact
+    )
+    rng = np.random.default_rng(SEED)
+    zero = m.run(0, GeneratorBits(rng) if exact else rng)
     for got, noise in zip(released.released, zero.released, strict=False):  # zero: every try
         _check_sum(got, kw["value"], noise, True)  # Skellam releases integers in both modes
 
@@ -206,6 +207,7 @@ BAD_POSITIVE = [
 ]
 BAD_REALS = [np.nan, np.inf, "0", None, True, [0.0], 1.5, 2.0**1020]
 BAD_RULES = [RelativeError(0.1), "never", 3, lambda a, b: True, AtIndex(0)]
+SKELLAM_HUGE = [2**52 + 1, 2**1000, -(2**1000), 2**1000 + 1, np.uint64(2**64 - 1)]
 
 
 # Skellam inputs whose bounded work is h2a's (SkellamNoiseReduction.fixed_cost's loop over every
@@ -344,15 +346,18 @@ TABLE: dict[str, dict[str, Any]] = {
             "stop": AtIndex(1),
             "boundary": None,
             "fixed_delta": 1e-3,
+            "fixed_price": "exact",
         },
         "bad": {
-            "value": [*BAD_VALUES, 2**52 + 1, [1, 2], 120.5],
+            # accepted: huge counts (released exactly, Python ints beyond int64), as the others'
+            "value": [*BAD_VALUES, *SKELLAM_HUGE, [1, 2], 120.5],
             "sensitivity": [x for x in BAD_POSITIVE if not _skellam_internal("sensitivity", x)],
             "times": [*BAD_VALUES, [1.0, 4.0], [1e30]],
             "rate": [*[x for x in BAD_POSITIVE if not _skellam_internal("rate", x)], 1e30],
             "stop": BAD_RULES,
             "boundary": [SKELLAM_PSI, "psi"],
             "fixed_delta": [None, 0.0, 1.0, np.nan, "1e-6", True],
+            "fixed_price": ["akl", "AKL", None, 1, b"akl", ["akl"], np.str_("exact")],
         },
         "oracle": _oracle_skellam,
     },
@@ -498,6 +503,25 @@ def test_secure_releases_near_the_int64_edges_are_exact(
     kw = {**TABLE[method]["good"](True), "value": value}
     released = _call(_session(method, True, None), method, kw)
     TABLE[method]["oracle"](True, kw, released)
+
+
+@given(value=st.one_of(BIG, st.integers(-(2**1000), 2**1000)), exact=st.booleans())
+def test_skellam_releases_of_huge_counts_are_exact(value: int, exact: bool) -> None:
+    """Skellam counts up to 2**1000 in both modes: value + noise in Python integers (the old
+    float64 sum made every release above 2**53 even)."""
+    kw = {**TABLE["skellam"]["good"](exact), "value": value}
+    released = _call(_session("skellam", exact, None), "skellam", kw)
+    TABLE["skellam"]["oracle"](exact, kw, released)
+
+
+def test_the_oracle_catches_a_float_skellam_sum() -> None:
+    """Planted-bug twin: value + noise in float64 (the old Skellam path) fails the check."""
+    kw = {**TABLE["skellam"]["good"](False), "value": 2**60 + 1}
+    released = _call(_session("skellam", False, None), "skellam", kw)
+    TABLE["skellam"]["oracle"](False, kw, released)
+    rounded = [[int(float(x)) for x in row] for row in released.released.tolist()]
+    with pytest.raises(AssertionError):
+        TABLE["skellam"]["oracle"](False, kw, attrs.evolve(released, released=rounded))
 
 
 def test_the_oracle_catches_a_wrapped_release() -> None:

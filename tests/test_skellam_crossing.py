@@ -263,3 +263,32 @@ def test_bad_input_is_refused(
 ) -> None:
     with pytest.raises(InvalidParameter, match=name):
         sc.skellam_crossing_probability(rate, times, d, psi)
+
+
+def test_boundary_crossing_takes_the_largest_shift_for_a_nonnegative_psi() -> None:
+    """For ψ >= 0 the crossing probability grows with the shift D (docstring proof), so
+    `skellam_boundary_crossing` computes D = Δ alone: checked against every D at Δ = 4, and
+    Δ = 400 answers within the bounded-work contract (was a loop over every D). Twin: with a
+    negative ψ the probabilities are not monotone in D, and every D is computed."""
+    import time
+
+    from expost.skellam.boundary import SkellamPrivacyBoundary
+    from expost.skellam.crossing import skellam_boundary_crossing, skellam_crossing_probability
+
+    b = SkellamPrivacyBoundary(6.0, 1e-4, 4)
+    grid = np.geomspace(60.0, 6.0, 12)
+    psi = b.boundary(grid)
+    each = [skellam_crossing_probability(1.0, grid, d, psi) for d in range(1, 5)]
+    growing = [x.probability for x in each]
+    assert growing == sorted(growing)
+    assert each[-2].upper < each[-1].lower  # and strictly, where it is not 0
+    assert skellam_boundary_crossing(1.0, grid, psi, 4) == each[-1]
+    one, negative = np.array([10.0]), np.array([-1.0])  # ψ < 0: D = 1 crosses on z > 0 too
+    dips = [skellam_crossing_probability(1.0, one, d, negative).upper for d in range(1, 5)]
+    assert dips[0] > dips[-1] + 0.01  # not monotone: the shortcut would be wrong here
+    assert skellam_boundary_crossing(1.0, one, negative, 4).upper == max(dips)
+    wide = SkellamPrivacyBoundary(30.0, 1e-6, 400)
+    times = np.geomspace(300.0, 30.0, 20)
+    start = time.process_time()
+    skellam_boundary_crossing(1.0, times, wide.boundary(times), 400)
+    assert time.process_time() - start < 2.0

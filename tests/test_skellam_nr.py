@@ -13,6 +13,7 @@ from expost import (
 )
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.filters.costs import ExPostCost
+from expost.mechanisms import BatchTranscript
 from expost.stopping import RelativeError
 
 TIMES = (400.0, 100.0, 25.0, 4.0)
@@ -64,11 +65,11 @@ def test_session_refuses_without_boundary_and_over_budget() -> None:
 
 def test_secure_session_draws_skellam_integers_from_its_bit_source() -> None:
     """In the secure mode the session's own bit source drives the exact sampler: the same
-    integers as `run_exact` from the same stream, not the session's numpy rng."""
+    integers as ``run`` with ``exact=True`` from the same stream, not the session's numpy rng."""
     from expost.exact.bits import GeneratorBits
 
-    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI)
-    expected = mechanism.run_exact(120, GeneratorBits(np.random.default_rng(11)))
+    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI, exact=True)
+    expected = mechanism.run(120, GeneratorBits(np.random.default_rng(11)))
     session = PrivateSession(
         ExPostFilter(10.0, 1e-5),
         np.random.default_rng(0),
@@ -86,9 +87,9 @@ def test_secure_session_draws_skellam_integers_from_its_bit_source() -> None:
 def _exact_last_values(rate: float, n: int) -> np.ndarray:
     from expost.exact.bits import GeneratorBits
 
-    mechanism = SkellamNoiseReduction((6.0, 2.5, 1.0), rate=rate)
+    mechanism = SkellamNoiseReduction((6.0, 2.5, 1.0), rate=rate, exact=True)
     bits = GeneratorBits(np.random.default_rng(9))
-    return np.array([int(mechanism.run_exact(0, bits).value[0]) for _ in range(n)])
+    return np.array([int(mechanism.run(0, bits).value[0]) for _ in range(n)])
 
 
 def test_exact_runs_have_the_skellam_law() -> None:
@@ -105,8 +106,8 @@ def test_exact_runs_have_the_skellam_law() -> None:
 def test_exact_run_carries_the_guarantee() -> None:
     from expost.exact.bits import SecureBits
 
-    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI)
-    run = mechanism.run_exact(120, SecureBits())
+    mechanism = SkellamNoiseReduction(TIMES, stop=RelativeError(0.3), boundary=PSI, exact=True)
+    run = mechanism.run(120, SecureBits())
     assert run.released.dtype == np.int64
     assert run.cost == ExPostCost(PSI(run.time), 1e-6)
 
@@ -118,3 +119,46 @@ def test_session_draws_exactly_from_secure_bits() -> None:
     run = session.skellam(120, 1, TIMES, boundary=PSI)
     assert run.released.dtype == np.int64
     assert session.spent == PSI(run.time)
+
+
+def test_exactness_is_a_flag_of_the_one_class() -> None:
+    """``exact`` is keyword-only, part of equality, and chooses the source ``run`` and
+    ``run_batch`` accept (a BitSource for exact noise, a Generator for float noise)."""
+    from expost.exact.bits import GeneratorBits, SecureBits
+
+    floats, exact = SkellamNoiseReduction(TIMES), SkellamNoiseReduction(TIMES, exact=True)
+    assert floats != exact
+    assert exact == SkellamNoiseReduction(TIMES, exact=True)
+    with pytest.raises(InvalidParameter, match="exact"):
+        SkellamNoiseReduction(TIMES, exact=1)  # type: ignore[arg-type]
+    rng = np.random.default_rng(0)
+    for mechanism, wrong in ((floats, SecureBits()), (exact, rng)):
+        with pytest.raises(InvalidParameter, match="source"):
+            mechanism.run(120, wrong)
+        with pytest.raises(InvalidParameter, match="source"):
+            mechanism.run_batch(120, 3, wrong)
+    assert exact.run_batch(120, 3, GeneratorBits(rng)).value.dtype == np.int64
+
+
+def test_exact_batches_have_the_skellam_law() -> None:
+    """`run_batch` with exact noise (Poisson at t_1, then binomial thinning) against numpy's
+    batch paths: the same law of the stopped value and index; a rate-2λ twin is rejected."""
+    from expost.exact.bits import GeneratorBits
+    from tests.stats import same_discrete_law
+
+    times, rule = (6.0, 2.5, 1.0), RelativeError(0.5)
+    reference = SkellamNoiseReduction(times, stop=rule).run_batch(
+        4, 3_000, np.random.default_rng(3)
+    )
+
+    def exact_batch(rate: float) -> BatchTranscript:
+        m = SkellamNoiseReduction(times, rate=rate, stop=rule, exact=True)
+        return m.run_batch(4, 3_000, GeneratorBits(np.random.default_rng(4)))
+
+    def same(b: BatchTranscript) -> bool:
+        return same_discrete_law(b.value[:, 0], reference.value[:, 0]) and same_discrete_law(
+            b.end_index, reference.end_index
+        )
+
+    assert same(exact_batch(1.0))
+    assert not same(exact_batch(2.0))  # planted: rate 2x

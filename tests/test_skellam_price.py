@@ -144,3 +144,45 @@ def test_session_fixed_price_refusals_change_nothing() -> None:
         session.skellam(np.array([1, 2]), 1, times, fixed_delta=1e-7)
     assert session.history == ()
     assert session.spent == 0.0
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["float", "secure"])
+def test_session_akl_round_is_charged_exactly_the_akl_price(exact: bool) -> None:
+    """``fixed_price="akl"``: the round's request and charge are ``fixed_cost(delta, "akl")``,
+    in both modes; the exact price differs (the twin: a session ignoring fixed_price)."""
+    from expost.exact.bits import GeneratorBits
+
+    times = np.geomspace(100.0, 1.0, 12)
+    akl = SkellamNoiseReduction(times).fixed_cost(1e-7, "akl")
+    assert akl != SkellamNoiseReduction(times).fixed_cost(1e-7)
+    bits = GeneratorBits(np.random.default_rng(2)) if exact else None
+    session = PrivateSession(ExPostFilter(10.0, 1e-5), np.random.default_rng(5), bits=bits)
+    session.skellam(7, 1, times, fixed_delta=1e-7, fixed_price="akl")
+    assert [(r.request, r.realised) for r in session.history] == [(akl, akl)]
+    assert session.spent == akl.eps
+
+
+def test_session_akl_prices_beyond_the_exact_sums_work_limit() -> None:
+    """Mean 2e5 at t_min is beyond MAX_TERMS: "exact" is refused naming fixed_price='akl',
+    "akl" is charged its closed form."""
+    times = [1e6, 2e5]
+    session = _session(10.0)
+    with pytest.raises(InvalidParameter, match="fixed_price='akl'"):
+        session.skellam(5, 1, times, fixed_delta=1e-6)
+    assert session.spent == 0.0
+    session.skellam(5, 1, times, fixed_delta=1e-6, fixed_price="akl")
+    akl = SkellamNoiseReduction(times).fixed_cost(1e-6, "akl")
+    assert session.history[0].request == akl
+
+
+@pytest.mark.parametrize("price", ["AKL", "gaussian", None, 1, ["akl"]])
+def test_session_refuses_a_bad_fixed_price_or_akl_with_a_boundary(price: object) -> None:
+    times = np.geomspace(100.0, 1.0, 12)
+    session = _session(10.0)
+    with pytest.raises(InvalidParameter, match=r"fixed_price.*nothing was spent"):
+        session.skellam(7, 1, times, fixed_delta=1e-7, fixed_price=price)  # type: ignore[arg-type]
+    psi = SkellamPrivacyBoundary.tuned_for(1.0, 1e-7)
+    with pytest.raises(InvalidParameter, match=r"fixed_price.*fixed_delta"):
+        session.skellam(7, 1, times, boundary=psi, fixed_price="akl")
+    assert session.history == ()
+    assert session.spent == 0.0

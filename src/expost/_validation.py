@@ -26,7 +26,6 @@ __all__ = [
     "FLOAT_POISSON_MEAN_LIMIT",
     "MAX_DOUBLING_TRIES",
     "MAX_QUERIES",
-    "SKELLAM_VALUE_LIMIT",
     "as_float",
     "candidates_mask",
     "check_scale",
@@ -129,10 +128,10 @@ def finite_array(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return arr
 
 
-def generator(rng: object) -> np.random.Generator:
+def generator(rng: object, name: str = "rng") -> np.random.Generator:
     """An explicit ``numpy.random.Generator`` (the only source of randomness anywhere)."""
     if not isinstance(rng, np.random.Generator):
-        raise InvalidParameter("rng", rng, "must be a numpy.random.Generator")
+        raise InvalidParameter(name, rng, "must be a numpy.random.Generator")
     return rng
 
 
@@ -153,7 +152,7 @@ def noise_source(exact: bool, source: object) -> np.random.Generator | BitSource
     """The source a mechanism draws from, checked against its noise: a `BitSource` for exact
     noise, a numpy Generator for float noise (issue 28, item 4: exactness is a property of the
     noise)."""
-    return bit_source(source, "source") if exact else generator(source)
+    return bit_source(source, "source") if exact else generator(source, "source")
 
 
 def flag(name: str, value: object) -> bool:
@@ -327,11 +326,8 @@ FLOAT_LIMIT = 2.0**1000
 #: sandbox; docs/exact-samplers.md).
 EXACT_POISSON_MEAN_LIMIT = 2**30
 #: Largest mean λ·t_1 of a float-mode Skellam run (numpy's Poisson): the noise stays far below
-#: 2**53 - `SKELLAM_VALUE_LIMIT`, so value + noise is exact in float64.
+#: 2**62 (int64); value + noise is added exactly (`add_exact`, Python ints beyond int64).
 FLOAT_POISSON_MEAN_LIMIT = 2**40
-#: Largest |value| of a Skellam count: with the mean limits, value + noise < 2**53 (exact in
-#: float64) except with probability far below 2**-1000.
-SKELLAM_VALUE_LIMIT = 2**52
 #: Most utilities an AboveThreshold round takes (they are read before the round is reserved).
 MAX_QUERIES = 2**20
 #: Most tries of a doubling run (the cap the budget allows is searched up to this).

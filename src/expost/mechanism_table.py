@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +33,6 @@ from expost._validation import (
     real_parameter,
 )
 from expost.errors import InvalidParameter
-from expost.exact.bits import BitSource
 from expost.exact.samplers import MAX_SCALE
 from expost.filters import (
     BoundedRangeCost,
@@ -55,11 +54,14 @@ from expost.mechanisms import (
     LaplaceNoiseReduction,
     ReducedAboveThreshold,
     SkellamNoiseReduction,
-    Transcript,
 )
 from expost.rounds import NOT_EXACT, limit
 
-__all__ = ["MECHANISMS", "Choice", "ExactSkellam", "ModeName", "doubling_cap", "mechanism_for"]
+if TYPE_CHECKING:
+    from expost.skellam.boundary import SkellamPrivacyBoundary
+    from expost.stopping import StoppingRule
+
+__all__ = ["MECHANISMS", "Choice", "ModeName", "doubling_cap", "mechanism_for"]
 
 ModeName = Literal["float", "exact"]
 """The noise a session draws: numpy's float samplers or exact ones from a `BitSource`."""
@@ -226,37 +228,25 @@ def _doubling(
 # ----------------------------------------------------------------------------- noise reduction
 
 
-@frozen
-class ExactSkellam:
-    """`SkellamNoiseReduction` drawing its Poisson and binomial integers exactly from a
-    `BitSource` (``run_exact``): the same mechanism and price, only the sampler differs."""
-
-    skellam: SkellamNoiseReduction
-
-    def cost(self) -> ExPostCost:
-        """The skellam round's cost (`SkellamNoiseReduction.cost`)."""
-        return self.skellam.cost()
-
-    def run(self, value: npt.ArrayLike, bits: BitSource) -> Transcript:
-        """`SkellamNoiseReduction.run_exact`."""
-        return self.skellam.run_exact(value, bits)
-
-
-def _skellam_mean(skellam: SkellamNoiseReduction, given: object, most: float) -> None:
+def _skellam(
+    exact: bool, times: object, rate: object, sensitivity: object, rule: object, boundary: object
+) -> SkellamNoiseReduction:
+    """`SkellamNoiseReduction` with the mode's noise (``exact``), its mean λ·t_1 within the
+    mode's Poisson limit (`FLOAT_POISSON_MEAN_LIMIT`, `EXACT_POISSON_MEAN_LIMIT`)."""
+    skellam = SkellamNoiseReduction(
+        cast("tuple[float, ...]", times),  # the mechanism's validators check these
+        positive_parameter("rate", rate),
+        exact_sensitivity(sensitivity),
+        cast("StoppingRule", rule),
+        cast("SkellamPrivacyBoundary | None", boundary),
+        exact=exact,
+    )
+    most = EXACT_POISSON_MEAN_LIMIT if exact else FLOAT_POISSON_MEAN_LIMIT
     mean = Fraction(skellam.rate) * Fraction(skellam.times[0])
     if mean > most:
         what = f"with times[0]={skellam.times[0]!r}, the mean λ·t_1"
-        limit("rate", given, what, float(mean), most)
-
-
-def _skellam(skellam: SkellamNoiseReduction, rate: object) -> SkellamNoiseReduction:
-    _skellam_mean(skellam, rate, FLOAT_POISSON_MEAN_LIMIT)
+        limit("rate", rate, what, float(mean), most)
     return skellam
-
-
-def _exact_skellam(skellam: SkellamNoiseReduction, rate: object) -> ExactSkellam:
-    _skellam_mean(skellam, rate, EXACT_POISSON_MEAN_LIMIT)
-    return ExactSkellam(skellam)
 
 
 def _laplace_noise_reduction(
@@ -342,10 +332,13 @@ MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
         SkellamNoiseReduction,
         ExPostCost,
         "ex-post (BNR App. E; DPCost with fixed_delta)",
-        _skellam,
+        partial(_skellam, False),
     ),
     ("skellam", "exact"): Choice(
-        ExactSkellam, ExPostCost, f"ex-post (BNR App. E), {SAME}", _exact_skellam
+        SkellamNoiseReduction,
+        ExPostCost,
+        f"ex-post (BNR App. E; DPCost with fixed_delta), {SAME}",
+        partial(_skellam, True),
     ),
     ("reduced-above-threshold", "float"): Choice(
         ReducedAboveThreshold,

@@ -17,9 +17,7 @@ import numpy.typing as npt
 
 from expost._validation import (
     MAX_QUERIES,
-    SKELLAM_VALUE_LIMIT,
     candidates_mask,
-    exact_sensitivity,
     flag,
     positive_parameter,
     real_parameter,
@@ -34,15 +32,14 @@ from expost.mechanisms import (
     BrownianNoiseReduction,
     BrownianThresholdResult,
     DoublingTranscript,
-    SkellamNoiseReduction,
     Transcript,
 )
-from expost.rounds import Mode, Prepared, check_rule, fixed, limit, result_cost
+from expost.mechanisms.skellam_noise_reduction import fixed_cost_method
+from expost.rounds import Mode, Prepared, check_rule, fixed, result_cost
 from expost.stopping import Never, RelativeError, as_stopping_rule
 
 if TYPE_CHECKING:
     from expost.mechanisms.noise_reduction import PrivacyBoundaryWithDelta
-    from expost.skellam.boundary import SkellamPrivacyBoundary
 
 __all__ = [
     "clipped",
@@ -215,36 +212,35 @@ def prepare_skellam(
     stop: object,
     boundary: object,
     fixed_delta: object,
+    price: object,
 ) -> Prepared[Transcript]:
     """Skellam noise reduction on one count (BNR App. E, THEORY §10); exact Poisson and
-    binomial draws in secure mode, numpy's otherwise."""
+    binomial draws in secure mode, numpy's otherwise (the mechanism's ``exact``). The value is
+    checked by the mechanism's own rule (`SkellamNoiseReduction.check_value`); ``price``
+    (``fixed_price``) chooses how ``fixed_delta``'s price is computed, and only with it."""
     if (boundary is None) == (fixed_delta is None):
         raise InvalidParameter(
             "boundary",
             boundary,
             "give a SkellamPrivacyBoundary (tuned_for(level, delta)) or fixed_delta, not both",
         )
-    v = release_values("value", value, exact=True)
-    if v.size != 1:
-        raise InvalidParameter("value", value, "must be one count")
-    count = int(v.reshape(-1)[0])
-    if abs(count) > SKELLAM_VALUE_LIMIT:
-        limit("value", value, "|value|", abs(count), "2**52")
+    how = fixed_cost_method("fixed_price", price)
+    if fixed_delta is None and how != "exact":
+        raise InvalidParameter(
+            "fixed_price", price, "applies to fixed_delta only (a boundary's round is charged ψ)"
+        )
     rule = Never() if stop is None else as_stopping_rule(stop)
     check_rule(rule, 1)
-    skellam = SkellamNoiseReduction(
-        times,
-        positive_parameter("rate", rate),
-        exact_sensitivity(sensitivity),
-        rule,
-        cast("SkellamPrivacyBoundary | None", boundary),  # the mechanism's validator checks it
-    )
-    m = mechanism_for("skellam", mode.name).build(skellam, rate)
+    skellam = mechanism_for("skellam", mode.name).build(times, rate, sensitivity, rule, boundary)
+    count = skellam.check_value(value)
+    if count.size != 1:
+        raise InvalidParameter("value", value, "must be one count")
     noise = mode.noise
-    draw: Callable[[], Transcript] = lambda: m.run(count, noise)
+    draw: Callable[[], Transcript] = lambda: skellam.run(count, noise)
     if fixed_delta is None:
         return Prepared("skellam", skellam.cost(), draw, result_cost)
-    return fixed("skellam", skellam.fixed_cost(real_parameter("fixed_delta", fixed_delta)), draw)
+    price_of = skellam.fixed_cost(real_parameter("fixed_delta", fixed_delta), how)
+    return fixed("skellam", price_of, draw)
 
 
 def prepare_reduced_above_threshold(

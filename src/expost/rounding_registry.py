@@ -243,7 +243,6 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("LaplaceNoiseReduction.ex_post_bounds", _UP, "Δ1/t of each scale, 1 ulp up"),
     ("SkellamNoiseReduction.cost", _UP, "ExPostCost of the Skellam boundary"),
     ("SkellamNoiseReduction.cost_at", _UP, "ExPostCost(ψ(t))"),
-    ("mechanism_table.ExactSkellam.cost", _UP, "SkellamNoiseReduction.cost"),
     ("SkellamNoiseReduction.fixed_cost", _UP, "DPCost: SkellamLoss / AKL eps, up"),
     # --- ex-post RDP (THEORY §11)
     ("ex_post_rdp.markov_bound", _UP, "ε_α + log(1/delta)/(α−1): log up 2 ulps, up_exact"),

@@ -51,6 +51,7 @@ from expost.mechanisms import (
     PrivacyBoundaryWithDelta,
     Transcript,
 )
+from expost.mechanisms.skellam_noise_reduction import FixedPrice
 from expost.rounds import NOT_EXACT, Mode, Number, Prepared, refusing
 from expost.skellam.boundary import SkellamPrivacyBoundary
 from expost.stopping import StoppingRule
@@ -344,16 +345,22 @@ class PrivateSession:
         stop: StoppingRule | Callable[..., bool] | None = None,
         boundary: SkellamPrivacyBoundary | None = None,
         fixed_delta: Number | None = None,
+        fixed_price: FixedPrice = "exact",
     ) -> Transcript:
         """Skellam noise reduction on one count (BNR App. E), (ψ(t_stop), delta)-ex-post private
         with a `SkellamPrivacyBoundary` ψ (THEORY §10). Admitted on max ψ over the grid, recorded
         as `ExPostCost` (ψ(t_stop), delta): filters with an ex-post budget (`ExPostFilter`)
         charge it. Or, with ``fixed_delta`` instead of a boundary, charged the run's fixed
-        `DPCost` (``SkellamNoiseReduction.fixed_cost``: the exact (eps, fixed_delta) at the
-        grid's smallest time) whenever it stops. In the secure mode the integers are drawn
-        exactly from the session's bit source (Poisson, then binomial thinning), else from its
-        rng. |value| <= 2**52 and the mean λ·t_1 is limited (docs/session.md)."""
-        args = (value, sensitivity, times, rate, stop, boundary, fixed_delta)
+        `DPCost` (``SkellamNoiseReduction.fixed_cost(fixed_delta, fixed_price)``: the (eps,
+        fixed_delta) of the grid's smallest time) whenever it stops; ``fixed_price`` is
+        ``"exact"`` (the exact hockey-stick price, refused beyond its work limit
+        `expost.skellam.loss.MAX_TERMS`) or ``"akl"`` (Agarwal–Kairouz–Liu's closed-form
+        bound, larger, for any mean and Δ), and only with ``fixed_delta``. In the secure mode
+        the integers are drawn exactly from the session's bit source (Poisson, then binomial
+        thinning), else from its rng. The count is an integer with |value| <= 2**1000 in both
+        modes, released exactly (Python ints beyond int64); the mean λ·t_1 is limited
+        (docs/session.md)."""
+        args = (value, sensitivity, times, rate, stop, boundary, fixed_delta, fixed_price)
         return self._release(self._prepare("skellam", prepare.prepare_skellam, *args))
 
     def reduced_above_threshold(

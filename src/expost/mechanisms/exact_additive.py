@@ -2,8 +2,8 @@
 
 `integers` reads an integer value of any non-empty shape; `add_exact` adds integer noise to it
 exactly (int64 when every sum fits, Python ints beyond), so a release is exactly value + noise
-(issue 28). Used by `GaussianMechanism` and `LaplaceMechanism` with ``exact=True``
-(mechanisms/additive.py), `PermuteAndFlip` and `ExactAboveThreshold`.
+(issue 28). Used by every mechanism with ``exact=True`` (`GaussianMechanism`, `LaplaceMechanism`,
+`AboveThreshold`, `ExponentialMechanism`, `SkellamNoiseReduction`) and by `PermuteAndFlip`.
 """
 
 from __future__ import annotations

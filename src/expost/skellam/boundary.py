@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Literal, Self, overload
 
 import numpy as np
@@ -132,7 +133,12 @@ class SkellamPrivacyBoundary:
         _mean_limit("t", np.array(m), t)
         return self._z_star(SkellamLogPmf(m), self.weights())
 
-    def _z_star(self, logp: SkellamLogPmf, w: FloatArray) -> int:
+    def _z_star(self, logp: SkellamLogPmf, w: FloatArray, hint: int | None = None) -> int:
+        """The last z with M_t(z) >= 1/delta (as lowered for safety), by bracketing then
+        bisection. M is non-increasing in z (log-concavity), so the result does not depend on
+        where the search starts: from 0 and −1 by doubling, or from ``hint`` (z* at a nearby
+        time, as `time_for` passes) by steps doubling away from it (a few evaluations instead
+        of about 2·log2|z*|)."""
         target = math.log(1.0 / self.delta)
         # Lowering M by the pmf error and the float error of the sum keeps z* on the safe side.
         slack = (w.size + 4) * 2.0**-52
@@ -150,17 +156,7 @@ class SkellamPrivacyBoundary:
             )
             return total > 0.0 and math.log(total) - slack - error >= target
 
-        hi = 0  # M(0) <= 1: p_t(0) is the mode
-        lo = -1
-        while not crosses(lo):
-            hi, lo = lo, 2 * lo
-            if lo < -(1 << 40):
-                raise InvalidParameter(
-                    "delta",
-                    self.delta,
-                    f"is too small for scale {self.scale!r} at rate·t = {logp.mean!r}: no crossing "
-                    "point within |z| <= 2**40",
-                )
+        lo, hi = self._bracket(crosses, logp.mean, -1 if hint is None else min(hint, -1))
         if not math.isfinite(float(logp.at(np.array([lo]))[0])):
             lo = logp.finite_left(lo, hi)
             if not crosses(lo):
@@ -175,9 +171,34 @@ class SkellamPrivacyBoundary:
                 hi = mid
         return lo
 
-    def _psi_at(self, mean: float, w: FloatArray) -> float:
+    def _bracket(self, crosses: Callable[[int], bool], mean: float, start: int) -> tuple[int, int]:
+        """(lo, hi) with crosses(lo) and not crosses(hi), lo < hi <= 0 (M(0) <= 1: p_t(0) is
+        the mode), by steps doubling from ``start`` <= −1, upward or downward."""
+        step = 1
+        if crosses(start):
+            lo, hi = start, min(start + step, 0)
+            while hi < 0 and crosses(hi):
+                step *= 2
+                lo, hi = hi, min(hi + step, 0)
+            return lo, hi
+        hi, lo = start, start - step
+        while not crosses(lo):
+            step *= 2
+            hi, lo = lo, lo - step
+            if lo < -(1 << 40):
+                raise InvalidParameter(
+                    "delta",
+                    self.delta,
+                    f"is too small for scale {self.scale!r} at rate·t = {mean!r}: no crossing "
+                    "point within |z| <= 2**40",
+                )
+        return lo, hi
+
+    def _psi_at(self, mean: float, w: FloatArray, hint: int | None = None) -> tuple[float, int]:
+        """(ψ at λt = ``mean``, the z* it used)."""
         logp = SkellamLogPmf(mean)
-        z = self._z_star(logp, w) + 1
+        zs = self._z_star(logp, w, hint)
+        z = zs + 1
         # max over 1 <= D <= Δ of log p(z) − log p(z − D): log p is concave (the pmf is
         # log-concave), so log p(z − D) is concave in D and its minimum over 1..Δ is at an end.
         d = np.unique([1, self.sensitivity])
@@ -189,7 +210,7 @@ class SkellamPrivacyBoundary:
         # Each log pmf is within _LOG_PMF_ERROR; the subtraction adds at most one rounding.
         low = float(np.min(logp.at(z - d)))
         margin = 2.0 * _LOG_PMF_ERROR + (_LOG_PMF_RELATIVE + 4.0 * 2.0**-52) * (abs(top) + abs(low))
-        return max(math.nextafter(worst + margin, math.inf), 0.0)
+        return max(math.nextafter(worst + margin, math.inf), 0.0), zs
 
     # -- inverse and tuning ----------------------------------------------------------------
 
@@ -200,16 +221,30 @@ class SkellamPrivacyBoundary:
         t grows, up to the small steps of the integer z*). The result is checked: ψ(t) <= level.
         """
         e = positive("level", level)
+        w = self.weights()
+        last: tuple[int, float] | None = None  # (z*, mean) of the last evaluation
+
+        def psi(t: float) -> float:
+            """ψ(t), its z* search started from the last z* scaled by sqrt(mean / its mean)
+            (z* grows about as the noise's standard deviation; only the start changes)."""
+            nonlocal last
+            mean = self.rate * t
+            _mean_limit("t", np.array(mean), t)
+            hint = None if last is None else round(last[0] * math.sqrt(mean / last[1]))
+            value, z = self._psi_at(mean, w, hint)
+            last = (z, mean)
+            return value
+
         lo, hi = 1e-3 / self.rate, 1.0 / self.rate
-        while self(hi) > e:
+        while psi(hi) > e:
             lo, hi = hi, 4.0 * hi
             if self.rate * hi > MAX_MEAN:
                 raise InvalidParameter("level", level, "is too small for rate·t <= 1e6")
-        if self(lo) <= e:
+        if psi(lo) <= e:
             return lo
         while hi > lo * (1.0 + _TIME_RTOL):
             mid = math.sqrt(lo * hi)
-            if self(mid) <= e:
+            if psi(mid) <= e:
                 hi = mid
             else:
                 lo = mid
@@ -262,4 +297,4 @@ class SkellamPrivacyBoundary:
 def _psi_memo(boundary: SkellamPrivacyBoundary, mean: float) -> float:
     """ψ at λt = ``mean``: a pure function of the (frozen) boundary and the mean, memoised
     because sessions evaluate it again on the same grid every round (about 2 ms a point)."""
-    return boundary._psi_at(mean, boundary.weights())
+    return boundary._psi_at(mean, boundary.weights())[0]

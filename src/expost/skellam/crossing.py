@@ -238,10 +238,16 @@ def skellam_boundary_crossing(
 ) -> SkellamCrossing:
     """The worst `skellam_crossing_probability` over the neighbours' differences 1 <= |D| <= Δ.
 
-    D and −D give the same probability (p_t is symmetric: ℓ for −D at z is ℓ for D at −z), so
-    D = 1..Δ are computed; the result with the largest ``upper`` is returned. A δ-privacy boundary
-    (BNR Def. 3.5) on this grid must have ``lower <= delta`` for every D, so ``upper <= delta``
-    confirms it and ``lower > delta`` refutes it.
+    D and −D give the same probability (p_t is symmetric: ℓ for −D at z is ℓ for D at −z). For
+    ψ >= 0 the worst is D = Δ, computed alone: p_t is symmetric and strictly decreasing in |z|,
+    so ℓ^D(z) > ψ >= 0 means |z| < |z − D|, i.e. z < D/2, hence z − D <= −1 and
+    ℓ^(D+1)(z) − ℓ^D(z) = log p(z − D) − log p(z − D − 1) > 0: every path that crosses for D
+    crosses for D + 1, so the crossing probabilities grow with D and Δ's enclosure encloses
+    their maximum (bounded work: one computation, not Δ). A ψ with a negative entry (never a
+    privacy boundary: there P(ℓ^D >= 0) = P(X <= D/2) >= 1/2) has every D computed and the
+    result with the largest ``upper`` returned. A δ-privacy boundary (BNR Def. 3.5) on this grid
+    must have ``lower <= delta`` for every D, so ``upper <= delta`` confirms it and
+    ``lower > delta`` refutes it.
     """
     if (
         isinstance(sensitivity, bool)
@@ -249,8 +255,10 @@ def skellam_boundary_crossing(
         or sensitivity < 1
     ):
         raise InvalidParameter("sensitivity", sensitivity, "must be an integer >= 1")
+    monotone = bool(np.all(finite_array("psi", psi) >= 0.0))
+    shifts = [int(sensitivity)] if monotone else range(1, int(sensitivity) + 1)
     results = [
         skellam_crossing_probability(rate, times, d, psi, tolerance=tolerance, method=method)
-        for d in range(1, int(sensitivity) + 1)
+        for d in shifts
     ]
     return max(results, key=lambda r: r.upper)
