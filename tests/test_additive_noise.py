@@ -78,9 +78,8 @@ def test_an_exact_batch_is_value_plus_the_sampler_draws(m: Any) -> None:
 
 @pytest.mark.parametrize("m", [*EXACT, *FLOAT], ids=["dg", "dl", "g", "l"])
 def test_the_source_must_match_the_noise(m: Any) -> None:
-    # `noise_source` names the argument "source" for exact noise, "rng" (`generator`) for float
     wrong: object = np.random.default_rng(0) if m.exact else bits(0)
-    name = "source" if m.exact else "rng"
+    name = "source"  # `noise_source` names the argument, whichever the noise
     with pytest.raises(InvalidParameter, match=name):
         m.run(1, wrong)
     with pytest.raises(InvalidParameter, match=name):

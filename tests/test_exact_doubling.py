@@ -120,7 +120,7 @@ def test_the_source_must_match_the_noise() -> None:
     """Exact tries draw from a BitSource, float tries from a numpy Generator (`noise_source`)."""
     with pytest.raises(InvalidParameter, match="source"):
         DoublingMethod(max_tries=3, exact=True).run(5, np.random.default_rng(0))
-    with pytest.raises(InvalidParameter, match="rng"):
+    with pytest.raises(InvalidParameter, match="source"):
         DoublingMethod(max_tries=3).run(5.0, bits(0))
 
 

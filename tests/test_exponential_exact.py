@@ -331,7 +331,7 @@ def test_the_source_must_match_the_noise() -> None:
         ExponentialMechanism(1, True, exact=True).run([0, 1], np.random.default_rng(0))
     with pytest.raises(InvalidParameter, match=r"^source="):
         ExponentialMechanism(1, True, exact=True).rank_batch([0, 1], 2, np.random.default_rng(0))
-    with pytest.raises(InvalidParameter, match=r"^rng="):
+    with pytest.raises(InvalidParameter, match=r"^source="):
         ExponentialMechanism(1.0, True).run([0.0, 1.0], bits(0))
 
 

@@ -523,9 +523,9 @@ MECHANISM_CALLS: list[Callable[[Any, Any], object]] = [
 
 @pytest.mark.parametrize("call", MECHANISM_CALLS)
 def test_bad_generators_and_trial_counts_are_refused(call: Callable[[Any, Any], object]) -> None:
-    with pytest.raises(InvalidParameter, match=r"^rng="):
+    with pytest.raises(InvalidParameter, match=r"^source="):
         call(np.random.RandomState(0), 3)
-    with pytest.raises(InvalidParameter, match=r"^rng="):
+    with pytest.raises(InvalidParameter, match=r"^source="):
         call(None, 3)
     for bad in (0, -2, 2.5, True):
         with pytest.raises(InvalidParameter, match=r"^trials="):

@@ -181,7 +181,7 @@ def test_exact_is_a_field_of_the_mechanism() -> None:
     assert AboveThreshold(1, 0).query_scale == 4.0
     with pytest.raises(InvalidParameter, match="source"):
         exact.run([1], np.random.default_rng(0))  # exact noise needs a BitSource
-    with pytest.raises(InvalidParameter, match="rng"):
+    with pytest.raises(InvalidParameter, match="source"):
         AboveThreshold(1, 0).run([1.0], bits(0))  # float noise needs a Generator
 
 
@@ -469,7 +469,7 @@ def test_bad_utilities_and_levels_draw_nothing() -> None:
         rat.run_batch([[0.0, 0.0]], [0.5, 0.4], rng)  # decreasing
     with pytest.raises(InvalidParameter, match="levels"):
         rat.run_batch([[0.0, 0.0]], [0.5], rng)
-    with pytest.raises(InvalidParameter, match="rng"):
+    with pytest.raises(InvalidParameter, match="source"):
         at.run([1.0], 3)  # type: ignore[arg-type]
     assert rng.bit_generator.state == np.random.default_rng(36).bit_generator.state
 

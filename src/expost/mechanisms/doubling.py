@@ -307,7 +307,7 @@ class DoublingMethod:
         self._float_only("run_batch")
         v = point("value", value)
         n = positive_int("trials", trials)
-        return self._run_rows(np.broadcast_to(v, (n, *v.shape)), generator(source), None)
+        return self._run_rows(np.broadcast_to(v, (n, *v.shape)), generator(source, "source"), None)
 
     def run_trials(
         self,
@@ -338,7 +338,7 @@ class DoublingMethod:
                 raise InvalidParameter(
                     "max_tries", max_tries, f"must be {rows.shape[0]} integers in [1, {count}]"
                 )
-        return self._run_rows(rows, generator(source), caps)
+        return self._run_rows(rows, generator(source, "source"), caps)
 
     def _float_only(self, name: str) -> None:
         if self.exact:
