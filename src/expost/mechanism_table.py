@@ -115,27 +115,29 @@ def _laplace(sensitivity: object, eps: object, *, exact: bool) -> LaplaceMechani
 # ----------------------------------------------------------------------------- selection
 
 
-def _exponential(exact: bool) -> Callable[..., ExponentialMechanism]:
+def _exponential(
+    eps: object,
+    sensitivity: object,
+    monotone: bool,
+    scores: npt.NDArray[Any],
+    given: object,
+    *,
+    exact: bool,
+) -> ExponentialMechanism:
     """The exponential mechanism with the mode's noise: float eps and Δ, |eps·u/Δ| within
     FLOAT_LIMIT; or exact (a `Fraction` eps, an integer Δ, integer scores: no limit needed, the
     sampler's work does not grow with the scores, `expost.mechanisms.exact_selection`)."""
-
-    def build(
-        eps: object, sensitivity: object, monotone: bool, scores: npt.NDArray[Any], given: object
-    ) -> ExponentialMechanism:
-        if exact:
-            return ExponentialMechanism(
-                rational("eps", eps), monotone, exact_sensitivity(sensitivity), exact=True
-            )
-        em = ExponentialMechanism(
-            positive_parameter("eps", eps), monotone, positive_parameter("sensitivity", sensitivity)
+    if exact:
+        return ExponentialMechanism(
+            rational("eps", eps), monotone, exact_sensitivity(sensitivity), exact=True
         )
-        largest = float(em.eps) / float(em.sensitivity) * float(np.abs(scores).max())
-        if largest > FLOAT_LIMIT:
-            limit("scores", given, "eps·|u|/Δ", largest, "2**1000")
-        return em
-
-    return build
+    em = ExponentialMechanism(
+        positive_parameter("eps", eps), monotone, positive_parameter("sensitivity", sensitivity)
+    )
+    largest = float(em.eps) / float(em.sensitivity) * float(np.abs(scores).max())
+    if largest > FLOAT_LIMIT:
+        limit("scores", given, "eps·|u|/Δ", largest, "2**1000")
+    return em
 
 
 def _above_threshold(
@@ -203,16 +205,16 @@ def doubling_cap(
 
 
 def _doubling(
-    mode: ModeName,
     f: PrivacyFilter,
     sensitivity: object,
     start_eps2: object,
     ratio: object,
     rule: object,
+    *,
+    exact: bool,
 ) -> DoublingMethod:
     """The budget-capped `DoublingMethod` of the mode; its first (noisiest) try within the
     sampler's limit: σ <= 2**1000 (float), σ² = Δ²/start_eps2 <= 2**80 exactly (exact)."""
-    exact = mode == "exact"
     d = exact_sensitivity(sensitivity) if exact else positive_parameter("sensitivity", sensitivity)
     start = positive_parameter("start_eps2", start_eps2)
     cap = doubling_cap(f, d, start, positive_parameter("ratio", ratio), rule, exact=exact)
@@ -229,7 +231,7 @@ def _doubling(
 
 
 def _skellam(
-    exact: bool, times: object, rate: object, sensitivity: object, rule: object, boundary: object
+    times: object, rate: object, sensitivity: object, rule: object, boundary: object, *, exact: bool
 ) -> SkellamNoiseReduction:
     """`SkellamNoiseReduction` with the mode's noise (``exact``), its mean λ·t_1 within the
     mode's Poisson limit (`FLOAT_POISSON_MEAN_LIMIT`, `EXACT_POISSON_MEAN_LIMIT`)."""
@@ -260,61 +262,67 @@ def _laplace_noise_reduction(
 
 SAME = "the same price as the float mechanism: the guarantee holds for the exact sampler as proven"
 
+
+def _modes(
+    release: str,
+    mechanism: type,
+    build: Callable[..., Any],
+    float_price: tuple[type[Cost], str],
+    exact_price: tuple[type[Cost], str],
+) -> dict[tuple[str, ModeName], Choice]:
+    """The two entries of one idea: the same class and ``build``, told the mode by ``exact``."""
+    return {
+        (release, "float"): Choice(mechanism, *float_price, partial(build, exact=False)),
+        (release, "exact"): Choice(mechanism, *exact_price, partial(build, exact=True)),
+    }
+
+
 #: (release, mode) → the mechanism chosen, its cost type and why; the one place the mode decides.
 MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
-    ("gaussian", "float"): Choice(
+    **_modes(
+        "gaussian",
         GaussianMechanism,
-        GaussianCost,
-        "mu-GDP with mu = Δ/σ, rho = mu²/2 (THEORY §2)",
-        partial(_gaussian, exact=False),
+        _gaussian,
+        (GaussianCost, "mu-GDP with mu = Δ/σ, rho = mu²/2 (THEORY §2)"),
+        (
+            ZCDPCost,
+            "rho-zCDP (CKS Thm 4), not GDP: the discrete Gaussian's loss is not N(rho, 2rho)",
+        ),
     ),
-    ("gaussian", "exact"): Choice(
-        GaussianMechanism,
-        ZCDPCost,
-        "rho-zCDP (CKS Thm 4), not GDP: the discrete Gaussian's privacy loss is not N(rho, 2rho)",
-        partial(_gaussian, exact=True),
+    **_modes(
+        "laplace",
+        LaplaceMechanism,
+        _laplace,
+        (DPCost, "eps-DP (THEORY §2)"),
+        (DPCost, f"eps-DP (CKS Alg. 2), {SAME}"),
     ),
-    ("laplace", "float"): Choice(
-        LaplaceMechanism, DPCost, "eps-DP (THEORY §2)", partial(_laplace, exact=False)
-    ),
-    ("laplace", "exact"): Choice(
-        LaplaceMechanism, DPCost, f"eps-DP (CKS Alg. 2), {SAME}", partial(_laplace, exact=True)
-    ),
-    ("exponential", "float"): Choice(
+    **_modes(
+        "exponential",
         ExponentialMechanism,
-        BoundedRangeCost,
-        "eps-bounded range, eps²/8-zCDP (Cesar–Rogers)",
-        _exponential(exact=False),
+        _exponential,
+        (BoundedRangeCost, "eps-bounded range, eps²/8-zCDP (Cesar–Rogers)"),
+        (BoundedRangeCost, f"eps-bounded range: exact rejection draws the same law, {SAME}"),
     ),
-    ("exponential", "exact"): Choice(
-        ExponentialMechanism,
-        BoundedRangeCost,
-        f"eps-bounded range (Cesar–Rogers): exact rejection draws the same law, {SAME}",
-        _exponential(exact=True),
-    ),
-    ("above-threshold", "float"): Choice(
+    **_modes(
+        "above-threshold",
         AboveThreshold,
-        DPCost,
-        "eps-DP (Lyu et al. 2017, Alg. 1)",
-        partial(_above_threshold, exact=False),
+        _above_threshold,
+        (DPCost, "eps-DP (Lyu et al. 2017, Alg. 1)"),
+        (DPCost, f"eps-DP with discrete Laplace noises (Lyu et al. 2017), {SAME}"),
     ),
-    ("above-threshold", "exact"): Choice(
-        AboveThreshold,
-        DPCost,
-        f"eps-DP with discrete Laplace noises (Lyu et al. 2017), {SAME}",
-        partial(_above_threshold, exact=True),
-    ),
-    ("doubling", "float"): Choice(
+    **_modes(
+        "doubling",
         DoublingMethod,
-        GaussianCost,
-        "Gaussian tries: GDP (APC Sec. 7.1)",
-        partial(_doubling, "float"),
+        _doubling,
+        (GaussianCost, "Gaussian tries: GDP (APC Sec. 7.1)"),
+        (ZCDPCost, "discrete Gaussian tries: zCDP (CKS Thm 4), not GDP, as for gaussian"),
     ),
-    ("doubling", "exact"): Choice(
-        DoublingMethod,
-        ZCDPCost,
-        "discrete Gaussian tries: zCDP (CKS Thm 4), not GDP, as for gaussian",
-        partial(_doubling, "exact"),
+    **_modes(
+        "skellam",
+        SkellamNoiseReduction,
+        _skellam,
+        (ExPostCost, "ex-post (BNR App. E; DPCost with fixed_delta)"),
+        (ExPostCost, f"ex-post (BNR App. E; DPCost with fixed_delta), {SAME}"),
     ),
     ("brownian", "float"): Choice(
         BrownianNoiseReduction,
@@ -327,18 +335,6 @@ MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
         ExPostCost,
         "ex-post eps of the scale stopped at (BNR Sec. 4)",
         _laplace_noise_reduction,
-    ),
-    ("skellam", "float"): Choice(
-        SkellamNoiseReduction,
-        ExPostCost,
-        "ex-post (BNR App. E; DPCost with fixed_delta)",
-        partial(_skellam, False),
-    ),
-    ("skellam", "exact"): Choice(
-        SkellamNoiseReduction,
-        ExPostCost,
-        f"ex-post (BNR App. E; DPCost with fixed_delta), {SAME}",
-        partial(_skellam, True),
     ),
     ("reduced-above-threshold", "float"): Choice(
         ReducedAboveThreshold,
