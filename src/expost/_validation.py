@@ -325,7 +325,7 @@ FLOAT_LIMIT = 2.0**1000
 #: Largest mean of an exact Poisson draw (and so of the binomial thinnings after it): the exact
 #: sampler's work grows as sqrt(mean) (two draws at 2**30 took about 33 ms on a 2-core AMD EPYC
 #: sandbox; docs/exact-samplers.md).
-EXACT_POISSON_MEAN_LIMIT = 2**30
+EXACT_POISSON_MEAN_LIMIT = 2**40
 #: Largest mean λ·t_1 of a float-mode Skellam run (numpy's Poisson): the noise stays far below
 #: 2**53 - `SKELLAM_VALUE_LIMIT`, so value + noise is exact in float64.
 FLOAT_POISSON_MEAN_LIMIT = 2**40

@@ -22,12 +22,13 @@ S(k) + 1/(12k + 1) < ln k! < S(k) + 1/(12k), S(k) = (k + 1/2)ln k − k + ln(2π
 widened by `MARGIN` on each side so that a last-bit error of mpmath's log/exp/pi (computed
 with 20 guard bits, then rounded in the chosen direction) cannot matter: accept when
 (u + 1)/2^62 <= lo, reject when u/2^62 >= hi. Stage 2, only when U's prefix meets [lo, hi]
-(probability about its width, at most 2^-90 + 1/(70 k²)): the exact rational f(k) (a
-product of |k − m| rational factors, by binary splitting) times integer bounds on
-exp((|k − m| − W)/t) (`tables.exp_bounds`, alternating Taylor series, integer arithmetic),
-at 248, 496, … bits, with 62 more bits of U each round, until decided. Every decision is
-certain, so the law is exact; stage 2 costs O(|k − m|) big-integer work, so its expected
-share is negligible.
+(probability about its width, at most 2^-88 + 1/(30 k²)): f(k), a product of |k − m|
+rational factors, bracketed by integer products with directed truncation (`product`,
+`power`: lower bounds rounded down, upper bounds up, binary splitting), times integer bounds
+on exp((|k − m| − W)/t) (`tables.exp_bounds`, alternating Taylor series), at 248, 496, …
+bits, with 62 more bits of U each round, until decided: the brackets shrink to A(k), so the
+loop ends with probability 1. Every decision is certain, so the law is exact; stage 2 costs
+O(|k − m|) small integer products, so its expected share is negligible.
 
 Cost: one discrete Laplace draw, one 62-bit word, one or two mpmath logarithms and one
 exponential per proposal; a Python loop over proposals (about 0.1–0.3 ms per sample on the
@@ -82,20 +83,52 @@ def ln_factorial(ctx: Any, k: int) -> Any:
     return ctx.mpf([lower.a, upper.b])
 
 
-def product(lo: int, hi: int) -> int:
-    """lo·(lo + 1)···(hi − 1) (1 when empty), by binary splitting."""
+Bounds = tuple[int, int, int]  # (lo, hi, e): lo·2**e <= x <= hi·2**e
+
+
+def _cut(lo: int, hi: int, e: int, prec: int) -> Bounds:
+    """The same bounds with at most ``prec`` bits (lo rounded down, hi up)."""
+    s = max(0, hi.bit_length() - prec)
+    return lo >> s, -(-hi >> s), e + s
+
+
+def _times(x: Bounds, y: Bounds, prec: int) -> Bounds:
+    return _cut(x[0] * y[0], x[1] * y[1], x[2] + y[2], prec)
+
+
+def product(lo: int, hi: int, prec: int) -> Bounds:
+    """Bounds of lo·(lo + 1)···(hi − 1) (1 when empty) at ``prec`` bits, by binary splitting
+    with directed truncation: O(hi − lo) small products, never a number over 2·prec bits."""
     if hi - lo <= 16:
-        return math.prod(range(lo, hi))
+        p = math.prod(range(lo, hi))
+        return _cut(p, p, 0, prec)
     mid = (lo + hi) // 2
-    return product(lo, mid) * product(mid, hi)
+    return _times(product(lo, mid, prec), product(mid, hi, prec), prec)
+
+
+def power(a: int, d: int, prec: int) -> Bounds:
+    """Bounds of a**d at ``prec`` bits (square and multiply, directed truncation)."""
+    out, base = (1, 1, 0), _cut(a, a, 0, prec)
+    while d:
+        if d & 1:
+            out = _times(out, base, prec)
+        base = _times(base, base, prec)
+        d >>= 1
+    return out
+
+
+def quotient(num: Bounds, den: Bounds) -> tuple[Fraction, Fraction]:
+    """lo <= x/y <= hi for x in ``num``, y >= 1 in ``den``."""
+    scale = Fraction(2) ** (num[2] - den[2])
+    return Fraction(num[0], den[1]) * scale, Fraction(num[1], den[0]) * scale
 
 
 @attrs.frozen
 class Law:
     """A log-concave law on [0, top] (top None: unbounded) as the sampler needs it.
 
-    ``log_f(ctx, k)``: an interval containing ln f(k); ``exact_f(k)``: f(k) as a Fraction;
-    m the mode, w the window, t the proposal's scale (`scale`).
+    ``log_f(ctx, k)``: an interval containing ln f(k); ``exact_f(k, prec)``: rational bounds
+    of f(k) (relative width about (|k − m| + 2)·2**(1 − prec)); m the mode, w the window, t the proposal's scale (`scale`).
     """
 
     m: int
@@ -103,7 +136,7 @@ class Law:
     t: int
     top: int | None
     log_f: Callable[[Any, int], Any]
-    exact_f: Callable[[int], Fraction]
+    exact_f: Callable[[int, int], tuple[Fraction, Fraction]]
     ctx: Any  # the mpmath interval context of log_f, at `_prec` of the largest likely k
 
 
@@ -125,14 +158,15 @@ def envelope_exponent(law: Law, k: int) -> Fraction:
 
 def exact_bounds(law: Law, k: int, work: int) -> tuple[Fraction, Fraction]:
     """lo <= A(k) <= hi, integer arithmetic only; hi − lo = O(2**−work)·A(k) + tiny."""
-    f, extra = law.exact_f(k), envelope_exponent(law, k)
+    prec = work + 64 + abs(k - law.m).bit_length()
+    (f_lo, f_hi), extra = law.exact_f(k, prec), envelope_exponent(law, k)
     lo, hi = exp_bounds(abs(extra), work)  # lo <= exp(−|extra|)·2**work <= hi
     one = 1 << work
     if extra < 0:
-        return f * Fraction(lo, one), f * Fraction(hi, one)
+        return f_lo * Fraction(lo, one), min(Fraction(1), f_hi * Fraction(hi, one))
     if lo == 0:  # exp(extra) > 2**work: only A <= 1 is known above
-        return f, Fraction(1)
-    return f * Fraction(one, hi), min(Fraction(1), f * Fraction(one, lo))
+        return f_lo, Fraction(1)
+    return f_lo * Fraction(one, hi), min(Fraction(1), f_hi * Fraction(one, lo))
 
 
 def fast_bounds(law: Law, k: int) -> tuple[Fraction, Fraction]:
@@ -141,6 +175,8 @@ def fast_bounds(law: Law, k: int) -> tuple[Fraction, Fraction]:
         return Fraction(0), Fraction(1)
     extra = envelope_exponent(law, k)
     log_a = law.log_f(law.ctx, k) + law.ctx.mpf(extra.numerator) / extra.denominator
+    if log_a.b < -1000:  # A < exp(−1000) < 2**−1000, no exp of a huge argument needed
+        return Fraction(0), Fraction(1, 2**1000) + MARGIN
     lo, hi = ends(law.ctx.exp(log_a))
     return lo - MARGIN, hi + MARGIN
 
@@ -213,10 +249,12 @@ def poisson_law(lam: Fraction) -> Law:
     def log_f(ctx: Any, k: int) -> Any:
         return (k - m) * ln_lam + (ln_m - ln_factorial(ctx, k))
 
-    def exact_f(k: int) -> Fraction:
-        if k >= m:
-            return Fraction(a ** (k - m), b ** (k - m) * product(m + 1, k + 1))
-        return Fraction(product(k + 1, m + 1) * b ** (m - k), a ** (m - k))
+    def exact_f(k: int, prec: int) -> tuple[Fraction, Fraction]:
+        if k >= m:  # λ^d/((m + 1)···k)
+            den = _times(power(b, k - m, prec), product(m + 1, k + 1, prec), prec)
+            return quotient(power(a, k - m, prec), den)
+        num = _times(product(k + 1, m + 1, prec), power(b, m - k, prec), prec)
+        return quotient(num, power(a, m - k, prec))
 
     t = scale(lam / (m + w + 1), Fraction(m - w) / lam)
     return Law(m, w, t, None, log_f, exact_f, ctx)
@@ -235,11 +273,16 @@ def binomial_law(n: int, p: Fraction) -> Law:
     def log_f(ctx: Any, k: int) -> Any:
         return (k - m) * ln_odds + (base - ln_factorial(ctx, k) - ln_factorial(ctx, n - k))
 
-    def exact_f(k: int) -> Fraction:
-        if k >= m:
-            ratio = Fraction(product(n - k + 1, n - m + 1), product(m + 1, k + 1))
-            return ratio * odds ** (k - m)
-        return Fraction(product(k + 1, m + 1), product(n - m + 1, n - k + 1)) / odds ** (m - k)
+    x, y = odds.numerator, odds.denominator
+
+    def exact_f(k: int, prec: int) -> tuple[Fraction, Fraction]:
+        if k >= m:  # (n − k + 1)···(n − m)·x^d / ((m + 1)···k·y^d)
+            num = _times(product(n - k + 1, n - m + 1, prec), power(x, k - m, prec), prec)
+            den = _times(product(m + 1, k + 1, prec), power(y, k - m, prec), prec)
+        else:
+            num = _times(product(k + 1, m + 1, prec), power(y, m - k, prec), prec)
+            den = _times(product(n - m + 1, n - k + 1, prec), power(x, m - k, prec), prec)
+        return quotient(num, den)
 
     def r(j: int) -> Fraction:  # p(j)/p(j − 1)
         return Fraction(n - j + 1, j) * odds
