@@ -105,7 +105,7 @@ def within(lo: Fraction, ref: Any, hi: Fraction) -> bool:
 
 def test_robbins_intervals_contain_ln_factorial_and_a_twin_does_not() -> None:
     ctx = polylog._ctx(160)
-    for k in [*range(0, 200), 10**3, 12345, 10**6 + 7]:
+    for k in [*range(200), 10**3, 12345, 10**6 + 7]:
         with mpmath.workdps(80):
             exact = mpmath.loggamma(k + 1)
             lo, hi = polylog.ends(polylog.ln_factorial(ctx, k))
@@ -151,7 +151,8 @@ def test_a_twin_log_lambda_misses_the_reference() -> None:
         if ref > 1e-20:  # smaller A: the 2**-90 margin swallows any error
             lo, hi = polylog.fast_bounds(twin, k)
             seen, missed = seen + 1, missed + (not within(lo, ref, hi))
-    assert seen >= 8 and missed >= seen - 1
+    assert seen >= 8
+    assert missed >= seen - 1
 
 
 def ratios(spec: tuple[str, Fraction, int], law: polylog.Law, ks: list[int]) -> list[Any]:
@@ -217,7 +218,8 @@ class Scripted:
         self.words = list(words)
 
     def below(self, n: int, size: int) -> npt.NDArray[np.int64]:
-        assert n == 1 << 62 and size == 1
+        assert n == 1 << 62
+        assert size == 1
         return np.array([self.words.pop(0)], dtype=np.int64)
 
 
@@ -267,7 +269,8 @@ def test_poisson_fits_its_pmf(lam: Fraction, seed: int) -> None:
 @pytest.mark.parametrize(("n", "p"), [(200, Fraction(1, 2)), (3000, Fraction(1, 3))])
 def test_binomial_fits_its_pmf(n: int, p: Fraction) -> None:
     x = polylog.binomial(n, p, bits(4), N)
-    assert x.min() >= 0 and x.max() <= n
+    assert x.min() >= 0
+    assert x.max() <= n
     q = float(p)
     assert fits(x, binom_pmf(n, q), 0, n)
     assert not fits(x, binom_pmf(n, q * 1.02), 0, n)

@@ -197,4 +197,5 @@ def half_width(variance: float) -> int:
 
 def half_widths(variance: npt.NDArray[np.float64]) -> IntArray:
     """`half_width` of each variance, vectorised."""
-    return (np.ceil(3 * np.sqrt(variance)) + 1).astype(np.int64)
+    widths: IntArray = (np.ceil(3 * np.sqrt(variance)) + 1).astype(np.int64)
+    return widths
