@@ -31,6 +31,7 @@ from tests.stats import mean_is_consistent, variance_is_consistent
 from tests.test_exact_samplers import fits
 
 N = 10_000
+LAP = samplers.discrete_laplace
 
 
 def bits(seed: int) -> GeneratorBits:
@@ -256,7 +257,7 @@ def test_decide_in_the_undecided_band_is_exact() -> None:
     ("lam", "seed"), [(Fraction(64), 1), (Fraction(2001, 2), 2), (Fraction(10**4), 3)]
 )
 def test_poisson_fits_its_pmf(lam: Fraction, seed: int) -> None:
-    x = polylog.poisson(lam, bits(seed), N)
+    x = polylog.poisson(lam, bits(seed), N, LAP)
     sd = float(lam) ** 0.5
     lo, hi = max(0, int(float(lam) - 12 * sd)), int(float(lam) + 12 * sd)
     assert fits(x, poisson_pmf(float(lam)), lo, hi)
@@ -268,7 +269,7 @@ def test_poisson_fits_its_pmf(lam: Fraction, seed: int) -> None:
 
 @pytest.mark.parametrize(("n", "p"), [(200, Fraction(1, 2)), (3000, Fraction(1, 3))])
 def test_binomial_fits_its_pmf(n: int, p: Fraction) -> None:
-    x = polylog.binomial(n, p, bits(4), N)
+    x = polylog.binomial(n, p, bits(4), N, LAP)
     assert x.min() >= 0
     assert x.max() <= n
     q = float(p)
@@ -286,7 +287,7 @@ def test_forced_fallback_is_exercised_and_exact(monkeypatch: pytest.MonkeyPatch)
         return right(law, k, work)
 
     monkeypatch.setattr(polylog, "exact_bounds", counting)
-    x = polylog.poisson(Fraction(2001, 2), bits(5), N // 2, slack=Fraction(1))
+    x = polylog.poisson(Fraction(2001, 2), bits(5), N // 2, LAP, slack=Fraction(1))
     assert len(calls) >= N // 2
     assert fits(x, poisson_pmf(1000.5), 850, 1150)
 
@@ -295,7 +296,7 @@ def test_forced_fallback_is_exercised_and_exact(monkeypatch: pytest.MonkeyPatch)
         return (u + 1) <= lo * 2**62 or not u >= hi * 2**62
 
     monkeypatch.setattr(polylog, "decide", accept_undecided)
-    y = polylog.poisson(Fraction(2001, 2), bits(5), N // 2, slack=Fraction(1))
+    y = polylog.poisson(Fraction(2001, 2), bits(5), N // 2, LAP, slack=Fraction(1))
     assert not fits(y, poisson_pmf(1000.5), 850, 1150)
 
 

@@ -203,18 +203,23 @@ def decide(
         length += WORD_BITS
 
 
-def sample(law: Law, bits: BitSource, size: int, slack: Fraction = Fraction(0)) -> IntArray:
+#: The exact discrete Laplace sampler (scale, bits, size) -> draws (`samplers.discrete_laplace`,
+#: passed in: samplers imports this module).
+Laplace = Callable[[int, BitSource, int], IntArray]
+
+
+def sample(
+    law: Law, bits: BitSource, size: int, laplace: Laplace, slack: Fraction = Fraction(0)
+) -> IntArray:
     """``size`` exact draws of ``law``: discrete Laplace proposals around the mode (drawn in
     vectorised batches), each accepted with probability A(k) by `decide`. ``slack`` widens
     stage 1 (the tests force stage 2 with it)."""
-    from expost.exact.samplers import discrete_laplace  # samplers imports this module
-
     out = np.empty(size, dtype=np.int64)
     filled = 0
     while filled < size:
         need = size - filled
         batch = 2 * need + 2  # about 1.9 proposals per sample
-        ks = law.m + discrete_laplace(law.t, bits, batch)
+        ks = law.m + laplace(law.t, bits, batch)
         us = bits.below(SMALL, batch)
         for k, u in zip(ks.tolist(), us.tolist(), strict=True):
             if k < 0 or (law.top is not None and k > law.top):
@@ -292,13 +297,20 @@ def binomial_law(n: int, p: Fraction) -> Law:
     return Law(m, w, scale(rho_up, rho_dn), n, log_f, exact_f, ctx)
 
 
-def poisson(lam: Fraction, bits: BitSource, size: int, slack: Fraction = Fraction(0)) -> IntArray:
+def poisson(
+    lam: Fraction, bits: BitSource, size: int, laplace: Laplace, slack: Fraction = Fraction(0)
+) -> IntArray:
     """``size`` exact Poisson(λ) draws, λ >= 64 (`poisson_law`, `sample`)."""
-    return sample(poisson_law(lam), bits, size, slack)
+    return sample(poisson_law(lam), bits, size, laplace, slack)
 
 
 def binomial(
-    n: int, p: Fraction, bits: BitSource, size: int, slack: Fraction = Fraction(0)
+    n: int,
+    p: Fraction,
+    bits: BitSource,
+    size: int,
+    laplace: Laplace,
+    slack: Fraction = Fraction(0),
 ) -> IntArray:
     """``size`` exact Bin(n, p) draws, 0 < p <= 1/2 (`binomial_law`, `sample`)."""
-    return sample(binomial_law(n, p), bits, size, slack)
+    return sample(binomial_law(n, p), bits, size, laplace, slack)

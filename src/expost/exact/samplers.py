@@ -375,7 +375,7 @@ def poisson(mean: Rational, bits: BitSource, size: int) -> IntArray:
     n = _size(size)
     whole = int(lam)
     if lam >= POLYLOG:
-        return expost.exact.polylog.poisson(lam, bits, n)
+        return expost.exact.polylog.poisson(lam, bits, n, discrete_laplace)
     if lam >= LARGE:
         m = np.full(n, whole, dtype=np.int64)
         w = np.full(n, expost.exact.counts.half_width(float(lam)), dtype=np.int64)
@@ -410,7 +410,7 @@ def _binomial_large(n: IntArray, p: Fraction, bits: BitSource) -> IntArray:
     huge = variance >= POLYLOG
     for value in np.unique(n[huge]).tolist():
         at = np.flatnonzero(n == value)
-        out[at] = expost.exact.polylog.binomial(value, p, bits, at.size)
+        out[at] = expost.exact.polylog.binomial(value, p, bits, at.size, discrete_laplace)
     rest = np.flatnonzero(~huge)
     if rest.size:
         c = n[rest]
