@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import attrs
@@ -243,8 +244,10 @@ def _prec(top: int) -> int:
     return 2 * WORD_BITS + 2 * max(top, 2).bit_length()
 
 
+@lru_cache(maxsize=16)
 def poisson_law(lam: Fraction) -> Law:
-    """Poisson(λ), λ >= 64: ln f(k) = (k − m)ln λ + ln m! − ln k!, r_j = λ/j."""
+    """Poisson(λ), λ >= 64: ln f(k) = (k − m)ln λ + ln m! − ln k!, r_j = λ/j (cached: the
+    set-up, ln λ and ln m!, is about 0.5 ms)."""
     m = int(lam)
     w = max(1, math.isqrt(int(lam / 2)))
     a, b = lam.numerator, lam.denominator
@@ -265,6 +268,7 @@ def poisson_law(lam: Fraction) -> Law:
     return Law(m, w, t, None, log_f, exact_f, ctx)
 
 
+@lru_cache(maxsize=16)
 def binomial_law(n: int, p: Fraction) -> Law:
     """Bin(n, p), 0 < p <= 1/2, n·p(1 − p) >= 64: mode m = ⌊(n + 1)p⌋, r_j = (n − j + 1)p
     /(j(1 − p)), ln f(k) = ln m! + ln(n − m)! − ln k! − ln(n − k)! + (k − m)ln(p/(1 − p))."""
