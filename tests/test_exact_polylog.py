@@ -26,24 +26,13 @@ import pytest
 from scipy import stats as sps
 
 from expost._validation import EXACT_POISSON_MEAN_LIMIT
-from expost.exact import GeneratorBits, SecureBits, binomial, poisson, polylog, samplers
+from expost.exact import SecureBits, binomial, poisson, polylog, samplers
 from tests.stats import mean_is_consistent, variance_is_consistent
+from tests.test_exact_counts import binom_pmf, bits, poisson_pmf
 from tests.test_exact_samplers import fits
 
 N = 10_000
 LAP = samplers.discrete_laplace
-
-
-def bits(seed: int) -> GeneratorBits:
-    return GeneratorBits(np.random.default_rng(seed))
-
-
-def poisson_pmf(lam: float) -> Any:
-    return lambda k: float(sps.poisson.pmf(k, lam))
-
-
-def binom_pmf(n: int, p: float) -> Any:
-    return lambda k: float(sps.binom.pmf(k, n, p))
 
 
 def ln_pmf(law: tuple[str, Fraction, int], k: int) -> Any:
