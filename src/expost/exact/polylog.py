@@ -28,7 +28,10 @@ rational factors, bracketed by integer products with directed truncation (`produ
 on exp((|k − m| − W)/t) (`tables.exp_bounds`, alternating Taylor series), at 248, 496, …
 bits, with 62 more bits of U each round, until decided: the brackets shrink to A(k), so the
 loop ends with probability 1. Every decision is certain, so the law is exact; stage 2 costs
-O(|k − m|) small integer products, so its expected share is negligible.
+O(|k − m|) small integer products (0.12 s at |k − m| = 10**6), so its expected share is
+negligible. Stage 1 assumes only that mpmath's log, exp and pi at p bits are within
+2**(60 − p) relative of the truth (they are within an ulp); stage 2 is integers only. When
+ln A < −1000 stage 1 answers [0, 2**−1000 + MARGIN] without the exponential.
 
 Cost: one discrete Laplace draw, one 62-bit word, one or two mpmath logarithms and one
 exponential per proposal; a Python loop over proposals (about 0.1–0.3 ms per sample on the
