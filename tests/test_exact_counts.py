@@ -82,6 +82,7 @@ def test_binomial_per_sample_counts_mix_small_and_large() -> None:
 def narrow(monkeypatch: pytest.MonkeyPatch) -> None:
     """A window of half-width 2: most proposals come from the geometric tails."""
     monkeypatch.setattr(counts, "half_width", lambda variance: 2)
+    monkeypatch.setattr(counts, "half_widths", lambda variance: np.full(variance.size, 2))
 
 
 @pytest.mark.usefixtures("narrow")

@@ -321,10 +321,11 @@ def candidates_mask(
 
 #: Largest |value| and noise scale in the float mode, so value + noise stays finite.
 FLOAT_LIMIT = 2.0**1000
-#: Largest mean of an exact Poisson draw (and so of the binomial thinnings after it): the exact
-#: sampler's work grows as sqrt(mean) (two draws at 2**30 took about 33 ms on a 2-core AMD EPYC
-#: sandbox; docs/exact-samplers.md).
-EXACT_POISSON_MEAN_LIMIT = 2**30
+#: Largest mean of an exact Poisson draw (and so of the binomial thinnings after it): the float
+#: mode's `FLOAT_POISSON_MEAN_LIMIT`, so both modes take the same runs. From 2**20 on the exact
+#: samplers cost polylog(mean), about 0.2–0.3 ms a draw (`expost.exact.polylog`), and their rare
+#: exact refinement stays bounded (products of about 10**6 factors at 2**40; docs/exact-samplers.md).
+EXACT_POISSON_MEAN_LIMIT = 2**40
 #: Largest mean λ·t_1 of a float-mode Skellam run (numpy's Poisson): the noise stays far below
 #: 2**62 (int64); value + noise is added exactly (`add_exact`, Python ints beyond int64).
 FLOAT_POISSON_MEAN_LIMIT = 2**40

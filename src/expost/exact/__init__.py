@@ -4,7 +4,8 @@
 ``Generator`` for reproducible tests and audits); ``samplers`` holds the batch samplers
 (Bernoulli, Bernoulli(exp(−γ)), discrete Laplace, discrete Gaussian, Poisson, binomial,
 Skellam); ``tables`` the cached exact-inversion tables of the discrete Laplace and Gaussian;
-``counts`` the O(sqrt mean) Poisson and binomial. See docs/exact-samplers.md.
+``counts`` the O(sqrt mean) Poisson and binomial, ``polylog`` the polylog(mean) ones from mean
+2**20. See docs/exact-samplers.md.
 """
 
 from expost.exact.bits import BitSource, GeneratorBits, SecureBits

@@ -17,7 +17,6 @@ With W = ⌈3·sqrt(variance)⌉ + 1 about 2.7 proposals per sample, each costin
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -193,4 +192,10 @@ def window(
 
 def half_width(variance: float) -> int:
     """W = ⌈3·sqrt(variance)⌉ + 1 (efficiency only: any W >= 0 gives the exact law)."""
-    return math.ceil(3 * math.sqrt(variance)) + 1
+    return int(half_widths(np.array([variance]))[0])
+
+
+def half_widths(variance: npt.NDArray[np.float64]) -> IntArray:
+    """`half_width` of each variance, vectorised."""
+    widths: IntArray = (np.ceil(3 * np.sqrt(variance)) + 1).astype(np.int64)
+    return widths

@@ -21,8 +21,11 @@ Algorithms (docs/exact-samplers.md has costs, measurements and timing channels):
   t = floor(σ) + 1, accepted with Bern(exp(−(|Y| − σ²/t)²/(2σ²)))).
 - `poisson`: mean < 64: Poisson(1) by Duchon & Duvignau (Electron. J. Combin. 23(4) P4.22,
   2016, Alg. 1), summed floor(λ) times, plus Bin(Poisson(1), frac λ) (Devroye 1986, p. 487);
-  mean >= 64: window rejection with rational factors (`expost.exact.counts`), O(sqrt λ).
-- `binomial`: n < 64: n Bernoulli(p); else window rejection, O(sqrt(np(1 − p))).
+  64 <= mean < 2**20: window rejection with rational factors (`expost.exact.counts`,
+  vectorised), O(sqrt λ); mean >= 2**20: discrete Laplace proposals accepted by an exactly
+  decided test (`expost.exact.polylog`), polylog(λ), a Python loop over proposals.
+- `binomial`: n < 64: n Bernoulli(p); else window rejection, O(sqrt(np(1 − p))), or from
+  variance 2**20 on the polylog sampler (once per distinct n).
 - `skellam` (mean λ): Poisson(λ) − Poisson(λ).
 
 Running time never depends on the data (the value is added after sampling); it depends on
@@ -40,7 +43,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-import expost.exact.counts  # the module (tests plant twins in it), not the package
+import expost.exact.counts  # the modules (tests plant twins in them), not the package
+import expost.exact.polylog
 from expost.errors import InvalidParameter
 from expost.exact.bits import SMALL, BitSource
 from expost.exact.tables import MAX_BOUNDARIES, Table, cached, invert, reach, table
@@ -353,20 +357,25 @@ def _binomial_counts(counts: IntArray, p: Fraction, bits: BitSource) -> IntArray
 
 #: Means (and binomial counts) from which the O(sqrt) rejection sampler (`counts`) is used.
 LARGE = 64
+#: Means (binomial variances) from which the polylog sampler (`polylog`) is used: there its
+#: 0.2 ms per sample beats the vectorised window sampler (0.27 ms at 2**20, batches of 1000).
+POLYLOG = 2**20
 
 
 def poisson(mean: Rational, bits: BitSource, size: int) -> IntArray:
     """Poisson(λ), rational λ >= 0, exact.
 
     λ < 64: floor(λ) Poisson(1) (Duchon–Duvignau) + Bin(Poisson(1), frac λ), O(λ) draws;
-    λ >= 64: rejection from a flat window and geometric tails with rational factors
-    (`counts`), O(sqrt λ) draws.
+    64 <= λ < 2**20: rejection from a flat window and geometric tails with rational factors
+    (`counts`), O(sqrt λ) draws; λ >= 2**20: `polylog`, polylog(λ) work per sample.
     """
     lam = _rational("mean", mean)
     if lam < 0:
         raise InvalidParameter("mean", mean, "must be >= 0")
     n = _size(size)
     whole = int(lam)
+    if lam >= POLYLOG:
+        return expost.exact.polylog.poisson(lam, bits, n, discrete_laplace)
     if lam >= LARGE:
         m = np.full(n, whole, dtype=np.int64)
         w = np.full(n, expost.exact.counts.half_width(float(lam)), dtype=np.int64)
@@ -393,20 +402,31 @@ def _counts(n: int | npt.ArrayLike, size: int) -> IntArray:
 
 
 def _binomial_large(n: IntArray, p: Fraction, bits: BitSource) -> IntArray:
-    """Bin(n_i, p), p <= 1/2, by `window` (mode ⌊(n+1)p⌋, O(sqrt(np(1−p))) draws)."""
+    """Bin(n_i, p), p <= 1/2: by `window` (mode ⌊(n+1)p⌋, O(sqrt(np(1−p))) draws), or by
+    `polylog.binomial` once per distinct n_i whose variance is at least `POLYLOG`."""
     a, b = p.numerator, p.denominator
-    m = np.asarray((_ints(n + 1, (int(n.max()) + 1) * a) * a) // b).astype(np.int64)
-    w = np.array(
-        [expost.exact.counts.half_width(float(x * p * (1 - p))) for x in n.tolist()], dtype=np.int64
-    )
-    return expost.exact.counts.window(expost.exact.counts.binomial_factor(n, a, b), m, w, n, bits)
+    variance = n.astype(float) * float(p * (1 - p))
+    out = np.empty(n.size, dtype=np.int64)
+    huge = variance >= POLYLOG
+    for value in np.unique(n[huge]).tolist():
+        at = np.flatnonzero(n == value)
+        out[at] = expost.exact.polylog.binomial(value, p, bits, at.size, discrete_laplace)
+    rest = np.flatnonzero(~huge)
+    if rest.size:
+        c = n[rest]
+        m = np.asarray((_ints(c + 1, (int(c.max()) + 1) * a) * a) // b).astype(np.int64)
+        w = expost.exact.counts.half_widths(variance[rest])
+        factor = expost.exact.counts.binomial_factor(c, a, b)
+        out[rest] = expost.exact.counts.window(factor, m, w, c, bits)
+    return out
 
 
 def binomial(n: int | npt.ArrayLike, p: Rational, bits: BitSource, size: int) -> IntArray:
     """Binomial(n, p), rational p in [0, 1]; n an int or per-sample int array.
 
     n < 64: n Bernoulli(p); larger n: Bin(n, p) = n − Bin(n, 1 − p) to make p <= 1/2, then
-    exact rejection with rational factors (`counts`), O(sqrt(np(1 − p))) draws.
+    exact rejection with rational factors (`counts`), O(sqrt(np(1 − p))) draws, or from
+    variance 2**20 on `polylog` (polylog work per sample).
     """
     q = _rational("p", p)
     if not 0 <= q <= 1:
