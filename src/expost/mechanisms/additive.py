@@ -164,14 +164,20 @@ class GaussianMechanism(_Additive):
         converter=Converter(_sensitivity, takes_self=True),  # type: ignore[misc]  # mypy attrs plugin: no Converter
     )
     rho: float | Fraction = field(converter=_level("rho"))  # type: ignore[misc]  # mypy attrs plugin: no Converter
-    _sigma: float = field(init=False, repr=False, eq=False)  # derived once: see `sigma`
+    # derived once: σ (float noise; exact noise: None, `sigma` computes it when asked) and σ²
+    _sigma: float | None = field(init=False, repr=False, eq=False)
+    _sigma2: Fraction = field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         if isinstance(self.rho, Fraction):
-            object.__setattr__(self, "_sigma", sqrt_up_exact(self.sigma2))
+            sigma2 = Fraction(int(self.sensitivity) ** 2) / (2 * self.rho)
+            object.__setattr__(self, "_sigma", None)
+            object.__setattr__(self, "_sigma2", sigma2)
             return
-        object.__setattr__(self, "_sigma", _rounded_up_sigma(self.sensitivity, self.rho))
-        check_scale("rho", self.rho, self._sigma)
+        sigma = _rounded_up_sigma(self.sensitivity, self.rho)
+        object.__setattr__(self, "_sigma", sigma)
+        check_scale("rho", self.rho, sigma)
+        object.__setattr__(self, "_sigma2", Fraction(sigma) ** 2)
 
     @classmethod
     def from_sigma(
@@ -208,15 +214,13 @@ class GaussianMechanism(_Additive):
         in exact arithmetic; this is the σ drawn with. Exact noise: the least float >=
         sqrt(`sigma2`), for display (the sampler uses σ² exactly).
         """
-        return self._sigma
+        return sqrt_up_exact(self._sigma2) if self._sigma is None else self._sigma
 
     @property
     def sigma2(self) -> Fraction:
         """The variance parameter σ² of the noise drawn, exactly: Δ2²/(2·rho) for exact noise,
         the square of the float `sigma` for float noise."""
-        if isinstance(self.rho, Fraction):
-            return Fraction(int(self.sensitivity) ** 2) / (2 * self.rho)
-        return Fraction(self._sigma) ** 2
+        return self._sigma2
 
     def guarantee(self) -> ZCDP:
         """rho-zCDP (Bun–Steinke; THEORY §2. Exact noise: CKS Thm 4, rho rounded up)."""
