@@ -114,6 +114,9 @@ NO_ROUNDING: dict[str, str] = {
 }
 
 DELEGATES: dict[str, str] = {
+    # at λ·t_min rounded down (eps falls as the mean grows: more Skellam noise is post-processing);
+    # with method="akl" skellam.akl_eps_for_delta, audited too (test_rounding_skellam.py)
+    "SkellamNoiseReduction.fixed_cost": "SkellamLoss.eps_for_delta",
     "guarantees.rho_of_eps": "dp_to_zcdp",
     "BrownianLoss.delta_for_eps": "GaussianLoss.delta_for_eps",
     "BrownianLoss.eps_for_delta": "GaussianLoss.eps_for_delta",
@@ -179,7 +182,6 @@ DELEGATES: dict[str, str] = {
 NOT_YET_AUDITED: dict[str, str] = {
     "SkellamNoiseReduction.cost": "Skellam tests",
     "SkellamNoiseReduction.cost_at": "Skellam tests",
-    "SkellamNoiseReduction.fixed_cost": "Skellam tests (delegates to SkellamLoss / AKL)",
     "apps.lnr_composition.ComposedLaplace.dp_eps": "test_lnr_composition.py",
     "SkellamPrivacyBoundary.__call__": "test_skellam_boundary.py::test_psi_is_exact_and_never_below",
     # safe as far as __call__ is (the result is the end of a bisection where ψ(t) <= level)
