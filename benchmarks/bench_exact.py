@@ -29,6 +29,8 @@ import statistics
 import time
 from collections.abc import Callable
 from fractions import Fraction
+from functools import partial
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -48,8 +50,10 @@ from expost.exact import (
     tables,
 )
 from expost.exact.bits import BitSource
+from expost.mechanisms.skellam_noise_reduction import FixedPrice
 
 Sampler = Callable[[BitSource, int], npt.NDArray[np.generic]]
+FloatArray = npt.NDArray[np.float64]
 
 
 class Counting:
@@ -64,7 +68,7 @@ class Counting:
         return self.inner.below(n, size)
 
 
-def entropy(log_weight: Callable[[np.ndarray], np.ndarray], reach: int) -> float:  # type: ignore[type-arg]  # float arrays
+def entropy(log_weight: Callable[[FloatArray], FloatArray], reach: int) -> float:
     """Entropy in bits of P(x) ∝ exp(log_weight(x)) over |x| <= reach (floats: a yardstick)."""
     x = np.arange(-reach, reach + 1, dtype=float)
     lw = log_weight(x)
@@ -78,6 +82,14 @@ def rate(run: Callable[[], object], n: int, reps: int) -> float:
     return n / median_seconds(run, reps)
 
 
+def _gaussian_log_weight(s2: float, x: FloatArray) -> FloatArray:
+    return -(x**2) / (2 * s2)
+
+
+def _laplace_log_weight(scale: float, x: FloatArray) -> FloatArray:
+    return -np.abs(x) / scale
+
+
 def noise_table(n: int, reps: int) -> None:
     rng = np.random.default_rng(0)
     rows: list[tuple[str, Sampler, Callable[[], object], float, tuple[Fraction, Fraction]]] = []
@@ -85,9 +97,9 @@ def noise_table(n: int, reps: int) -> None:
         rows.append(
             (
                 f"gaussian σ²={s2:g}",
-                lambda b, m, s2=s2: discrete_gaussian(s2, b, m),
-                lambda s2=s2: rng.normal(0, math.sqrt(s2), n),
-                entropy(lambda x, s2=s2: -(x**2) / (2 * s2), int(40 * math.sqrt(s2)) + 40),
+                partial(discrete_gaussian, s2),
+                partial(rng.normal, 0, math.sqrt(s2), n),
+                entropy(partial(_gaussian_log_weight, s2), int(40 * math.sqrt(s2)) + 40),
                 (Fraction(1, 2 * s2), Fraction(1, s2)),
             )
         )
@@ -95,9 +107,9 @@ def noise_table(n: int, reps: int) -> None:
         rows.append(
             (
                 f"laplace scale={sc:g}",
-                lambda b, m, sc=sc: discrete_laplace(sc, b, m),
-                lambda sc=sc: rng.laplace(0, sc, n),
-                entropy(lambda x, sc=sc: -np.abs(x) / sc, 60 * sc + 60),
+                partial(discrete_laplace, sc),
+                partial(rng.laplace, 0, sc, n),
+                entropy(partial(_laplace_log_weight, sc), 60 * sc + 60),
                 (Fraction(1, sc), Fraction(0)),
             )
         )
@@ -112,10 +124,8 @@ def noise_table(n: int, reps: int) -> None:
         setup = time.perf_counter() - start
         counter = Counting(GeneratorBits(np.random.default_rng(1)))
         sample(counter, n)
-        gen = GeneratorBits(np.random.default_rng(2))
-        seeded = rate(lambda s=sample, g=gen: s(g, n), n, reps)
-        sec = SecureBits()
-        secure = rate(lambda s=sample, b=sec: s(b, n), n, reps)
+        seeded = rate(partial(sample, GeneratorBits(np.random.default_rng(2)), n), n, reps)
+        secure = rate(partial(sample, SecureBits(), n), n, reps)
         base = rate(numpy_draw, n, reps)
         bits = counter.bits / n
         limit = 5 if name.startswith("gaussian") else 3
@@ -140,10 +150,8 @@ def other_samplers(n: int, reps: int) -> None:
     for name, sample in laws:
         counter = Counting(GeneratorBits(np.random.default_rng(1)))
         sample(counter, n)
-        gen = GeneratorBits(np.random.default_rng(2))
-        seeded = rate(lambda s=sample, g=gen: s(g, n), n, reps)
-        sb = SecureBits()
-        secure = rate(lambda s=sample, b=sb: s(b, n), n, reps)
+        seeded = rate(partial(sample, GeneratorBits(np.random.default_rng(2)), n), n, reps)
+        secure = rate(partial(sample, SecureBits(), n), n, reps)
         print(
             f"{name:20} {seeded:9.3g} {secure:9.3g} {counter.draws / n:7.2f} {counter.bits / n:7.1f}"
         )
@@ -165,9 +173,9 @@ def large_means(reps: int) -> None:
     print("   and ms per draw in a batch of 200; numpy's float poisson per draw, same run")
     sec, rng = SecureBits(), np.random.default_rng(0)
     for lam in (10**3, 10**6, 10**9, 10**12):
-        med, worst = single(lambda lam=lam: poisson(lam, sec, 1), reps)
-        batch = median_seconds(lambda lam=lam: poisson(lam, sec, 200), 3) / 200
-        npy = median_seconds(lambda lam=lam: rng.poisson(lam, 10**5), 3) / 10**5
+        med, worst = single(partial(poisson, lam, sec, 1), reps)
+        batch = median_seconds(partial(poisson, lam, sec, 200), 3) / 200
+        npy = median_seconds(partial(rng.poisson, lam, 10**5), 3) / 10**5
         print(
             f"poisson mean {lam:8.0e}: {med * 1e3:7.3f} ms  max {worst * 1e3:7.3f} ms  "
             f"batch {batch * 1e3:7.3f} ms  numpy {npy * 1e6:6.3f} µs  ratio {batch / npy:8.0f}"
@@ -188,15 +196,13 @@ def large_means(reps: int) -> None:
     grid = [float(t) for t in times]
     npy = median_seconds(lambda: rng.poisson(1e7, 2 * len(times)), 3)
     print(f"numpy's {2 * len(times)} float Poisson draws: {npy * 1e6:.1f} µs")
-    for price in ("exact", "akl"):  # the fixed-delta price: the exact one is computed once per grid
-
-        def skellam(price: str = price) -> None:
-            session.skellam(0, 1, grid, fixed_delta=1e-6, fixed_price=price)
-
+    prices: tuple[FixedPrice, ...] = ("exact", "akl")
+    for price in prices:  # the fixed-delta price: the exact one is computed once per grid
+        session_release = partial(session.skellam, 0, 1, grid, fixed_delta=1e-6, fixed_price=price)
         start = time.perf_counter()
-        skellam()
+        session_release()
         first = time.perf_counter() - start
-        med, worst = single(skellam, reps)
+        med, worst = single(session_release, reps)
         print(
             f"session.skellam(exact=True, SecureBits, fixed_price={price!r}), λt = 1e7, 4 times: "
             f"first {first * 1e3:7.2f} ms, then {med * 1e3:6.2f} ms  max {worst * 1e3:6.2f} ms"
@@ -218,13 +224,19 @@ def session_latency(reps: int) -> None:
     print(f"the sampler alone (discrete_gaussian, size 1): {draw[0] * 1e6:7.1f} µs")
 
 
+def _reads(size: int, count: int) -> list[bytes]:
+    return [os.urandom(size) for _ in range(count)]
+
+
+def _keystream(encryptor: Any, zeros: bytes, count: int) -> list[bytes]:
+    return [encryptor.update(zeros) for _ in range(count)]
+
+
 def urandom(reps: int) -> None:
     print("\n5. os.urandom throughput (MB/s) by read size")
     for size in (16, 4096, 1 << 16, 1 << 20):
         count = max(1, (1 << 22) // size)
-        t = median_seconds(
-            lambda size=size, count=count: [os.urandom(size) for _ in range(count)], reps
-        )
+        t = median_seconds(partial(_reads, size, count), reps)
         print(f"{size:8d} bytes: {size * count / t / 1e6:8.0f}")
     chacha20(reps)
 
@@ -240,9 +252,7 @@ def chacha20(reps: int) -> None:
     print("ChaCha20 keystream from an os.urandom key (MB/s) by block size")
     for size in (4096, 1 << 16, 1 << 20):
         zeros, count = bytes(size), max(1, (1 << 24) // size)
-        t = median_seconds(
-            lambda zeros=zeros, count=count: [enc.update(zeros) for _ in range(count)], reps
-        )
+        t = median_seconds(partial(_keystream, enc, zeros, count), reps)
         print(f"{size:8d} bytes: {size * count / t / 1e6:8.0f}")
 
 

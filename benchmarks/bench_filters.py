@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_boundaries  # a sibling script, reused rather than duplicated
 
 from expost import PrivateSession, ZCDPCost, ZCDPFilter
+from expost.rounds import fixed
 
 __all__ = ["main", "opendp_overhead", "session_overhead"]
 
@@ -43,7 +44,7 @@ COST = ZCDPCost(1e-6)
 
 def _accounting_round(session: PrivateSession) -> None:
     """One round through the session's protocol with a no-op in place of the mechanism."""
-    session._round("gaussian", COST, lambda: None, lambda _: COST)
+    session._release(fixed("gaussian", COST, lambda: None))
 
 
 def _timed(step: Callable[[], object], count: int) -> list[float]:

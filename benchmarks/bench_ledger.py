@@ -17,6 +17,7 @@ at least one fsync, so that rate bounds what either backend can do. PostgreSQL i
 from __future__ import annotations
 
 import argparse
+import importlib
 import multiprocessing as mp
 import os
 import tempfile
@@ -98,7 +99,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="release time per run")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16], help="client counts")
     args = parser.parse_args()
-    import pgserver  # the postgres extra
+    pgserver: Any = importlib.import_module("pgserver")  # the postgres extra, untyped
 
     with tempfile.TemporaryDirectory() as tmp:
         fsyncs = fsync_rate(Path(tmp))
