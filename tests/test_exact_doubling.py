@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 
 from expost.errors import InvalidParameter
 from expost.exact.bits import GeneratorBits
+from expost.exact.samplers import discrete_gaussian
 from expost.filters import ZCDPFilter
 from expost.filters.costs import GaussianCost, ZCDPCost
 from expost.mechanism_table import mechanism_for
 from expost.mechanisms.doubling import DoublingMethod
-from expost.stopping import Never, RelativeError
+from expost.stopping import Never, RelativeError, Released
 from expost.testing import audit_mechanism
 
 
@@ -124,12 +125,55 @@ def test_the_source_must_match_the_noise() -> None:
         DoublingMethod(max_tries=3).run(5.0, bits(0))
 
 
-def test_batch_runs_are_float_only() -> None:
-    exact = DoublingMethod(max_tries=3, exact=True)
-    with pytest.raises(InvalidParameter, match="exact"):
-        exact.run_batch(5, 10, bits(0))
-    with pytest.raises(InvalidParameter, match="exact"):
-        exact.run_trials([5, 6], bits(0))
+def _replayed(method: DoublingMethod, rows: npt.NDArray[Any], seed: int) -> list[list[int]]:
+    """Each row's tries rebuilt in Python ints from the sampler's own draws, in the order the
+    batch draws them: try by try, all rows at once."""
+    replay = bits(seed)
+    draws = [discrete_gaussian(t.sigma2, replay, rows.size) for t in method.tries]
+    return [[int(v) + int(d[r]) for d in draws] for r, v in enumerate(rows.tolist())]
+
+
+@pytest.mark.parametrize("twin", [False, True])
+def test_an_exact_batch_is_every_try_value_plus_the_samplers_draws(twin: bool) -> None:
+    """`run_trials` with exact tries: each trial's released value is exactly its value plus the
+    discrete Gaussian draw of the try it stopped at (replayed from the same bits, in Python
+    ints, values beyond int64 included), and it stopped where the rule first accepts its own
+    path. Twin: a replay with the first try's σ² for every try must disagree."""
+    rule = RelativeError(0.5)
+    method = DoublingMethod(start_eps2=1e-3, ratio=2.0, max_tries=8, stop=rule, exact=True)
+    rows = np.array([40, 3, 2**70, -(2**66), 900, 0], dtype=object)
+    batch = method.run_trials(rows, bits(11))
+    paths = _replayed(method, rows, 11)
+    if twin:
+        wrong = DoublingMethod(start_eps2=1e-3, ratio=1.0001, max_tries=8, stop=rule, exact=True)
+        paths = _replayed(wrong, rows, 11)
+    times = method.grid.times.array
+    want = []
+    for path in paths:
+        floats = np.array(path, dtype=np.float64)
+        k = next(
+            (i for i in range(len(path)) if rule(Released(floats[: i + 1, None], times[: i + 1]))),
+            None,
+        )
+        want.append((path[-1] if k is None else path[k], -1 if k is None else k))
+    got = [(int(v), int(k)) for v, k in zip(batch.value.tolist(), batch.stop_index, strict=True)]
+    assert (got == want) != twin
+    assert batch.cost.tolist() == [method.cumulative_cost[t - 1] for t in batch.tries]
+
+
+def test_an_exact_batch_keeps_int64_and_its_caps() -> None:
+    method = DoublingMethod(start_eps2=1e-3, ratio=2.0, max_tries=5, stop=Never(), exact=True)
+    batch = method.run_batch(7, 4, bits(2))
+    assert batch.value.dtype == np.int64
+    assert not batch.value.flags.writeable
+    assert batch.tries.tolist() == [5] * 4
+    capped = method.run_trials([1, 2, 3], bits(3), max_tries=np.array([1, 5, 2]))
+    assert capped.tries.tolist() == [1, 5, 2]
+    assert not capped.stopped.any()
+    with pytest.raises(InvalidParameter, match="values"):
+        method.run_trials([1.5, 2.0], bits(3))  # integers only
+    with pytest.raises(InvalidParameter, match="source"):
+        method.run_batch(7, 4, np.random.default_rng(0))
 
 
 def test_the_flag_is_part_of_the_value() -> None:

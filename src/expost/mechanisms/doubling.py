@@ -22,7 +22,6 @@ from expost._validation import (
     exact_sensitivity,
     finite_array,
     flag,
-    generator,
     noise_source,
     point,
     positive,
@@ -33,11 +32,13 @@ from expost._validation import (
 from expost.errors import InvalidParameter
 from expost.ex_post_rdp import ExPostRDP
 from expost.exact.bits import BitSource
+from expost.exact.samplers import discrete_gaussian
 from expost.filters._exact import prefix_sums_up
 from expost.filters.costs import GaussianCost, ZCDPCost
 from expost.grids import EpsilonGrid
 from expost.guarantees import ZCDP
 from expost.mechanisms.additive import GaussianMechanism
+from expost.mechanisms.exact_additive import add_exact, integers
 from expost.stopping import (
     BatchStoppingRule,
     RelativeError,
@@ -129,14 +130,15 @@ class DoublingBatch:
 
     ``stop_index`` (−1 exactly where ``stopped`` is False, the convention of
     `expost.mechanisms.transcript`), ``stopped``, ``tries`` made, ``cost`` = Σ eps_i²/2 over them
-    (rho, zCDP), and ``value`` (trials, *value.shape), the last released try of each trial.
+    (rho, zCDP), and ``value`` (trials, *value.shape), the last released try of each trial
+    (floats, or with exact tries integers: int64 when they fit, else Python ints).
     """
 
     stop_index: IndexArray
     stopped: BoolArray
     tries: IndexArray
     cost: FloatArray
-    value: FloatArray
+    value: npt.NDArray[Any]
 
 
 @frozen
@@ -302,12 +304,13 @@ class DoublingMethod:
 
         A `BatchStoppingRule` is evaluated in one vectorised call (`first_stops`); any other
         rule falls back to a Python loop over trials (`run_rule_on_path`), which is slower.
-        Float tries only: with ``exact``, call `run` once per trial.
+        With ``exact`` the value is integer and every try exact (`run`), each try's noise drawn
+        for all trials in one call of the discrete Gaussian sampler.
         """
-        self._float_only("run_batch")
-        v = point("value", value)
+        src = noise_source(self.exact, source)
+        v = exact_integers("value", value) if self.exact else point("value", value)
         n = positive_int("trials", trials)
-        return self._run_rows(np.broadcast_to(v, (n, *v.shape)), generator(source, "source"), None)
+        return self._run_rows(np.broadcast_to(v, (n, *v.shape)), src, None)
 
     def run_trials(
         self,
@@ -319,10 +322,9 @@ class DoublingMethod:
 
         ``max_tries`` (trials,) caps each trial's tries (1 <= cap <= len(grid)), e.g. at what each
         trial's remaining budget affords; a trial stopped by its cap is a failure and pays its tries.
-        Float tries only, as `run_batch`.
         """
-        self._float_only("run_trials")
-        rows = finite_array("values", values)
+        src = noise_source(self.exact, source)
+        rows = integers("values", values) if self.exact else finite_array("values", values)
         if not 1 <= rows.ndim <= 2 or rows.size == 0:
             raise InvalidParameter("values", rows.shape, "must have shape (trials,) or (trials, d)")
         caps = None
@@ -338,23 +340,32 @@ class DoublingMethod:
                 raise InvalidParameter(
                     "max_tries", max_tries, f"must be {rows.shape[0]} integers in [1, {count}]"
                 )
-        return self._run_rows(rows, generator(source, "source"), caps)
+        return self._run_rows(rows, src, caps)
 
-    def _float_only(self, name: str) -> None:
-        if self.exact:
-            raise InvalidParameter(
-                "exact", True, f"{name} draws float tries: with exact tries call run once per trial"
-            )
+    def _tries_released(
+        self, rows: npt.NDArray[Any], source: np.random.Generator | BitSource
+    ) -> npt.NDArray[Any]:
+        """Every try for every row, (trials, tries, *shape): float Gaussian noise scaled by each
+        σ_i, or exact discrete Gaussian noise added exactly (`add_exact`)."""
+        n, shape = rows.shape[0], rows.shape[1:]
+        count = len(self._grid)
+        if isinstance(source, np.random.Generator):
+            noise = source.standard_normal((n, count, *shape))
+            return rows[:, None] + noise * self._sigma.reshape(count, *([1] * len(shape)))
+        size = n * int(np.prod(shape, dtype=np.int64))
+        draws = [discrete_gaussian(t.sigma2, source, size) for t in self._discrete_tries()]
+        tries = np.stack([d.reshape((n, *shape)) for d in draws], axis=1)
+        return add_exact(np.broadcast_to(rows[:, None], tries.shape), tries)
 
     def _run_rows(
-        self, rows: FloatArray, g: np.random.Generator, caps: npt.NDArray[np.integer] | None
+        self,
+        rows: npt.NDArray[Any],
+        source: np.random.Generator | BitSource,
+        caps: npt.NDArray[np.integer] | None,
     ) -> DoublingBatch:
-        n, shape = rows.shape[0], rows.shape[1:]
-        sigma = self._sigma
-        count = sigma.size
-        noise = g.standard_normal((n, count, *shape))
-        values = rows[:, None] + noise * sigma.reshape(count, *([1] * len(shape)))
-        paths = values.reshape(n, count, -1)
+        n, count = rows.shape[0], len(self._grid)
+        values = self._tries_released(rows, source)
+        paths = values.reshape(n, count, -1).astype(np.float64)  # the rule sees floats
         times = self._times
         if isinstance(self.stop, BatchStoppingRule):
             stopped = first_stops(self.stop, paths, times, self.sensitivity)
@@ -371,8 +382,15 @@ class DoublingMethod:
             stopped=success,
             tries=_locked(made),
             cost=read_only(self._cumulative[made - 1]),
-            value=read_only(values[np.arange(n), made - 1]),
+            value=_frozen_copy(values[np.arange(n), made - 1]),
         )
+
+
+def _frozen_copy(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """A read-only copy, dtype kept (floats, int64 or Python ints)."""
+    out = np.array(values)
+    out.flags.writeable = False
+    return out
 
 
 def _locked(values: IndexArray) -> IndexArray:
