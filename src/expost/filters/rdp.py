@@ -255,9 +255,11 @@ class RDPFilter:
 
         Constant time in the number of recorded rounds: the new filter shares the history
         chain and carries the exact sums along."""
-        self.check(realised)
+        totals = self._totals(realised)
+        if not self._fitting(totals):
+            self.check(realised)  # raises BudgetExceeded, naming the best order
         chain = self._realised.append(realised)
-        return attrs.evolve(self, realised=chain, _carried=(chain, tuple(self._totals(realised))))
+        return attrs.evolve(self, realised=chain, _carried=(chain, tuple(totals)))
 
     def guarantee(self) -> ApproxDP:
         """(eps, delta)-DP for the whole interaction (module docstring)."""
