@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from timing import median_seconds
+from timing import median_seconds, seconds
 
 from expost import ExPostFilter, PrivateSession, ZCDPFilter
 from expost.exact import (
@@ -159,12 +159,7 @@ def other_samplers(n: int, reps: int) -> None:
 
 def single(run: Callable[[], object], reps: int) -> tuple[float, float]:
     """Median and max wall time of ``run()`` over ``reps`` calls (after one warm-up)."""
-    run()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
+    times = seconds(run, reps)
     return statistics.median(times), max(times)
 
 

@@ -6,15 +6,20 @@ import statistics
 import time
 from collections.abc import Callable
 
-__all__ = ["median_seconds"]
+__all__ = ["median_seconds", "seconds"]
 
 
-def median_seconds(run: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``run()`` over ``repeats`` calls, after one warm-up call."""
+def seconds(run: Callable[[], object], repeats: int) -> list[float]:
+    """Wall times of ``repeats`` calls of ``run()``, after one warm-up call."""
     run()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         run()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
+
+
+def median_seconds(run: Callable[[], object], repeats: int) -> float:
+    """Median wall time of ``run()`` over ``repeats`` calls, after one warm-up call."""
+    return statistics.median(seconds(run, repeats))
