@@ -29,7 +29,6 @@ from expost._validation import (
     MAX_DOUBLING_TRIES,
     exact_sensitivity,
     positive_parameter,
-    rational,
     real_parameter,
 )
 from expost.errors import InvalidParameter
@@ -128,9 +127,7 @@ def _exponential(
     FLOAT_LIMIT; or exact (a `Fraction` eps, an integer Δ, integer scores: no limit needed, the
     sampler's work does not grow with the scores, `expost.mechanisms.exact_selection`)."""
     if exact:
-        return ExponentialMechanism(
-            rational("eps", eps), monotone, exact_sensitivity(sensitivity), exact=True
-        )
+        return ExponentialMechanism(eps, monotone, sensitivity, exact=True)  # its converters
     em = ExponentialMechanism(
         positive_parameter("eps", eps), monotone, positive_parameter("sensitivity", sensitivity)
     )

@@ -140,14 +140,14 @@ class AboveThreshold:
 
     exact: bool = field(default=False, kw_only=True, validator=validator(flag))
     eps: Fraction | float = field(
-        converter=Converter(_eps, takes_self=True),  # type: ignore[misc]  # attrs stubs: takes_self
+        converter=Converter(_eps, takes_self=True),  # type: ignore[misc]  # mypy attrs plugin: no Converter
     )
     threshold: int | float = field(
-        converter=Converter(_threshold, takes_self=True),  # type: ignore[misc]  # as above
+        converter=Converter(_threshold, takes_self=True),  # type: ignore[misc]  # mypy attrs plugin: no Converter
     )
     sensitivity: int | float = field(
         default=1.0,
-        converter=Converter(_sensitivity, takes_self=True),  # type: ignore[misc]  # as above
+        converter=Converter(_sensitivity, takes_self=True),  # type: ignore[misc]  # mypy attrs plugin: no Converter
     )
 
     def _eps_up(self) -> float:
