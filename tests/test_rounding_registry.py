@@ -49,6 +49,9 @@ NOT_GUARANTEES: dict[str, str] = {
     # parameters of a mechanism or of a grid, not a guarantee: their prices are registered
     "BrownianCost.from_eps": "builds the cost of a BM at t = Δ²/eps²; priced from t exactly",
     "GaussianCost.mu": "sqrt(2·rho) for display; gdp_price charges 2·rho exactly",
+    "filters.SubsampledGaussianCost.from_sigma": (
+        "builds a DP-SGD step's cost from σ, rho = 1/(2σ²) up_exact (tests/test_costs.py)"
+    ),
     "EpsilonGrid.eps": "the grid's levels (parameters); EpsilonGrid.rho prices them",
     "EpsilonGrid.first_eps": "a level of the grid (a parameter)",
     "EpsilonGrid.last_eps": "a level of the grid (a parameter)",

@@ -16,6 +16,8 @@ from expost.filters.costs import (
     DPCost,
     ExPostCost,
     GaussianCost,
+    LaplaceCost,
+    SubsampledGaussianCost,
     ZCDPCost,
 )
 from expost.filters.dp import ApproxDPFilter
@@ -38,9 +40,11 @@ __all__ = [
     "Filter",
     "GaussianCost",
     "GaussianDPFilter",
+    "LaplaceCost",
     "Price",
     "PrivacyFilter",
     "RDPFilter",
+    "SubsampledGaussianCost",
     "UnifiedFilter",
     "ZCDPCost",
     "ZCDPFilter",

@@ -13,11 +13,13 @@ ex-post function can take. As *realised* (after it ran) it is what the round did
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from attrs import field, frozen
 
 from expost._validation import as_float, nonnegative, positive, probability, validator
 from expost.errors import InvalidParameter
+from expost.rounding import up_exact
 
 __all__ = [
     "BoundedRangeCost",
@@ -26,6 +28,8 @@ __all__ = [
     "DPCost",
     "ExPostCost",
     "GaussianCost",
+    "LaplaceCost",
+    "SubsampledGaussianCost",
     "ZCDPCost",
 ]
 
@@ -73,12 +77,68 @@ class GaussianCost(ZCDPCost):
         return math.sqrt(2.0 * self.rho)
 
 
+def _sampling_prob(name: str, value: object) -> float:
+    q = positive(name, value)
+    if q > 1.0:
+        raise InvalidParameter(name, value, "must lie in (0, 1]")
+    return q
+
+
+@frozen
+class SubsampledGaussianCost(GaussianCost):
+    """One Poisson-subsampled Gaussian round (a DP-SGD step; THEORY §12): each record kept
+    independently with probability ``sampling_prob`` = q, rows clipped to ℓ2 norm Δ and summed,
+    N(0, (σ·Δ)²) added, σ the noise multiplier.
+
+    As a `GaussianCost` its rho is 1/(2σ²) rounded up: the Gaussian mechanism without
+    subsampling dominates the subsampled one (subsampling is a post-processing of the data
+    before a mechanism that would be rho-zCDP and mu-GDP on any neighbours), so every filter
+    that prices a Gaussian round prices this one validly; filters that know the subsampled pair
+    (`PLDFilter`, RDP filters at the subsampled RDP, Mironov–Talwar–Zhang 2019) price it tighter.
+    Build it with `from_sigma`.
+    """
+
+    sampling_prob: float = field(
+        default=1.0, kw_only=True, converter=as_float, validator=validator(_sampling_prob)
+    )
+
+    @classmethod
+    def from_sigma(cls, sigma: float, sampling_prob: float) -> SubsampledGaussianCost:
+        """The round with noise multiplier ``sigma`` and Poisson rate ``sampling_prob``."""
+        s = positive("sigma", sigma)
+        return cls(up_exact(1 / (2 * Fraction(s) ** 2)), sampling_prob=sampling_prob)
+
+    @property
+    def sigma(self) -> float:
+        """The noise multiplier, rounded down: the largest float s with 1/(2s²) >= rho (a
+        smaller σ is a dominating round, so pricing at it is safe)."""
+        s = 1.0 / math.sqrt(2.0 * self.rho)
+        while 1 / (2 * Fraction(s) ** 2) < Fraction(self.rho):
+            s = math.nextafter(s, 0.0)
+        return s
+
+
 @frozen
 class DPCost:
     """An (eps, delta)-DP round (APC Def 2.1): Laplace, AboveThreshold."""
 
     eps: float = field(converter=as_float, validator=validator(positive))
     delta: float = _DELTA
+
+
+@frozen
+class LaplaceCost(DPCost):
+    """A (continuous) Laplace mechanism on a scalar query: pure eps-DP with eps = Δ1/b.
+
+    It is a `DPCost` (every filter prices it as one) that also says where it comes from: it is
+    dominated by the Laplace pair (Lap(Δ, b), Lap(0, b)) (THEORY §12), tighter than the
+    randomised-response pair that bounds a general eps-DP round, which PLD filters use. Vector
+    Laplace releases and discrete (exact) Laplace noise are plain `DPCost`. Its delta is 0.
+    """
+
+    def __attrs_post_init__(self) -> None:
+        if self.delta != 0.0:
+            raise InvalidParameter("delta", self.delta, "must be 0 for a Laplace round")
 
 
 @frozen
@@ -140,4 +200,13 @@ class ExPostCost:
         _optional_positive(self, attribute, value)
 
 
-Cost = ZCDPCost | GaussianCost | DPCost | BoundedRangeCost | BrownianCost | ExPostCost
+Cost = (
+    ZCDPCost
+    | GaussianCost
+    | SubsampledGaussianCost
+    | DPCost
+    | LaplaceCost
+    | BoundedRangeCost
+    | BrownianCost
+    | ExPostCost
+)

@@ -32,8 +32,10 @@ from expost.filters import (
     ExPostFilter,
     GaussianCost,
     GaussianDPFilter,
+    LaplaceCost,
     PrivacyFilter,
     RDPFilter,
+    SubsampledGaussianCost,
     UnifiedFilter,
     ZCDPCost,
     ZCDPFilter,
@@ -59,7 +61,16 @@ __all__ = [
 
 COSTS: Final[Mapping[str, type[Cost]]] = {
     c.__name__: c
-    for c in (ZCDPCost, GaussianCost, BrownianCost, DPCost, BoundedRangeCost, ExPostCost)
+    for c in (
+        ZCDPCost,
+        GaussianCost,
+        SubsampledGaussianCost,
+        BrownianCost,
+        DPCost,
+        LaplaceCost,
+        BoundedRangeCost,
+        ExPostCost,
+    )
 }
 """Every cost a record may name, by its ``type``."""
 
