@@ -37,7 +37,9 @@ def ref_laplace(eps: float, alpha: float) -> Mp:
 
 def _log_a(rho: float, q: float, n: int) -> Mp:
     r, p = mp.mpf(rho), mp.mpf(q)
-    terms = (math.comb(n, k) * (1 - p) ** (n - k) * p**k * mp.exp((k * k - k) * r) for k in range(n + 1))
+    terms = (
+        math.comb(n, k) * (1 - p) ** (n - k) * p**k * mp.exp((k * k - k) * r) for k in range(n + 1)
+    )
     return mp.log(mp.fsum(terms))
 
 
