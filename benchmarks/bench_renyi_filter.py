@@ -61,7 +61,8 @@ def old_pure_dp_count(eps: float, delta: float, cost: DPCost) -> int:
 def _row(name: str, eps: float, delta: float, cost: Cost) -> list[str]:
     renyi = RenyiFilter.for_rounds(eps, delta, cost)
     one = max(admitted(RDPFilter.from_dp(eps, delta, (a,)), cost) for a in CANDIDATE_ORDERS)
-    gdp = admitted(GaussianDPFilter.from_dp(eps, delta), cost) if cost.delta == 0.0 else 0
+    gdp_filter = GaussianDPFilter.from_dp(eps, delta)
+    gdp = admitted(gdp_filter, cost) if gdp_filter.accepts(cost) else 0
     old = old_pure_dp_count(eps, delta, cost) if isinstance(cost, DPCost) else None
     return [
         f"{name} at ({eps:g}, {delta:g})",
