@@ -27,7 +27,14 @@ from expost.filters.costs import BrownianCost, Cost
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
 from expost.rounding import SMALLEST, largest_where, smallest_where, sum_down, sum_up
 
-__all__ = ["BrownianPricedFilter", "Filter", "Price", "PrivacyFilter", "RhoFilter"]
+__all__ = [
+    "NO_DELTA_BUDGET",
+    "BrownianPricedFilter",
+    "Filter",
+    "Price",
+    "PrivacyFilter",
+    "RhoFilter",
+]
 
 Price = tuple[float, float]
 """(amount in the filter's unit, delta) of one round."""
@@ -74,6 +81,17 @@ def refuse(filter: object, what: str, accepted: str) -> InvalidParameter:
     """The error for a cost a filter does not accept."""
     name = type(filter).__name__
     return InvalidParameter("filter", name, f"cannot charge {what}: accepts only {accepted}")
+
+
+NO_DELTA_BUDGET = (
+    "its delta needs a delta budget and this filter has none (delta budget 0; "
+    "UnifiedFilter.from_dp keeps its whole delta for the final conversion): build the filter "
+    "with one — ZCDPFilter(rho, delta), UnifiedFilter(rho, delta, delta_second), "
+    "ApproxDPFilter(eps, delta_prime, delta_second), ExPostFilter(eps, delta), or "
+    "ConcurrentFilter(zcdp, ExPostFilter(eps, delta), delta_second) beside a zCDP budget — "
+    "or run a round with delta 0"
+)
+"""Why a filter without a delta budget cannot charge a round with delta > 0 (it never could)."""
 
 
 def _costs(value: tuple[Cost, ...] | Chain[Cost]) -> Chain[Cost]:
@@ -128,15 +146,24 @@ class Filter(ABC):
     def _what(self, cost: object) -> str:
         return repr(cost)
 
+    def _charged(self, rate: Price | None) -> bool:
+        """A rate the filter can charge: one it knows, with a delta only if it has a delta budget."""
+        return rate is not None and (rate[1] == 0.0 or self.delta_budget > 0.0)
+
     def accepts(self, cost: Cost) -> bool:
-        """Whether this filter can charge ``cost`` at all."""
-        return self._rate(cost) is not None
+        """Whether this filter can charge ``cost`` at all (a filter whose delta budget is 0
+        never can a cost with delta > 0)."""
+        return self._charged(self._rate(cost))
 
     def price(self, cost: Cost) -> Price:
         """(amount in ``unit``, delta) of ``cost``; `InvalidParameter` if not accepted."""
         rate = self._rate(cost)
         if rate is None:
             raise refuse(self, self._what(cost), self._ACCEPTS)
+        if not self._charged(rate):
+            raise InvalidParameter(
+                "filter", type(self).__name__, f"cannot charge {cost!r}: {NO_DELTA_BUDGET}"
+            )
         return rate
 
     def max_bm_eps(self, sensitivity: float = 1.0) -> float | None:
