@@ -60,10 +60,11 @@ __all__ = [
 SKELLAM_FILTERS = (
     "a Skellam round has a delta — (ψ(t_stop), delta)-ex-post private with a boundary (an "
     "ExPostCost), (eps, fixed_delta)-DP with fixed_delta (a DPCost) — so it needs a filter with "
-    "an ex-post or a delta budget: ExPostFilter(eps, delta) or ConcurrentFilter(zcdp, "
-    "ExPostFilter(eps, delta), delta_second) for either; for fixed_delta also ZCDPFilter(rho, "
-    "delta), UnifiedFilter(rho, delta, delta_second) or ApproxDPFilter(eps, delta_prime, "
-    "delta_second) (UnifiedFilter.from_dp has no delta budget: it keeps delta for the conversion)"
+    "an ex-post or a delta budget: ExPostFilter(eps, delta) for either; with a boundary also "
+    "ConcurrentFilter(zcdp, ExPostFilter(eps, delta), delta_second) beside a zCDP budget; with "
+    "fixed_delta also ZCDPFilter(rho, delta), UnifiedFilter(rho, delta, delta_second) or "
+    "ApproxDPFilter(eps, delta_prime, delta_second) (UnifiedFilter.from_dp has no delta budget: "
+    "it keeps delta for the conversion)"
 )
 """Why a filter that cannot charge a Skellam round refuses it, and which filters can."""
 
@@ -254,9 +255,11 @@ def prepare_skellam(
     else:
         price_of = skellam.fixed_cost(real_parameter("fixed_delta", fixed_delta), how)
         prepared = fixed("skellam", price_of, draw)
-    if not mode.filter.accepts(prepared.request):
-        rule = f"cannot charge {prepared.request!r}: {SKELLAM_FILTERS}"
-        raise InvalidParameter("filter", type(mode.filter).__name__, rule)
+    try:
+        mode.filter.admits(prepared.request)  # raises for a cost the filter can never admit
+    except InvalidParameter as err:
+        rule = f"cannot admit {prepared.request!r}: {SKELLAM_FILTERS}"
+        raise InvalidParameter("filter", type(mode.filter).__name__, rule) from err
     return prepared
 
 

@@ -91,7 +91,8 @@ NO_DELTA_BUDGET = (
     "ConcurrentFilter(zcdp, ExPostFilter(eps, delta), delta_second) beside a zCDP budget — "
     "or run a round with delta 0"
 )
-"""Why a filter without a delta budget cannot charge a round with delta > 0 (it never could)."""
+"""Why a filter without a delta budget refuses every round with delta > 0 (`InvalidParameter`,
+not `BudgetExceeded`: no budget ran out, the filter never admits such a round)."""
 
 
 def _costs(value: tuple[Cost, ...] | Chain[Cost]) -> Chain[Cost]:
@@ -146,24 +147,15 @@ class Filter(ABC):
     def _what(self, cost: object) -> str:
         return repr(cost)
 
-    def _charged(self, rate: Price | None) -> bool:
-        """A rate the filter can charge: one it knows, with a delta only if it has a delta budget."""
-        return rate is not None and (rate[1] == 0.0 or self.delta_budget > 0.0)
-
     def accepts(self, cost: Cost) -> bool:
-        """Whether this filter can charge ``cost`` at all (a filter whose delta budget is 0
-        never can a cost with delta > 0)."""
-        return self._charged(self._rate(cost))
+        """Whether this filter can charge ``cost`` at all."""
+        return self._rate(cost) is not None
 
     def price(self, cost: Cost) -> Price:
         """(amount in ``unit``, delta) of ``cost``; `InvalidParameter` if not accepted."""
         rate = self._rate(cost)
         if rate is None:
             raise refuse(self, self._what(cost), self._ACCEPTS)
-        if not self._charged(rate):
-            raise InvalidParameter(
-                "filter", type(self).__name__, f"cannot charge {cost!r}: {NO_DELTA_BUDGET}"
-            )
         return rate
 
     def max_bm_eps(self, sensitivity: float = 1.0) -> float | None:
@@ -213,6 +205,10 @@ class Filter(ABC):
         return self._UNIT
 
     def _refusal(self, amount: float, delta: float) -> BudgetExceeded | None:
+        if delta > 0.0 and self.delta_budget == 0.0:  # no budget to run out of: a mismatch
+            raise InvalidParameter(
+                "filter", type(self).__name__, f"cannot admit delta={delta!r}: {NO_DELTA_BUDGET}"
+            )
         for parts, asked, budget, unit in (
             (self._sums.amounts, amount, self.budget, self._UNIT),
             (self._sums.deltas, delta, self.delta_budget, "delta"),
@@ -222,7 +218,8 @@ class Filter(ABC):
         return None
 
     def admits(self, request: Cost) -> bool:
-        """Whether a round costing at most ``request`` keeps both exact sums within budget."""
+        """Whether a round costing at most ``request`` keeps both exact sums within budget
+        (`InvalidParameter` for a cost the filter never admits: see `price`, `NO_DELTA_BUDGET`)."""
         return self._refusal(*self.price(request)) is None
 
     def check(self, request: Cost) -> None:
