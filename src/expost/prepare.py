@@ -258,8 +258,8 @@ def prepare_skellam(
     try:
         mode.filter.admits(prepared.request)  # raises for a cost the filter can never admit
     except InvalidParameter as err:
-        rule = f"cannot admit {prepared.request!r}: {SKELLAM_FILTERS}"
-        raise InvalidParameter("filter", type(mode.filter).__name__, rule) from err
+        why = f"cannot admit {prepared.request!r}: {SKELLAM_FILTERS}"
+        raise InvalidParameter("filter", type(mode.filter).__name__, why) from err
     return prepared
 
 
