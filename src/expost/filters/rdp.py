@@ -255,7 +255,7 @@ class RDPFilter:
             "eps",
             detail=(
                 f"Rényi accounting: the round's price is its ε_α at α={order:g}, the order "
-                f"where the most is left, and no order of {len(self.orders)} admits it; "
+                f"where the most is left, and none of its {len(self.orders)} orders admits it; "
                 "spent_by_order and remaining_by_order give every order"
             ),
         )
