@@ -8,6 +8,8 @@ what was asked and what remains.
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from pathlib import Path
 
 __all__ = [
@@ -19,11 +21,53 @@ __all__ = [
     "LedgerMismatch",
     "LedgerNotFound",
     "NotAStoppingTime",
+    "shown",
 ]
+
+
+MAX_SHOWN = 200
+"""The longest ``repr`` an error message quotes in full; a longer one is cut (`shown`)."""
+
+_SHOWN_DIGITS = 40  # integers of more digits are described, not printed
 
 
 class ExpostError(Exception):
     """Base class of every error raised on purpose by `expost`."""
+
+
+def _integer(n: int) -> str:
+    """A huge integer by its size and leading digits: ``2**1001`` is "a 302-digit integer
+    (~2.1e301)" (no ``str(n)``: Python refuses to print integers of more than 4300 digits)."""
+    size = abs(n)
+    exponent = math.floor(math.log10(size))  # within one of the truth: corrected below
+    if 10**exponent > size:
+        exponent -= 1
+    elif 10 ** (exponent + 1) <= size:
+        exponent += 1
+    lead = size // 10 ** (exponent - 2)  # the first three digits (truncated, hence "~")
+    sign = "-" if n < 0 else ""
+    return f"a {exponent + 1}-digit integer (~{sign}{lead // 100}.{lead // 10 % 10}e{exponent})"
+
+
+def _part(n: int) -> str:
+    return _integer(n) if abs(n) >= 10**_SHOWN_DIGITS else repr(n)
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` as an error message quotes it: integers (and the parts of a `Fraction`)
+    of more than 40 digits described by size, a longer ``repr`` than `MAX_SHOWN` cut, saying
+    how long it was, and a ``repr`` that fails named by the value's type."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _part(value)
+    if isinstance(value, Fraction):
+        return f"Fraction({_part(value.numerator)}, {_part(value.denominator)})"
+    try:
+        text = repr(value)
+    except Exception as err:  # noqa: BLE001 -- a message is built whatever repr raises (too long ints)
+        return f"a {type(value).__name__} value that cannot be printed ({type(err).__name__})"
+    if len(text) <= MAX_SHOWN:
+        return text
+    return f"{text[: MAX_SHOWN - 40]}… (a repr of {len(text)} characters)"
 
 
 class InvalidParameter(ExpostError, ValueError):
@@ -33,21 +77,35 @@ class InvalidParameter(ExpostError, ValueError):
         self.name = name
         self.value = value
         self.rule = rule
-        super().__init__(f"{name}={value!r} is invalid: {rule}")
+        super().__init__(f"{name}={shown(value)} is invalid: {rule}")
 
 
 class BudgetExceeded(ExpostError):
-    """A round was refused because it could exceed the privacy budget; nothing was spent."""
+    """A round was refused because it could exceed the privacy budget; nothing was spent.
 
-    def __init__(self, spent: float, requested: float, remaining: float, unit: str = "rho") -> None:
+    ``spent`` and ``remaining`` are what the filter (and a session) reports as ``spent`` and
+    ``remaining``, in ``unit``; ``detail`` says how they relate where that is not plain.
+    """
+
+    def __init__(
+        self,
+        spent: float,
+        requested: float,
+        remaining: float,
+        unit: str = "rho",
+        *,
+        detail: str = "",
+    ) -> None:
         self.spent = spent
         self.requested = requested
         self.remaining = remaining
         self.unit = unit
+        self.detail = detail
+        note = f" ({detail})" if detail else ""
         super().__init__(
             f"budget exceeded: already spent {unit}={spent!r}, this round asks for "
-            f"{unit}={requested!r}, only {unit}={remaining!r} remains; the round was refused "
-            "and nothing was spent"
+            f"{unit}={requested!r}, only {unit}={remaining!r} remains{note}; the round was "
+            "refused and nothing was spent"
         )
 
 

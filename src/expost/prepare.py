@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from expost.mechanisms.noise_reduction import PrivacyBoundaryWithDelta
 
 __all__ = [
+    "SKELLAM_FILTERS",
     "clipped",
     "doubling_cap",
     "prepare_above_threshold",
@@ -54,6 +55,18 @@ __all__ = [
     "prepare_reduced_above_threshold",
     "prepare_skellam",
 ]
+
+
+SKELLAM_FILTERS = (
+    "a Skellam round has a delta — (ψ(t_stop), delta)-ex-post private with a boundary (an "
+    "ExPostCost), (eps, fixed_delta)-DP with fixed_delta (a DPCost) — so it needs a filter with "
+    "an ex-post or a delta budget: ExPostFilter(eps, delta) for either; with a boundary also "
+    "ConcurrentFilter(zcdp, ExPostFilter(eps, delta), delta_second) beside a zCDP budget; with "
+    "fixed_delta also ZCDPFilter(rho, delta), UnifiedFilter(rho, delta, delta_second) or "
+    "ApproxDPFilter(eps, delta_prime, delta_second) (UnifiedFilter.from_dp has no delta budget: "
+    "it keeps delta for the conversion)"
+)
+"""Why a filter that cannot charge a Skellam round refuses it, and which filters can."""
 
 
 # ----------------------------------------------------------------------------- additive noise
@@ -188,7 +201,7 @@ def prepare_brownian(
     d = positive_parameter("sensitivity", sensitivity)
     build = mechanism_for("brownian", mode.name).build
     bm = build(clipped(mode.filter, grid, d), d, rule, boundary)
-    rng = mode.rng
+    rng = mode.generator
     return Prepared("brownian", bm.cost(), lambda: bm.run(v, rng), result_cost)
 
 
@@ -199,7 +212,7 @@ def prepare_laplace_noise_reduction(
     rule = Never() if stop is None else as_stopping_rule(stop)
     v = _path(mode, "laplace-noise-reduction", value, rule)
     lnr = mechanism_for("laplace-noise-reduction", mode.name).build(scales, sensitivity, rule)
-    rng = mode.rng
+    rng = mode.generator
     return Prepared("laplace-noise-reduction", lnr.cost(), lambda: lnr.run(v, rng), result_cost)
 
 
@@ -238,9 +251,16 @@ def prepare_skellam(
     noise = mode.noise
     draw: Callable[[], Transcript] = lambda: skellam.run(count, noise)
     if fixed_delta is None:
-        return Prepared("skellam", skellam.cost(), draw, result_cost)
-    price_of = skellam.fixed_cost(real_parameter("fixed_delta", fixed_delta), how)
-    return fixed("skellam", price_of, draw)
+        prepared = Prepared("skellam", skellam.cost(), draw, result_cost)
+    else:
+        price_of = skellam.fixed_cost(real_parameter("fixed_delta", fixed_delta), how)
+        prepared = fixed("skellam", price_of, draw)
+    try:
+        mode.filter.admits(prepared.request)  # raises for a cost the filter can never admit
+    except InvalidParameter as err:
+        why = f"cannot admit {prepared.request!r}: {SKELLAM_FILTERS}"
+        raise InvalidParameter("filter", type(mode.filter).__name__, why) from err
+    return prepared
 
 
 def prepare_reduced_above_threshold(
@@ -267,7 +287,7 @@ def prepare_reduced_above_threshold(
     assert psi is not None
     build = mechanism_for("reduced-above-threshold", mode.name).build
     rat = build(real_parameter("threshold", threshold), float(psi(bm.smallest_time)), d)
-    rng = mode.rng
+    rng = mode.generator
     return Prepared(
         "reduced-above-threshold",
         rat.brownian_cost(bm),

@@ -19,7 +19,7 @@ from typing import Any, Generic, Literal, NoReturn, Protocol, TypeVar
 import numpy as np
 from attrs import frozen
 
-from expost.errors import ExpostError, InvalidParameter, NotAStoppingTime
+from expost.errors import ExpostError, InvalidParameter, NotAStoppingTime, shown
 from expost.exact.bits import BitSource
 from expost.filters import Cost, PrivacyFilter
 
@@ -51,10 +51,11 @@ NOT_EXACT = {
 
 @frozen
 class Mode:
-    """What a round is prepared against: the session's rng, its bit source (secure mode when
-    set) and the filter state (doubling caps and eps grids are clipped to the budget)."""
+    """What a round is prepared against: the session's rng (None in a secure session built
+    without one), its bit source (secure mode when set) and the filter state (doubling caps and
+    eps grids are clipped to the budget)."""
 
-    rng: np.random.Generator
+    rng: np.random.Generator | None
     bits: BitSource | None
     filter: PrivacyFilter
 
@@ -71,7 +72,14 @@ class Mode:
     @property
     def noise(self) -> np.random.Generator | BitSource:
         """The source a mechanism draws from: the bit source in secure mode, else the rng."""
-        return self.rng if self.bits is None else self.bits
+        return self.generator if self.bits is None else self.bits
+
+    @property
+    def generator(self) -> np.random.Generator:
+        """The rng of a float mechanism (a float-mode session always has one)."""
+        if self.rng is None:
+            raise InvalidParameter("rng", None, "a float mechanism needs a numpy Generator")
+        return self.rng
 
 
 @frozen
@@ -128,7 +136,9 @@ def refusing(method: str) -> Iterator[None]:
 
 
 def limit(name: str, value: object, what: str, size: object, limit: object) -> NoReturn:
-    raise InvalidParameter(name, value, f"{what} = {size} is above the limit {limit}")
+    if isinstance(size, Fraction) and size.denominator == 1:
+        size = size.numerator  # shown as the integer it is
+    raise InvalidParameter(name, value, f"{what} = {shown(size)} is above the limit {limit}")
 
 
 def check_rule(rule: object, d: int) -> None:

@@ -80,15 +80,16 @@ class PrivateSession:
     """Adaptive private analysis under one filter (FAC Thm 1–2, APC Thm 1–2, 5, Lemma 6.2, B.2).
 
         ``filter`` is the budget (e.g. ``UnifiedFilter.from_dp(10.0, 1e-6)``), ``rng`` the only
-        source of randomness, ``ledger`` an optional SQLite file, or a ``postgresql://…?ledger=NAME``
-        URL, that makes the spend persistent and shareable between processes (`expost.ledger`): an
+        source of randomness in float mode (not needed in the secure mode), ``ledger`` an
+        optional SQLite file, or a ``postgresql://…?ledger=NAME`` URL, that makes the spend persistent and shareable between processes (`expost.ledger`): an
     existing ledger only (`LedgerNotFound` otherwise) unless ``create=True``; ``ledger_id`` pins
     the id printed when it was created, so a re-created ledger is refused. The private values passed to the methods are
         used for one release and never stored; results hold only released values.
 
         By default releases add float noise from ``rng``: for research and simulation (float
         samplers leak, docs/releasing-safely.md). ``exact=True`` (bits from the OS CSPRNG) or an
-        explicit ``bits`` source is the secure mode: ``gaussian``, ``laplace`` and
+        explicit ``bits`` source is the secure mode, which draws only from its bits (``rng`` may
+        be left out): ``gaussian``, ``laplace`` and
         ``exponential_mechanism`` release integers from the exact mechanisms (discrete Gaussian,
         discrete Laplace, exact exponential mechanism), ``above_threshold`` runs `AboveThreshold` with exact noise, and every
         other mechanism is refused, naming the
@@ -98,7 +99,7 @@ class PrivateSession:
     def __init__(
         self,
         filter: SessionFilter,
-        rng: np.random.Generator,
+        rng: np.random.Generator | None = None,
         ledger: str | os.PathLike[str] | None = None,
         *,
         exact: bool = False,
@@ -110,11 +111,18 @@ class PrivateSession:
             raise InvalidParameter(
                 "filter", filter, "must be a privacy filter (see expost.filters.PrivacyFilter)"
             )
-        self._rng = generator(rng)
+        self._rng = None if rng is None else generator(rng)
         flag("exact", exact)
         if bits is not None:
             bits = bit_source(bits)
         self._bits: BitSource | None = SecureBits() if exact and bits is None else bits
+        if self._rng is None and self._bits is None:
+            raise InvalidParameter(
+                "rng",
+                rng,
+                "is needed in float mode (the default): pass numpy.random.default_rng(seed), or "
+                "choose the secure mode (exact=True or bits=...), which needs no rng",
+            )
         self._filter: SessionFilter = filter
         self._history: list[Round] = []
         self._running = False

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from expost import __version__
 from expost.cli import audit as audit_cli
 from expost.cli import ledger as ledger_command
 from expost.cli import prove as prove_cli
@@ -23,6 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(
         prog="expost", description="Accuracy-first differential privacy: proofs, audits, papers."
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"expost {__version__}", help="print the version"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in _COMMANDS:

@@ -165,7 +165,12 @@ def add_parser(sub: Any) -> None:
         help="BNR Sec. 6: private logistic and ridge regression (Figures 2 and 3)",
         description="Accuracy-first private ERM: BM vs LNR, three ways of checking accuracy.",
     )
-    p.add_argument("--task", choices=("logistic", "ridge", "both"), default="both")
+    p.add_argument(
+        "--task",
+        choices=("logistic", "ridge", "both"),
+        default="both",
+        help="which regression to run (default both)",
+    )
     p.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="runs per task (default 1000)")
     p.add_argument(
         "--data",
@@ -177,6 +182,6 @@ def add_parser(sub: Any) -> None:
         "--out", type=Path, default=Path("erm-results"), help="directory for the figures"
     )
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="summary JSON path")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
     add_execution_arguments(p)
     p.set_defaults(run=run)

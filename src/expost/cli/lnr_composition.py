@@ -24,8 +24,15 @@ def add_parser(sub: Any) -> None:
         "exact simulation and, for fixed stops, by a bracketed numerical convolution.",
     )
     p.add_argument("--trials", type=int, default=100_000, help="composed trials per rule")
-    p.add_argument("--rounds", type=int, nargs="+", default=list(DEFAULT_ROUNDS), metavar="K")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--rounds",
+        type=int,
+        nargs="+",
+        default=list(DEFAULT_ROUNDS),
+        metavar="K",
+        help="numbers k of composed rounds (default 2 5 10 20)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the rows here")
     p.set_defaults(run=run)
 

@@ -136,7 +136,7 @@ def add_parser(sub: Any) -> None:
                    help=f"trials per size ({DEFAULT_TRIALS}; {EXACT_TRIALS} with exact methods)")  # fmt: skip
     p.add_argument("--sizes", type=int, nargs="+", default=None, metavar="N",
                    help="data sizes (default 8000 16000 32000 64000 128000)")  # fmt: skip
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
     p.add_argument("--out", type=Path, default=Path("relative-error-results"),
                    help="directory for relative_error.png")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the rows here")

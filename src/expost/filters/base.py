@@ -27,7 +27,14 @@ from expost.filters.costs import BrownianCost, Cost
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
 from expost.rounding import SMALLEST, largest_where, smallest_where, sum_down, sum_up
 
-__all__ = ["BrownianPricedFilter", "Filter", "Price", "PrivacyFilter", "RhoFilter"]
+__all__ = [
+    "NO_DELTA_BUDGET",
+    "BrownianPricedFilter",
+    "Filter",
+    "Price",
+    "PrivacyFilter",
+    "RhoFilter",
+]
 
 Price = tuple[float, float]
 """(amount in the filter's unit, delta) of one round."""
@@ -74,6 +81,18 @@ def refuse(filter: object, what: str, accepted: str) -> InvalidParameter:
     """The error for a cost a filter does not accept."""
     name = type(filter).__name__
     return InvalidParameter("filter", name, f"cannot charge {what}: accepts only {accepted}")
+
+
+NO_DELTA_BUDGET = (
+    "its delta needs a delta budget and this filter has none (delta budget 0; "
+    "UnifiedFilter.from_dp keeps its whole delta for the final conversion): build the filter "
+    "with one — ZCDPFilter(rho, delta), UnifiedFilter(rho, delta, delta_second), "
+    "ApproxDPFilter(eps, delta_prime, delta_second), ExPostFilter(eps, delta), or "
+    "ConcurrentFilter(zcdp, ExPostFilter(eps, delta), delta_second) beside a zCDP budget — "
+    "or run a round with delta 0"
+)
+"""Why a filter without a delta budget refuses every round with delta > 0 (`InvalidParameter`,
+not `BudgetExceeded`: no budget ran out, the filter never admits such a round)."""
 
 
 def _costs(value: tuple[Cost, ...] | Chain[Cost]) -> Chain[Cost]:
@@ -186,6 +205,10 @@ class Filter(ABC):
         return self._UNIT
 
     def _refusal(self, amount: float, delta: float) -> BudgetExceeded | None:
+        if delta > 0.0 and self.delta_budget == 0.0:  # no budget to run out of: a mismatch
+            raise InvalidParameter(
+                "filter", type(self).__name__, f"cannot admit delta={delta!r}: {NO_DELTA_BUDGET}"
+            )
         for parts, asked, budget, unit in (
             (self._sums.amounts, amount, self.budget, self._UNIT),
             (self._sums.deltas, delta, self.delta_budget, "delta"),
@@ -195,7 +218,8 @@ class Filter(ABC):
         return None
 
     def admits(self, request: Cost) -> bool:
-        """Whether a round costing at most ``request`` keeps both exact sums within budget."""
+        """Whether a round costing at most ``request`` keeps both exact sums within budget
+        (`InvalidParameter` for a cost the filter never admits: see `price`, `NO_DELTA_BUDGET`)."""
         return self._refusal(*self.price(request)) is None
 
     def check(self, request: Cost) -> None:

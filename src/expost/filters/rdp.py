@@ -248,13 +248,23 @@ class RDPFilter:
         return bool(self._fitting(self._totals(request)))
 
     def check(self, request: RoundCost) -> None:
-        """Raise `BudgetExceeded` unless ``request`` is admitted (named at the best order)."""
+        """Raise `BudgetExceeded` unless ``request`` is admitted, quoting ``spent``,
+        ``remaining`` (what a session reports) and ``price(request)``, all at `best_order`:
+        a refused round asks for more than ``remaining`` there, and fits no other order."""
         if self.admits(request):
             return
-        asked = self.prices(request)
-        spent, left = self.spent_by_order, self.remaining_by_order
-        i = max(range(len(self.orders)), key=lambda k: self.budgets[k] - spent[k] - asked[k])
-        raise BudgetExceeded(spent[i], asked[i], left[i], f"eps_alpha (alpha={self.orders[i]:g})")
+        order = self.best_order
+        raise BudgetExceeded(
+            self.spent,
+            self.price(request)[0],
+            self.remaining,
+            "eps",
+            detail=(
+                f"Rényi accounting: the round's price is its ε_α at α={order:g}, the order "
+                f"where the most is left, and none of its {len(self.orders)} orders admits it; "
+                "spent_by_order and remaining_by_order give every order"
+            ),
+        )
 
     def spend(self, realised: RoundCost) -> RDPFilter:
         """A new filter with ``realised`` recorded; `BudgetExceeded` if no order can take it.

@@ -31,9 +31,10 @@ def integers(name: str, value: npt.ArrayLike) -> IntArray:
 
 
 def add_exact(value: IntArray, noise: IntArray) -> IntArray:
-    """value + noise in exact integer arithmetic: int64 when every sum fits, else Python ints."""
+    """value + noise in exact integer arithmetic: int64 when every sum fits, else Python ints;
+    an array of their shape (0-d for a scalar, never a numpy scalar: docs/session.md)."""
     if value.dtype == noise.dtype == np.int64 and _within(value) and _within(noise):
-        return value + noise
+        return np.asarray(value + noise)
     return int_array(value.astype(object) + noise.astype(object))
 
 

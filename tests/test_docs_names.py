@@ -1,0 +1,148 @@
+"""What the docs name exists where they say (issue 37, item 4: a new user, docs only, found
+``ep.LedgerNotFound`` missing and a ``timeout`` argument ``PrivateSession`` does not take).
+
+1. Every error class of `expost.errors` that README.md or a page under docs/ names is exported
+   by the package top level (``ep.X``), as ARCHITECTURE asks of every error a user can hit.
+2. Every keyword argument the docs pass to ``PrivateSession(...)`` or one of its methods, in
+   inline code or in an example, is a parameter of that callable.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import expost
+import expost.errors
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+INLINE = re.compile(r"`([^`\n]+)`")
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+KEYWORD = re.compile(r"\b([A-Za-z_]\w*)\s*=(?!=)")
+
+
+def _texts() -> dict[str, str]:
+    return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in PAGES}
+
+
+TEXTS = _texts()
+
+
+# ----------------------------------------------------------------------------- error names
+
+
+def error_classes() -> dict[str, type[BaseException]]:
+    """The exception classes `expost.errors` defines."""
+    return {
+        name: value
+        for name, value in vars(expost.errors).items()
+        if isinstance(value, type)
+        and issubclass(value, BaseException)
+        and value.__module__ == expost.errors.__name__
+    }
+
+
+def named_errors(texts: dict[str, str], classes: dict[str, type[BaseException]]) -> set[str]:
+    """The classes of ``classes`` that some text names (as a whole word)."""
+    return {name for name in classes if any(re.search(rf"\b{name}\b", t) for t in texts.values())}
+
+
+def test_every_error_the_docs_name_is_importable_from_expost() -> None:
+    named = named_errors(TEXTS, error_classes())
+    assert {"BudgetExceeded", "InvalidParameter", "LedgerError"} <= named  # the scan sees them
+    missing = sorted(n for n in named if n not in expost.__all__)
+    assert missing == [], f"errors the docs name but `import expost` does not export: {missing}"
+    assert all(getattr(expost, n) is getattr(expost.errors, n) for n in named)
+
+
+def test_the_error_scan_finds_a_planted_name() -> None:
+    class PlantedMissing(expost.errors.ExpostError):
+        pass
+
+    classes = {**error_classes(), "PlantedMissing": PlantedMissing}
+    texts = {"page.md": "catch `ep.PlantedMissing` here", "other.md": "PlantedMissingX"}
+    assert "PlantedMissing" in named_errors(texts, classes)
+    assert "PlantedMissing" not in named_errors({"other.md": "PlantedMissingX"}, classes)
+
+
+# ----------------------------------------------------------------------------- keywords
+
+
+def session_callables() -> dict[str, Callable[..., object]]:
+    """``PrivateSession`` (its constructor) and its public methods, by name."""
+    session = expost.PrivateSession
+    found: dict[str, Callable[..., object]] = {"PrivateSession": session.__init__}
+    for name, value in vars(session).items():
+        if not name.startswith("_") and inspect.isfunction(value):
+            found[name] = value
+    return found
+
+
+def _arguments(text: str, open_paren: int) -> str | None:
+    """The text between ``text[open_paren]`` and its matching bracket, or None."""
+    depth = 0
+    for i in range(open_paren, len(text)):
+        if text[i] in "([{":
+            depth += 1
+        elif text[i] in ")]}":
+            depth -= 1
+            if depth == 0:
+                return text[open_paren + 1 : i]
+    return None
+
+
+def keywords(inner: str) -> list[str]:
+    """The keyword names of an argument list (a regex for what ``ast`` cannot parse:
+    ``exact=True / bits=…``)."""
+    try:
+        call = ast.parse(f"f({inner.replace('…', '...')})", mode="eval").body
+    except SyntaxError:
+        return KEYWORD.findall(inner)
+    assert isinstance(call, ast.Call)
+    return [k.arg for k in call.keywords if k.arg is not None]
+
+
+def unknown_keywords(
+    texts: dict[str, str], callables: dict[str, Callable[..., object]]
+) -> Iterator[str]:
+    """``page: name(keyword=)`` for each keyword a text passes that the callable lacks."""
+    names = "|".join(sorted(callables, key=len, reverse=True))
+    call = re.compile(rf"(?<![\w])({names})\(")
+    for page, text in texts.items():
+        for span in INLINE.findall(text) + BLOCK.findall(text):
+            for match in call.finditer(span):
+                inner = _arguments(span, match.end() - 1)
+                if inner is None:
+                    continue
+                params = inspect.signature(callables[match.group(1)]).parameters
+                for keyword in keywords(inner):
+                    if keyword not in params:
+                        yield f"{page}: {match.group(1)}({keyword}=)"
+
+
+def test_every_keyword_the_docs_pass_to_a_session_exists() -> None:
+    assert list(unknown_keywords(TEXTS, session_callables())) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "`PrivateSession(budget, rng, timeout=5)`",  # the argument the new user was promised
+        "```python\ns = ep.PrivateSession(\n    f,\n    rng=r,\n    timeout=5,\n)\n```\n",
+        "`session.skellam(v, 1, times, delta=1e-6)`",
+        "`PrivateSession(..., exact=True / timeout=…)`",  # not Python: the regex reads it
+    ],
+)
+def test_the_keyword_scan_finds_a_planted_wrong_keyword(text: str) -> None:
+    assert len(list(unknown_keywords({"page.md": text}, session_callables()))) == 1
+
+
+def test_the_keyword_scan_passes_documented_keywords() -> None:
+    text = "`PrivateSession(f, exact=True, bits=…)`, `session.skellam(v, 1, t, fixed_delta=…)`"
+    assert list(unknown_keywords({"page.md": text}, session_callables())) == []
