@@ -107,7 +107,7 @@ MIXES = [
 def test_a_round_the_mechanism_does_not_dominate_is_refused_naming_why(
     fixed: Any, other: Any
 ) -> None:
-    f = PLDFilter(10.0, 1e-6, fixed).spend(fixed)
+    f = PLDFilter(2.0, 1e-5, fixed).spend(fixed)
     before = (f, f.spent, f.remaining, f.rounds)
     assert not f.accepts(other)
     for call in (f.price, f.admits, f.check, f.spend):
