@@ -64,7 +64,9 @@ def test_a_larger_sigma_is_dominated(sigma0: float, sigma: float) -> None:
     assert all(o <= f for o, f in zip(other, fixed, strict=True))
     assert not all(f <= o for o, f in zip(other, fixed, strict=True))  # planted twin
     assert dominates(Pair("gaussian", 1 / (2 * sigma0**2)), Pair("gaussian", 1 / (2 * sigma**2)))
-    assert not dominates(Pair("gaussian", 1 / (2 * sigma**2)), Pair("gaussian", 1 / (2 * sigma0**2)))
+    assert not dominates(
+        Pair("gaussian", 1 / (2 * sigma**2)), Pair("gaussian", 1 / (2 * sigma0**2))
+    )
 
 
 def _subsampled(sigma: float, q: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -53,7 +53,9 @@ def test_laplace_rounds_admitted_through_a_session(eps: float, floor: int, exact
     s = ep.PrivateSession(PLDFilter(eps, 1e-6), np.random.default_rng(0))
     n = _rounds(s, lambda s: s.laplace(0.0, 1.0, 0.1))
     assert floor <= n <= exact
-    assert s.spent == n and s.remaining == 0.0
+    assert s.spent == n
+    assert s.remaining == 0.0
+    assert isinstance(s.filter, PLDFilter)
     assert s.filter.mechanism == LaplaceCost(0.1)
     assert s.guarantee() == ApproxDP(eps, 1e-6)
 
@@ -70,24 +72,34 @@ def test_dp_sgd_steps_admitted_through_a_session() -> None:
 
 def test_the_mechanism_given_in_advance_counts_from_the_start() -> None:
     f = PLDFilter(2.0, 1e-5, STEP)
-    assert f.rounds == 0 and f.spent == 0.0
+    assert f.rounds == 0
+    assert f.spent == 0.0
     assert 1150 <= f.budget == f.remaining <= 1202
     assert f.unit == "rounds"
-    dominated = [SubsampledGaussianCost.from_sigma(1.5, 0.01), SubsampledGaussianCost.from_sigma(1.0, 0.005)]
+    dominated = [
+        SubsampledGaussianCost.from_sigma(1.5, 0.01),
+        SubsampledGaussianCost.from_sigma(1.0, 0.005),
+    ]
     for cost in [STEP, *dominated]:
-        assert f.admits(cost) and f.price(cost) == (1.0, 0.0)
+        assert f.admits(cost)
+        assert f.price(cost) == (1.0, 0.0)
     g = f.spend(dominated[1])
-    assert g.remaining == f.budget - 1 and g.mechanism == STEP  # the given one stays
+    assert g.remaining == f.budget - 1
+    assert g.mechanism == STEP
 
 
 def test_the_first_round_fixes_the_mechanism() -> None:
     f = PLDFilter(1.0, 1e-6)
-    assert f.mechanism is None and f.remaining == math.inf and f.spent == 0.0
-    assert f.accepts(GaussianCost(0.01)) and f.accepts(LaplaceCost(0.1))
+    assert f.mechanism is None
+    assert f.remaining == math.inf
+    assert f.spent == 0.0
+    assert f.accepts(GaussianCost(0.01))
+    assert f.accepts(LaplaceCost(0.1))
     g = f.spend(GaussianCost(0.01))
     assert g.mechanism == GaussianCost(0.01)
     assert g == PLDFilter(1.0, 1e-6, GaussianCost(0.01)).spend(GaussianCost(0.01))
-    assert g.admits(GaussianCost(0.005)) and not g.accepts(GaussianCost(0.02))
+    assert g.admits(GaussianCost(0.005))
+    assert not g.accepts(GaussianCost(0.02))
     assert f.mechanism is None  # the old value is untouched
 
 
@@ -114,7 +126,8 @@ def test_a_round_the_mechanism_does_not_dominate_is_refused_naming_why(
         with pytest.raises(InvalidParameter) as info:
             call(other)
         text = str(info.value)
-        assert "Regehr" in text and "2602.15815" in text
+        assert "Regehr" in text
+        assert "2602.15815" in text
         for name in ("RDPFilter", "RenyiFilter", "UnifiedFilter", "GaussianDPFilter"):
             assert name in text
     assert (f, f.spent, f.remaining, f.rounds) == before
@@ -163,7 +176,8 @@ def test_past_the_count_budget_exceeded_names_spent_asked_and_remaining() -> Non
 
 def test_a_mechanism_whose_single_round_does_not_fit_admits_nothing() -> None:
     f = PLDFilter(0.1, 1e-6, GaussianCost(2.0))
-    assert f.budget == 0.0 and not f.admits(GaussianCost(2.0))
+    assert f.budget == 0.0
+    assert not f.admits(GaussianCost(2.0))
     g = PLDFilter(0.1, 1e-6)  # nothing fixed by a refused round
     with pytest.raises(BudgetExceeded):
         g.spend(GaussianCost(2.0))
@@ -186,11 +200,14 @@ def test_a_ledger_replays_the_mechanism_fixed_by_the_first_round(tmp_path: Path)
     s.gaussian(0.0, 1.0, 0.005)
     s.close()
     again = ep.PrivateSession(PLDFilter(1.0, 1e-6), np.random.default_rng(1), path)
-    assert again.filter.mechanism == GaussianCost(0.005) and again.spent == 1.0
+    assert isinstance(again.filter, PLDFilter)
+    assert again.filter.mechanism == GaussianCost(0.005)
+    assert again.spent == 1.0
     with pytest.raises(InvalidParameter, match="Regehr"):
         again.laplace(0.0, 1.0, 0.1)  # another mechanism: refused, nothing written
     assert again.spent == 1.0
     n = _rounds(again, lambda s: s.gaussian(0.0, 1.0, 0.005))
+    assert isinstance(again.filter, PLDFilter)
     assert n + 1 == again.filter.budget
     again.close()
     given = PLDFilter(1.0, 1e-6, GaussianCost(0.005))

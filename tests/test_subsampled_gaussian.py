@@ -28,7 +28,8 @@ Z = 4.89  # two-sided normal quantile for a false-alarm probability of 1e-6
 def _clip_reference(x: np.ndarray, bound: float) -> np.ndarray:
     """Rows scaled to norm <= bound, by numpy's own norm (an independent computation)."""
     norms = np.linalg.norm(x, axis=1)
-    return x * np.minimum(1.0, bound / np.maximum(norms, 1e-300))[:, None]
+    out: np.ndarray = x * np.minimum(1.0, bound / np.maximum(norms, 1e-300))[:, None]
+    return out
 
 
 def test_clipping_matches_an_independent_norm_and_never_passes_the_bound() -> None:
@@ -47,9 +48,11 @@ def test_clipping_huge_and_zero_rows_does_not_overflow() -> None:
     got = SubsampledGaussianMechanism(1.0, 1.0, 1.0).clipped(x)
     assert np.all(np.isfinite(got))
     norms = [math.sqrt(sum(float(v) ** 2 for v in row)) for row in got]
-    assert norms[0] == pytest.approx(1.0, rel=1e-9) and norms[0] <= 1.0
+    assert norms[0] == pytest.approx(1.0, rel=1e-9)
+    assert norms[0] <= 1.0
     assert norms[1] == 0.0
-    assert got[2, 0] == pytest.approx(1.0, rel=1e-9) and got[2, 0] <= 1.0
+    assert got[2, 0] == pytest.approx(1.0, rel=1e-9)
+    assert got[2, 0] <= 1.0
     np.testing.assert_allclose(got[0], np.array([1, -1, 1]) / math.sqrt(3), rtol=1e-9)
 
 
@@ -98,7 +101,8 @@ def test_the_noise_has_standard_deviation_sigma_times_sensitivity() -> None:
 def test_the_session_releases_a_vector_of_length_d_and_records_its_cost() -> None:
     s = PrivateSession(ZCDPFilter(50.0), np.random.default_rng(0))
     out = s.subsampled_gaussian(np.ones((30, 4)), 1.0, 2.0, 0.25)
-    assert out.shape == (4,) and out.dtype == np.float64
+    assert out.shape == (4,)
+    assert out.dtype == np.float64
     assert s.history[-1].request == SubsampledGaussianCost.from_sigma(2.0, 0.25)
     assert s.history[-1].mechanism == "subsampled-gaussian"
     assert s.subsampled_gaussian(np.arange(5.0), 1.0, 2.0, 1.0).shape == (1,)  # (n,): d = 1
@@ -107,9 +111,12 @@ def test_the_session_releases_a_vector_of_length_d_and_records_its_cost() -> Non
 
 def test_the_session_refuses_it_in_secure_mode_before_spending() -> None:
     s = PrivateSession(ZCDPFilter(50.0), np.random.default_rng(0), exact=True)
-    with pytest.raises(InvalidParameter, match="no exact version.*square roots.*nothing was spent"):
+    with pytest.raises(
+        InvalidParameter, match=r"no exact version.*square roots.*nothing was spent"
+    ):
         s.subsampled_gaussian(np.ones((3, 2)), 1.0, 1.0, 0.5)
-    assert s.history == () and s.spent == 0.0
+    assert s.history == ()
+    assert s.spent == 0.0
 
 
 @pytest.mark.parametrize(
@@ -140,7 +147,8 @@ def test_bad_inputs_are_refused_and_spend_nothing(arg: str, value: object) -> No
     }
     with pytest.raises(InvalidParameter, match="nothing was spent"):
         s.subsampled_gaussian(**{**kw, arg: value})  # type: ignore[arg-type]
-    assert s.history == () and s.spent == 0.0
+    assert s.history == ()
+    assert s.spent == 0.0
 
 
 def test_laplace_on_a_scalar_records_laplace_cost_and_otherwise_dp_cost() -> None:

@@ -66,7 +66,7 @@ from expost.filters.costs import (
 )
 from expost.guarantees import ApproxDP, gdp_mu_for_dp
 
-__all__ = ["MAX_COUNT", "Pair", "PLDFilter", "dominates", "pair_of", "round_count"]
+__all__ = ["MAX_COUNT", "PLDFilter", "Pair", "dominates", "pair_of", "round_count"]
 
 MAX_COUNT = 1 << 20
 """The most rounds a `PLDFilter` counts to (the search for K stops there)."""
@@ -106,7 +106,7 @@ def pair_of(cost: object) -> Pair | None:
         return Pair("gaussian", cost.rho)
     if isinstance(cost, LaplaceCost):
         return Pair("laplace", cost.eps)
-    if isinstance(cost, DPCost) and cost.delta == 0.0 or isinstance(cost, BoundedRangeCost):
+    if (isinstance(cost, DPCost) and cost.delta == 0.0) or isinstance(cost, BoundedRangeCost):
         return Pair("rr", cost.eps)
     return None
 
@@ -149,7 +149,7 @@ def _grid(_instance: object, _attribute: object, value: object) -> None:
         raise InvalidParameter("grid", value, "must be at most 0.1 (the PLD's loss spacing)")
 
 
-def _mechanism(_instance: object, _attribute: object, value: object) -> None:
+def _mechanism(_instance: object, _attribute: object, value: Cost | None) -> None:
     if value is not None and pair_of(value) is None:
         raise InvalidParameter("mechanism", value, f"must be None or one of {_KINDS}")
 
@@ -204,7 +204,7 @@ class PLDFilter(Filter):
 
     def _rate(self, cost: Cost) -> Price | None:
         pair, fixed = pair_of(cost), self.pair
-        if pair is None or fixed is not None and not dominates(fixed, pair):
+        if pair is None or (fixed is not None and not dominates(fixed, pair)):
             return None
         return (1.0, 0.0)
 

@@ -38,7 +38,8 @@ from typing import Final
 
 __all__ = ["CLIENT_FUNCTIONS", "INSTALL", "SCHEMA_VERSION", "client_grants"]
 
-SCHEMA_VERSION: Final = 4  # 3: every filter kind's budget enforced; 4: LaplaceCost, SubsampledGaussianCost
+# 3: every filter kind's budget enforced; 4: LaplaceCost, SubsampledGaussianCost priced
+SCHEMA_VERSION: Final = 4
 _SAFE: Final = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 
 CLIENT_FUNCTIONS: Final = (
