@@ -32,6 +32,7 @@ from expost.filters import (
 )
 from expost.filters.pld import round_count
 from expost.guarantees import ApproxDP
+from expost.ledger.records import describe, filter_from_description
 from tests.conftest import pg_ledger_url
 
 STEP = SubsampledGaussianCost.from_sigma(1.0, 0.01)
@@ -225,3 +226,11 @@ def test_postgresql_refuses_the_rounds_of_a_pld_filter(pg_server: Any) -> None:
     s.refresh()
     assert s.spent == 0.0
     s.close()
+
+
+@pytest.mark.parametrize(
+    "f", [PLDFilter(1.0, 1e-6, LaplaceCost(0.1), grid=1e-4), PLDFilter(1.0, 1e-6)]
+)
+def test_a_ledger_description_round_trips(f: PLDFilter) -> None:
+    """The configuration a ledger stores (eps, delta, the mechanism, the grid) rebuilds it."""
+    assert filter_from_description(describe(f)) == f

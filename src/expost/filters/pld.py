@@ -15,7 +15,7 @@ A mix of mechanisms is refused: natural filters are free exactly for totally ord
 RenyiFilter, UnifiedFilter or GaussianDPFilter (Gaussian rounds of any σ) price mixes.
 
 Pairs and the dominance orders used (each a post-processing or a monotone closed form, for
-every γ = e^ε' >= 0, so for both neighbour directions; tests/test_pld_filter.py checks each
+every γ = e^ε' >= 0, so for both neighbour directions; tests/test_pld_dominance.py checks each
 numerically against a planted wrong order):
 
 - `GaussianCost` (rho, q = 1), `SubsampledGaussianCost` (rho, q): the Gaussian pair
