@@ -56,7 +56,7 @@ class DiscreteLoss:
     @property
     def losses(self) -> FloatArray:
         """The grid's loss values (floats nearest to (offset + i)·h)."""
-        return (self.offset + np.arange(self.masses.size)) * self.h
+        return (self.offset + np.arange(self.masses.size, dtype=np.float64)) * self.h
 
     def total(self) -> float:
         """An upper bound on the finite mass Σ masses_i (exact sum, rounded up)."""

@@ -53,7 +53,7 @@ def _cells(part: Part, h: float) -> tuple[IntArray, FloatArray]:
     l_hi = float(part.loss(np.array([part.hi]))[0])
     first, last = math.floor(l_lo / h), math.ceil(l_hi / h)
     idx = np.arange(first, last + 1, dtype=np.int64)
-    ends = part.inverse(idx * h)
+    ends = part.inverse(idx.astype(np.float64) * h)
     ends[0], ends[-1] = part.lo, part.hi
     return idx, np.maximum.accumulate(ends)
 
