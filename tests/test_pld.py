@@ -16,6 +16,7 @@ from expost.errors import InvalidParameter
 from expost.pld import PrivacyLossDistribution, max_rounds
 from expost.pld.discrete import DiscreteLoss
 from expost.testing.pld_reference import (
+    Mp,
     gaussian_delta,
     laplace_delta,
     randomised_response_delta,
@@ -25,14 +26,14 @@ from expost.testing.pld_reference import (
 PLD = PrivacyLossDistribution
 
 
-def _check(got: list[float], want: list[object], tolerance: float) -> None:
+def _check(got: list[float], want: list[Mp], tolerance: float) -> None:
     """Never below the exact value; at most ``tolerance`` relatively above it."""
     for g, w in zip(got, want, strict=True):
         assert g >= w, f"unsafe: {g} < exact {w}"
         assert g <= w * (1 + tolerance), f"loose: {g} > exact {w} by more than {tolerance}"
 
 
-def _rejects(got: list[float], want: list[object], tolerance: float) -> bool:
+def _rejects(got: list[float], want: list[Mp], tolerance: float) -> bool:
     try:
         _check(got, want, tolerance)
     except AssertionError:
@@ -182,9 +183,10 @@ def test_max_rounds_zero_and_limit() -> None:
 
 def test_constructors_are_cached_and_immutable() -> None:
     a, b = PLD.gaussian(3.0), PLD.gaussian(3.0)
-    assert a is b and a.symmetric
+    assert a is b
+    assert a.symmetric
     assert a.self_compose(4) is a.self_compose(4)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         a.remove.masses[0] = 1.0
     sub = PLD.gaussian(3.0, sampling_prob=0.1)
     assert not sub.symmetric

@@ -21,6 +21,7 @@ import mpmath as mp
 
 __all__ = [
     "DIGITS",
+    "Mp",
     "gaussian_delta",
     "laplace_delta",
     "randomised_response_delta",
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 DIGITS = 50
-Mp = Any
+Mp = Any  # an mpmath number
 
 
 def _mpf(x: float) -> Mp:
