@@ -20,6 +20,7 @@ from expost.testing.pld_reference import (
     gaussian_delta,
     laplace_delta,
     randomised_response_delta,
+    ratio,
     subsampled_gaussian_delta,
 )
 
@@ -52,7 +53,7 @@ def test_gaussian_1000_rounds_within_one_percent(mu: float) -> None:
     sigma = math.sqrt(1000) / mu
     pld = PLD.gaussian(sigma).self_compose(1000)
     eps = [1.0, 2.0, 4.0, 6.0, 6.5] if mu == 1.0 else [2.0, 6.0, 10.0, 13.0, 14.0]
-    want = [gaussian_delta(1 / sigma, e, 1000) for e in eps]
+    want = [gaussian_delta(ratio(1.0, sigma), e, 1000) for e in eps]
     assert float(min(want)) >= 1e-10
     _check([pld.delta(e) for e in eps], want, 0.01)
     # planted twin: the same composition with the losses one grid step lower
@@ -66,8 +67,8 @@ def test_gaussian_eps_is_above_the_exact_eps() -> None:
     pld = PLD.gaussian(sigma).self_compose(1000)
     for delta in (1e-3, 1e-6, 1e-9):
         e = pld.eps(delta)
-        assert gaussian_delta(1 / sigma, e, 1000) <= delta
-        assert gaussian_delta(1 / sigma, e * 0.99, 1000) > delta  # within 1% in eps
+        assert gaussian_delta(ratio(1.0, sigma), e, 1000) <= delta
+        assert gaussian_delta(ratio(1.0, sigma), e * 0.99, 1000) > delta  # within 1% in eps
 
 
 def _nearest_twin(eps0: float, h: float) -> PrivacyLossDistribution:
@@ -109,7 +110,7 @@ def test_laplace_small_k_against_50_digits(k: int) -> None:
     eps0 = 1.0
     pld = PLD.laplace(1.0 / eps0).self_compose(k)
     eps = [0.0, 0.3, 0.7, 1.2] if k == 2 else [0.0, 0.3, 0.7, 0.95]
-    want = [laplace_delta(eps0, e, k) for e in eps]
+    want = [laplace_delta(ratio(1.0, 1.0 / eps0), e, k) for e in eps]
     _check([pld.delta(e) for e in eps], want, 1e-3)
     twin = _shifted(pld.remove, -1)
     assert _rejects([twin.delta(e) for e in eps], want, 1e-3)
@@ -121,7 +122,7 @@ def test_subsampled_gaussian_one_round_both_directions(mu: float, q: float) -> N
     pld = PLD.gaussian(1.0 / mu, sampling_prob=q)
     for direction, d in (("remove", pld.remove), ("add", pld.add)):
         eps = [0.0, 0.01, 0.05, 0.2] if q < 0.1 else [0.0, 0.1, 0.5, 1.0]
-        want = [subsampled_gaussian_delta(1 / (1 / mu), q, e, direction) for e in eps]
+        want = [subsampled_gaussian_delta(ratio(1.0, 1 / mu), q, e, direction) for e in eps]
         keep = [i for i, w in enumerate(want) if w > 1e-12]
         _check([d.delta(eps[i]) for i in keep], [want[i] for i in keep], 1e-3)
         assert _rejects(
@@ -134,7 +135,7 @@ def test_dropped_tail_twin_is_rejected() -> None:
     sigma = 2.0
     pld = PLD.gaussian(sigma)
     eps = [1.5, 2.0]
-    want = [gaussian_delta(1 / sigma, e) for e in eps]
+    want = [gaussian_delta(ratio(1.0, sigma), e) for e in eps]
     d = pld.remove
     cut = d.losses < 1.0  # drop every loss above 1
     twin = DiscreteLoss(d.h, d.offset, d.masses[cut], 0.0, 0.0, d.tail_mass)

@@ -8,6 +8,8 @@ loss moved 0.05 down must fail the lower-bound check, moved 0.05 up the ratio ch
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from expost.pld import PrivacyLossDistribution
@@ -49,13 +51,13 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_never_below_prv_lower_bound_and_within_5_percent_of_dp_accounting(
-    case: tuple[object, ...],
+    case: tuple[Any, ...],
 ) -> None:
     _, ours_f, dp_f, prv_f, k, eps = case
-    ours = ours_f().self_compose(k)  # type: ignore[operator]
-    theirs = dp_f().self_compose(k)  # type: ignore[operator]
+    ours = ours_f().self_compose(k)
+    theirs = dp_f().self_compose(k)
     acc = prv.PRVAccountant(
-        prvs=[prv_f()],  # type: ignore[operator]
+        prvs=[prv_f()],
         max_self_compositions=[k],
         eps_error=0.01,
         delta_error=1e-12,

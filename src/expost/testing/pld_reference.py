@@ -25,6 +25,7 @@ __all__ = [
     "gaussian_delta",
     "laplace_delta",
     "randomised_response_delta",
+    "ratio",
     "subsampled_gaussian_delta",
 ]
 
@@ -32,18 +33,24 @@ DIGITS = 50
 Mp = Any  # an mpmath number
 
 
-def _mpf(x: float) -> Mp:
+def _mpf(x: float | Mp) -> Mp:
     return mp.mpf(x)
 
 
-def gaussian_delta(mu: float, eps: float, k: int = 1) -> Mp:
+def ratio(numerator: float, denominator: float) -> Mp:
+    """numerator/denominator of two floats in 50 digits (e.g. μ = Δ/σ, ε0 = Δ/b)."""
+    with mp.workdps(DIGITS):
+        return mp.mpf(numerator) / mp.mpf(denominator)
+
+
+def gaussian_delta(mu: Mp, eps: float, k: int = 1) -> Mp:
     """k rounds of the Gaussian pair with μ = Δ/σ: δ(ε) of μ√k."""
     with mp.workdps(DIGITS):
         m, e = _mpf(mu) * mp.sqrt(k), _mpf(eps)
         return +(mp.ncdf(-e / m + m / 2) - mp.exp(e) * mp.ncdf(-e / m - m / 2))
 
 
-def subsampled_gaussian_delta(mu: float, q: float, eps: float, direction: str) -> Mp:
+def subsampled_gaussian_delta(mu: Mp, q: float, eps: float, direction: str) -> Mp:
     """One Poisson-subsampled Gaussian round, ``direction`` "remove" or "add"."""
     with mp.workdps(DIGITS):
         m, r, e = _mpf(mu), _mpf(q), _mpf(eps)
@@ -72,7 +79,7 @@ def _laplace_one(eps0: Mp, c: Mp) -> Mp:
     return out
 
 
-def laplace_delta(eps0: float, eps: float, k: int = 1) -> Mp:
+def laplace_delta(eps0: Mp, eps: float, k: int = 1) -> Mp:
     """k in {1, 2} rounds of the Laplace pair with ε0 = Δ/b."""
     if k not in (1, 2):
         raise ValueError("k must be 1 or 2")
