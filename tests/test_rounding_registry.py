@@ -94,6 +94,9 @@ NO_ROUNDING: dict[str, str] = {
     "BrownianFilter.guarantee": "stored (rho, delta)",
     "GaussianDPFilter.delta_budget": "0.0",
     "GaussianDPFilter.guarantee": "stored mu",
+    "PLDFilter.delta_budget": "0.0",
+    "PLDFilter.guarantee": "stored (eps, delta)",
+    "PLDFilter.price": "(1.0, 0.0): one round",
     "filters.Filter.budget": "abstract",
     "filters.Filter.delta_budget": "abstract",
     "filters.Filter.guarantee": "abstract",
@@ -153,6 +156,10 @@ DELEGATES: dict[str, str] = {
     "PrivateSession.remaining": "filters.Filter.remaining",
     "PrivateSession.guarantee": "UnifiedFilter.reported_guarantee",
     "filters.Filter.price": "filters.zcdp.zcdp_price",
+    "PLDFilter.remaining": "filters.Filter.remaining",
+    "GaussianMechanism.cost_for": "GaussianMechanism.cost",
+    "LaplaceMechanism.cost_for": "LaplaceMechanism.cost",  # LaplaceCost(eps): the same eps
+    "mechanisms.SubsampledGaussianMechanism.guarantee": "mechanisms.SubsampledGaussianMechanism.cost",
     "ConcurrentFilter.reported_guarantee": "ConcurrentFilter.guarantee",
     # the smallest eps at which the rounded-up delta (audited) is within the target
     "mechanisms.discrete_gaussian_dp.discrete_gaussian_eps": "loss.eps_for_delta_of",
@@ -183,6 +190,9 @@ DELEGATES: dict[str, str] = {
     "ExPostRDP.sup": "ExPostRDP.eps",  # a max of stored values, or of eps at each order
     "Transcript.ex_post_rdp": "filters.rdp.ex_post_rdp_of",
     "apps.erm.ValidationCheck.charge": "filters.rdp.ex_post_rdp_of",
+    # the larger of the two directions' values (each audited)
+    "PrivacyLossDistribution.delta": "pld.discrete.DiscreteLoss.delta",
+    "PrivacyLossDistribution.eps": "pld.discrete.DiscreteLoss.eps",
 }
 
 # Open work: rounded to the safe side by the tool the registry names, checked by the tests
@@ -199,6 +209,7 @@ REGISTERED_BY_HAND: dict[str, str] = {
     "GaussianDPFilter.from_dp": "a filter whose mu budget is rounded down",
     "GaussianLoss.from_mechanism": "a loss whose rho is rounded up",
     "TimeGrid.from_boundary": "a grid whose times each meet their level",
+    "pld.max_rounds": "a count of rounds (a budget's share): every count has delta within target",
 }
 
 

@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time: `
         ExPostFilter,
         GaussianCost,
         GaussianDPFilter,
+        PLDFilter,
         PrivacyFilter,
         RenyiFilter,
         UnifiedFilter,
@@ -112,6 +113,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time: `
         MixtureOdometer,
         StitchedOdometer,
     )
+    from expost.pld import PrivacyLossDistribution
     from expost.session import PrivateSession, Round
     from expost.skellam.boundary import SkellamPrivacyBoundary
     from expost.skellam.loss import SkellamLoss
@@ -153,6 +155,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "ExPostFilter",
         "GaussianCost",
         "GaussianDPFilter",
+        "PLDFilter",
         "PrivacyFilter",
         "RenyiFilter",
         "UnifiedFilter",
@@ -208,6 +211,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "MixtureOdometer",
         "StitchedOdometer",
     ),
+    "expost.pld": ("PrivacyLossDistribution",),
     "expost.session": ("PrivateSession", "Round"),
     "expost.skellam.boundary": ("SkellamPrivacyBoundary",),
     "expost.skellam.loss": ("SkellamLoss",),
@@ -304,11 +308,13 @@ __all__ = [
     "NormalMixture",
     "NotAStoppingTime",
     "OpenEpsilonGrid",
+    "PLDFilter",
     "PermuteAndFlip",
     "PolynomialStitching",
     "PrivacyBoundary",
     "PrivacyFilter",
     "PrivacyLoss",
+    "PrivacyLossDistribution",
     "PrivateSession",
     "ProbabilisticDP",
     "PureDP",

@@ -192,6 +192,11 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("GaussianDPFilter.delta_budget", _DOWN, "0.0"),
     ("GaussianDPFilter.guarantee", _UP, "GaussianDP(mu): stored"),
     ("GaussianDPFilter.reported_guarantee", _UP, "the stored target, checked against gdp_delta"),
+    ("PLDFilter.budget", _DOWN, "K rounds: k·mu² <= gdp_mu_for_dp² exactly, or pld.max_rounds"),
+    ("PLDFilter.delta_budget", _DOWN, "0.0"),
+    ("PLDFilter.guarantee", _UP, "ApproxDP(eps, delta): stored"),
+    ("PLDFilter.price", _UP, "(1 round, 0): exact"),
+    ("PLDFilter.remaining", _DOWN, "K − rounds (Filter.remaining); inf before the first round"),
     ("ConcurrentFilter.price", _UP, "the parts' prices"),
     ("ConcurrentFilter.spent", _UP, "the parts' spends"),
     ("ConcurrentFilter.remaining", _DOWN, "the parts' remainders"),
@@ -223,6 +228,14 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("GaussianMechanism.eps_for_delta", _UP, "GaussianLoss; exact: discrete_gaussian_eps"),
     ("LaplaceMechanism.cost", _UP, "DPCost(eps): stored; exact: eps up_exact"),
     ("LaplaceMechanism.guarantee", _UP, "PureDP(eps): stored; exact: eps up_exact"),
+    ("LaplaceMechanism.cost_for", _UP, "LaplaceCost(eps) stored for a float scalar; else cost"),
+    ("GaussianMechanism.cost_for", _UP, "cost"),
+    (
+        "mechanisms.SubsampledGaussianMechanism.cost",
+        _UP,
+        "SubsampledGaussianCost.from_sigma: rho = 1/(2σ²) up_exact",
+    ),
+    ("mechanisms.SubsampledGaussianMechanism.guarantee", _UP, "ZCDP(cost().rho)"),
     ("mechanisms.discrete_gaussian_dp.discrete_gaussian_delta", _UP, "error-bounded sum, up_mp"),
     ("mechanisms.discrete_gaussian_dp.discrete_gaussian_eps", _UP, "root nudged up"),
     ("PermuteAndFlip.cost", _UP, "DPCost(eps) up_exact"),
@@ -270,6 +283,12 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("PrivateSession.remaining", _DOWN, "the filter's remaining"),
     ("PrivateSession.guarantee", _UP, "the filter's reported guarantee"),
     ("apps.lnr_composition.ComposedLaplace.dp_eps", _UP, "a bracket (lower, upper): upper up"),
+    # --- privacy loss distributions (THEORY §12)
+    ("pld.discrete.DiscreteLoss.delta", _UP, "Σ m·(1 − e^(ε−l))_+ with e^x down, + ∞-mass + error"),
+    ("pld.discrete.DiscreteLoss.eps", _UP, "smallest float with the delta above <= target"),
+    ("PrivacyLossDistribution.delta", _UP, "max of the directions' DiscreteLoss.delta"),
+    ("PrivacyLossDistribution.eps", _UP, "max of the directions' DiscreteLoss.eps"),
+    ("pld.max_rounds", _DOWN, "a count whose composed delta (up) is within the target"),
 )
 
 REGISTRY: tuple[Rounded, ...] = tuple(Rounded(n, d, w) for n, d, w in _TABLE)
