@@ -60,7 +60,7 @@ from expost.ledger.base import (
     ledger_id_value,
     parse_object,
 )
-from expost.ledger.pg_schema import INSTALL, SCHEMA_VERSION
+from expost.ledger.pg_schema import INSTALL, SCHEMA_VERSION, SERVER_VERSION, UPGRADE
 
 __all__ = ["SCHEMES", "PostgresLedger", "is_postgres_url", "shown_url"]
 
@@ -290,6 +290,10 @@ class PostgresLedger(ClosesOnExit):
         if cur.fetchone()[0]:
             for statement in INSTALL:
                 cur.execute(statement)
+        cur.execute("SELECT to_regprocedure('expost.server_version()') IS NULL")
+        if cur.fetchone()[0] or _server_version(cur) < SERVER_VERSION:
+            for statement in UPGRADE:  # a schema an earlier release installed: its owner only
+                cur.execute(statement)
         cur.execute("SELECT ledger_id FROM expost.header(%s)", (self._name,))
         row = cur.fetchone()
         if row is not None:
@@ -364,6 +368,11 @@ class PostgresLedger(ClosesOnExit):
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._entries)} rounds read"
         return f"PostgresLedger({self.path!r}, {state})"
+
+
+def _server_version(cur: Any) -> int:
+    cur.execute("SELECT expost.server_version()")
+    return int(cur.fetchone()[0])
 
 
 def _round_of(record: object) -> int | None:

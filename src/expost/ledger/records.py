@@ -209,6 +209,12 @@ class Replay:
         """How many rounds the ledger holds (reserved, settled or not)."""
         return self._rounds
 
+    def is_open(self, key: int, entries: Sequence[LedgerEntry]) -> bool:
+        """Whether round ``key`` is reserved and not settled after ``entries`` (every entry of
+        the ledger, in order)."""
+        self.update(entries)
+        return key in self._open
+
     def update(self, entries: Sequence[LedgerEntry]) -> PrivacyFilter:
         """The filter after ``entries`` (every entry of the ledger, in order)."""
         for entry in entries[self._seen :]:
