@@ -29,6 +29,7 @@ from expost.errors import (
     LedgerCorrupted,
     LedgerError,
     LedgerMismatch,
+    LedgerNotFound,
     NotAStoppingTime,
 )
 from expost.ex_post_rdp import ExPostRDP
@@ -159,6 +160,7 @@ __all__ = [
     "LedgerCorrupted",
     "LedgerError",
     "LedgerMismatch",
+    "LedgerNotFound",
     "LineCrossing",
     "LinearPrivacyBoundary",
     "MemorylessRule",

@@ -23,6 +23,7 @@ charged at its worst case. A session object is not thread-safe.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -64,6 +65,18 @@ R = TypeVar("R")
 
 class _Settled(Exception):
     """A settle's write found its round already settled (a retry after a cut): nothing to do."""
+
+
+def _unless_settled(replay: Replay, key: int, cost: Cost) -> Callable[..., dict[str, Any]]:
+    """The decision of round ``key``'s settle: its record, or `_Settled` if the ledger already
+    holds one (the write that a cut interrupted had committed)."""
+
+    def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
+        if not replay.is_open(key, entries):
+            raise _Settled
+        return {"round": key, "cost": encode(cost)}
+
+    return decide
 
 
 @frozen
@@ -244,17 +257,8 @@ class PrivateSession:
         ledger, replay = self._ledger, self._replay
         for key, cost in sorted(self._unsettled.items()):
             assert ledger is not None  # only a session with a ledger has unsettled rounds
-            record = {"round": key, "cost": encode(cost)}
-
-            def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
-                if not replay.is_open(key, entries):
-                    raise _Settled
-                return record
-
-            try:
-                ledger.append("settle", decide)
-            except _Settled:
-                pass
+            with contextlib.suppress(_Settled):
+                ledger.append("settle", _unless_settled(replay, key, cost))
             del self._unsettled[key]
             self._filter = replay.update(ledger.entries())
 

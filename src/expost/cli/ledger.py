@@ -1,11 +1,12 @@
-"""``expost ledger init|show|copy`` (either backend).
+"""``expost ledger init|show|copy|delete`` (either backend).
 
 A LEDGER is a SQLite file or a ``postgresql://…?ledger=NAME`` URL. ``init`` creates a session
 ledger for a filter (``--filter 'UnifiedFilter.from_dp(eps=10, delta=1e-6)'`` or its JSON
 description) and prints its id; ``show`` prints the filter, every entry and the spend; ``copy``
 appends SRC's entries, in order, to DST (created if missing, else empty, with the same
 configuration), then checks that DST holds the same records and the same exact spend (the
-records are copied, not their timestamps). Passwords in URLs are never printed. Exit codes:
+records are copied, not their timestamps; all or nothing where DST is created, and on
+PostgreSQL); ``delete`` removes a ledger that holds no rounds. Passwords in URLs are never printed. Exit codes:
 0 done, 1 the check failed, 2 bad usage or a ledger that cannot be used.
 """
 
@@ -14,16 +15,25 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from expost.errors import ExpostError, InvalidParameter
 from expost.filters import PrivacyFilter
-from expost.ledger import LedgerEntry, open_ledger, stored_config
+from expost.ledger import LedgerEntry, PostgresLedger, open_ledger, stored_config
 from expost.ledger.postgres import is_postgres_url, shown_url
-from expost.ledger.records import DESCRIBABLE, Replay, filter_from_description, init_ledger
+from expost.ledger.records import (
+    DESCRIBABLE,
+    Replay,
+    configuration,
+    filter_from_description,
+    init_ledger,
+)
+from expost.ledger.targets import delete_empty, servable
 
-__all__ = ["add_parser", "copy", "init", "parse_filter", "show"]
+__all__ = ["add_parser", "copy", "delete", "init", "parse_filter", "show"]
 
 _LEDGER_HELP = "a SQLite file path, or postgresql://USER@HOST/DB?ledger=NAME"
 
@@ -32,9 +42,9 @@ def add_parser(sub: Any) -> None:
     """Register ``expost ledger``."""
     p: argparse.ArgumentParser = sub.add_parser(
         "ledger",
-        help="create, show or copy a budget ledger (SQLite file or PostgreSQL URL)",
-        description="Create a session ledger, show its rounds and spend, or copy it to another "
-        "backend. Passwords in URLs are never printed.",
+        help="create, show, copy or delete a budget ledger (SQLite file or PostgreSQL URL)",
+        description="Create a session ledger, show its rounds and spend, copy it to another "
+        "backend, or delete an empty one. Passwords in URLs are never printed.",
     )
     verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
     init_p = verbs.add_parser(
@@ -70,6 +80,14 @@ def add_parser(sub: Any) -> None:
     copy_p.add_argument(
         "target", metavar="DST", help=f"a new or empty ledger to copy into: {_LEDGER_HELP}"
     )
+    delete_p = verbs.add_parser(
+        "delete",
+        help="delete a ledger that holds no rounds",
+        description="Delete an empty ledger (no rounds: e.g. one made by a mistaken init); a "
+        "ledger with rounds is refused and kept. On PostgreSQL this needs the role that owns "
+        "the expost schema.",
+    )
+    delete_p.add_argument("ledger", metavar="LEDGER", help=f"the empty ledger: {_LEDGER_HELP}")
     p.set_defaults(run=run)
 
 
@@ -157,7 +175,7 @@ def show(target: str) -> str:
     with open_ledger(target, config) as ledger:
         entries = ledger.entries()
         where, ledger_id = str(ledger.path), ledger.ledger_id
-    filt = _json(config.get("filter", config))
+    filt = _json(configuration(config["filter"]) if "filter" in config else config)
     lines = [f"ledger {where}", f"id {ledger_id}, format {config.get('format')}, filter {filt}"]
     lines += [f"{e.index:>6}  {e.kind:<8} {_json(e.record)}" for e in entries]
     lines.append(_spend(config, entries, where))
@@ -166,10 +184,35 @@ def show(target: str) -> str:
 
 def copy(source: str, target: str) -> tuple[str, bool]:
     """Append SRC's entries to DST (created, or empty with SRC's configuration); (the summary
-    of what was copied, whether records and spend are identical)."""
+    of what was copied, whether records and spend are identical). All or nothing where DST is
+    created (and on PostgreSQL always): a refused entry leaves no ledger behind."""
     config = stored_config(source)
+    servable(target, config)
     with open_ledger(source, config) as src:
         entries = src.entries()
+    if is_postgres_url(target):
+        PostgresLedger.copy_in(target, config, entries)
+    elif Path(target).exists():
+        _append_all(target, config, entries)
+    else:  # built beside it, then linked into place: the file appears complete or not at all
+        tmp = Path(target).with_name(f".{Path(target).name}.{os.getpid()}.copy")
+        tmp.unlink(missing_ok=True)
+        try:
+            _append_all(str(tmp), config, entries)
+            os.link(tmp, target)
+        except FileExistsError as exc:
+            raise ExpostError(f"{target!r} appeared during the copy: it was left as it is") from exc
+        finally:
+            tmp.unlink(missing_ok=True)
+    with open_ledger(target, config) as dst:
+        copied = dst.entries()
+        where = str(dst.path)
+    same = [(e.kind, dict(e.record)) for e in copied] == [(e.kind, dict(e.record)) for e in entries]
+    summary = _spend(config, copied, where)
+    return summary, same and summary == _spend(config, entries, where)
+
+
+def _append_all(target: str, config: Mapping[str, Any], entries: tuple[LedgerEntry, ...]) -> None:
     with open_ledger(target, config, create=True) as dst:
         if dst.entries():
             raise ExpostError(
@@ -177,11 +220,12 @@ def copy(source: str, target: str) -> tuple[str, bool]:
             )
         for entry in entries:
             dst.append(entry.kind, _same(entry))
-        copied = dst.entries()
-        where = str(dst.path)
-    same = [(e.kind, dict(e.record)) for e in copied] == [(e.kind, dict(e.record)) for e in entries]
-    summary = _spend(config, copied, where)
-    return summary, same and summary == _spend(config, entries, where)
+
+
+def delete(target: str) -> str:
+    """Delete the ledger at ``target`` if it holds no rounds; a line saying so."""
+    delete_empty(target)
+    return f"deleted the empty ledger {_shown(target)}"
 
 
 def _same(entry: LedgerEntry) -> Any:
@@ -210,6 +254,9 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.verb == "show":
             print(show(args.ledger))
+            return 0
+        if args.verb == "delete":
+            print(delete(args.ledger))
             return 0
         summary, same = copy(args.source, args.target)
     except ExpostError as exc:

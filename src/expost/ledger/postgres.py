@@ -38,7 +38,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -55,10 +55,13 @@ from expost.ledger.base import (
     Decide,
     LedgerEntry,
     canonical,
+    config_text,
     entry_from_row,
     frozen_json,
     ledger_id_value,
     parse_object,
+    record_text,
+    valid_kind,
 )
 from expost.ledger.pg_schema import INSTALL, SCHEMA_VERSION, SERVER_VERSION, UPGRADE
 
@@ -164,7 +167,7 @@ class PostgresLedger(ClosesOnExit):
         ``timeout`` (seconds) bounds the wait for the connection and for a lock unless the URL
         or the server sets them.
         """
-        text = canonical("config", config)
+        text = config_text(config)
         pinned = None if ledger_id is None else ledger_id_value(ledger_id)
         flag("create", create)
         ledger = cls._at(url, timeout)
@@ -187,7 +190,7 @@ class PostgresLedger(ClosesOnExit):
     def init(cls, url: str, config: Mapping[str, object], *, timeout: float = 30.0) -> str:
         """Create the ledger named in ``url`` for ``config`` (and the schema, if the database
         has none); its ledger id. An existing ledger is refused (`LedgerError`), unchanged."""
-        text = canonical("config", config)
+        text = config_text(config)
         ledger = cls._at(url, timeout)
         try:
             return ledger._run(lambda cur: ledger._create(cur, text, exclusive=True))
@@ -204,6 +207,64 @@ class PostgresLedger(ClosesOnExit):
             reader.close()
         config: Mapping[str, Any] = frozen_json(parse_object(reader.path, "the config", text))
         return config
+
+    @classmethod
+    def drop_empty(cls, url: str, *, timeout: float = 30.0) -> None:
+        """Delete the ledger named in ``url`` if it holds no rounds (``expost.drop_empty_ledger``,
+        the schema owner's); one with rounds is refused (`LedgerError`), unchanged."""
+        ledger = cls._at(url, timeout)
+        try:
+            ledger._run(ledger._header)
+            ledger._run(
+                lambda cur: cur.execute("SELECT expost.drop_empty_ledger(%s)", (ledger._name,))
+            )
+        finally:
+            ledger.close()
+
+    @classmethod
+    def copy_in(
+        cls,
+        url: str,
+        config: Mapping[str, object],
+        entries: Sequence[LedgerEntry],
+        *,
+        timeout: float = 30.0,
+    ) -> None:
+        """Append ``entries`` (a ledger's, in order) to the ledger named in ``url`` for ``config``,
+        created if missing, else empty: all in one transaction, so a refused entry leaves
+        nothing behind (not even a created ledger)."""
+        text = config_text(config)
+        ledger = cls._at(url, timeout)
+
+        def work(cur: Any) -> None:
+            lid = uuid.UUID(ledger._create(cur, text, exclusive=False))
+            stored, _ = ledger._header(cur)
+            if stored != text:
+                raise LedgerMismatch(ledger.path, stored, text, advice=_ADVICE)
+            cur.execute("SELECT expost.lock_ledger(%s, %s)", (ledger._name, lid))
+            if ledger._read(cur):
+                raise LedgerError(
+                    f"{ledger.path!r} already holds rounds: copy only into an empty ledger"
+                )
+            tokens: dict[int, uuid.UUID] = {}
+            for entry in entries:
+                record = record_text(entry.record)
+                key = _round_of(json.loads(record))
+                token = (
+                    tokens.pop(key, None) if entry.kind == "settle" and key is not None else None
+                )
+                index, _, new = ledger._write(cur, lid, entry.kind, record, token)
+                if index != entry.index:
+                    raise LedgerCorrupted(
+                        ledger.path, f"the server numbered round {entry.index} {index}"
+                    )
+                if key is not None and new is not None:
+                    tokens[key] = new
+
+        try:
+            ledger._run(work)
+        finally:
+            ledger.close()
 
     @property
     def path(self) -> str:
@@ -329,21 +390,16 @@ class PostgresLedger(ClosesOnExit):
         raises, the transaction rolls back, nothing is written and the exception propagates.
         A session ledger's ``settle`` presents the token its ``reserve`` got from the server.
         """
-        if not isinstance(kind, str) or not kind:
-            raise InvalidParameter("kind", kind, "must be a non-empty string")
+        valid_kind(kind)
         lid = uuid.UUID(str(self._id))
 
         def write(cur: Any) -> tuple[tuple[LedgerEntry, ...], LedgerEntry, int | None, Any]:
             cur.execute("SELECT expost.lock_ledger(%s, %s)", (self._name, lid))
             entries = self._read(cur)
-            text = canonical("record", decide(entries))
+            text = record_text(decide(entries))
             key = _round_of(json.loads(text))
             token = self._tokens.get(key) if kind == "settle" and key is not None else None
-            cur.execute(
-                "SELECT id, created, token FROM expost.append_round(%s, %s, %s, %s, %s)",
-                (self._name, lid, kind, text, token),
-            )
-            index, created, new_token = cur.fetchone()
+            index, created, new_token = self._write(cur, lid, kind, text, token)
             if index != len(entries):
                 raise LedgerCorrupted(
                     self.path, f"the server numbered round {len(entries)} {index}"
@@ -357,6 +413,17 @@ class PostgresLedger(ClosesOnExit):
             self._tokens.pop(key, None)
         self._entries = (*entries, entry)
         return entry
+
+    def _write(
+        self, cur: Any, lid: uuid.UUID, kind: str, text: str, token: uuid.UUID | None
+    ) -> tuple[int, float, uuid.UUID | None]:
+        """``expost.append_round``: (the entry's id, its time, a reservation's settle token)."""
+        cur.execute(
+            "SELECT id, created, token FROM expost.append_round(%s, %s, %s, %s, %s)",
+            (self._name, lid, kind, text, token),
+        )
+        index, created, new_token = cur.fetchone()
+        return index, created, new_token
 
     def close(self) -> None:
         """Close the connection (idempotent); committed rounds are already durable."""
