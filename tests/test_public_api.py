@@ -53,6 +53,7 @@ PUBLIC = [
     "LedgerCorrupted",
     "LedgerError",
     "LedgerMismatch",
+    "LedgerNotFound",
     "LineCrossing",
     "LinearPrivacyBoundary",
     "MemorylessRule",
