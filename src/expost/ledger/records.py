@@ -186,7 +186,7 @@ def open_session_ledger(
         if (
             isinstance(stored, dict)
             and stored.get("format") in (FORMAT, *OLD_FORMATS)
-            and configuration(stored.get("filter")) == config["filter"]
+            and configuration(stored.get("filter")) == json.loads(json.dumps(config["filter"]))
         ):
             return open_ledger(target, stored, create=create, ledger_id=ledger_id)
         raise
