@@ -222,3 +222,39 @@ def test_show_prints_configuration_only_and_old_configs_open(
 def test_ledger_not_found_is_importable_from_expost() -> None:
     assert ep.LedgerNotFound is LedgerNotFound
     assert "LedgerNotFound" in ep.__all__
+
+
+def test_a_schema_an_earlier_release_installed_is_upgraded_by_its_owner(
+    pg_server: Any, pg_client: str
+) -> None:
+    """A database whose functions predate `SERVER_VERSION` (simulated: its version function
+    dropped, the old settle rule back): the owner's next ``init`` replaces every function; the
+    client's grants and the rounds stay."""
+    from expost.ledger.pg_schema import SERVER_VERSION, client_grants
+    from tests.conftest import as_role
+
+    admin = pg_server.get_uri()
+    _psql(admin, "DROP DATABASE IF EXISTS upgraded WITH (FORCE)")
+    _psql(admin, "CREATE DATABASE upgraded")
+    admin = admin.replace("/postgres?", "/upgraded?", 1)
+    init_ledger(f"{admin}&ledger=kept", BUDGET)
+    for grant in client_grants("expost_client"):
+        _psql(admin, grant)
+    client = f"{as_role(admin, 'expost_client')}&ledger=kept"
+    s = ep.PrivateSession(BUDGET, np.random.default_rng(0), ledger=client)
+    s.gaussian(0.0, 1.0, 0.25)
+    s.close()
+    _psql(admin, "DROP FUNCTION expost.server_version()")
+    _psql(
+        admin,
+        "CREATE FUNCTION expost.at_most(s jsonb, r jsonb) RETURNS boolean "
+        "LANGUAGE sql AS $$ SELECT true $$",
+    )
+    init_ledger(f"{admin}&ledger=another", BUDGET)  # the owner: upgrades, then creates
+    assert _psql(admin, "SELECT expost.server_version()") == [(SERVER_VERSION,)]
+    assert _psql(admin, "SELECT to_regprocedure('expost.at_most(jsonb, jsonb)')") == [(None,)]
+    s = ep.PrivateSession(BUDGET, np.random.default_rng(0), ledger=client)
+    assert s.spent == 0.25
+    s.gaussian(0.0, 1.0, 0.25)  # the client's grants survived the replaced functions
+    s.close()
+    _psql(pg_server.get_uri(), "DROP DATABASE upgraded WITH (FORCE)")

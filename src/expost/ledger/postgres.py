@@ -173,6 +173,7 @@ class PostgresLedger(ClosesOnExit):
         ledger = cls._at(url, timeout)
         try:
             if create:
+                ledger._run(ledger._install)
                 ledger._run(lambda cur: ledger._create(cur, text, exclusive=False))
             stored, stored_id = ledger._run(ledger._header)
             if pinned is not None and stored_id != pinned:
@@ -193,6 +194,7 @@ class PostgresLedger(ClosesOnExit):
         text = config_text(config)
         ledger = cls._at(url, timeout)
         try:
+            ledger._run(ledger._install)
             return ledger._run(lambda cur: ledger._create(cur, text, exclusive=True))
         finally:
             ledger.close()
@@ -237,6 +239,7 @@ class PostgresLedger(ClosesOnExit):
         ledger = cls._at(url, timeout)
 
         def work(cur: Any) -> None:
+            ledger._install(cur)
             lid = uuid.UUID(ledger._create(cur, text, exclusive=False))
             stored, _ = ledger._header(cur)
             if stored != text:
@@ -343,9 +346,9 @@ class PostgresLedger(ClosesOnExit):
             )
         return canonical("config", parse_object(self.path, "the config", stored)), str(ledger_id)
 
-    def _create(self, cur: Any, text: str, *, exclusive: bool) -> str:
-        """Under the creation lock: install the schema if missing, create the ledger if
-        missing (``exclusive``: refuse an existing one); its id."""
+    def _install(self, cur: Any) -> None:
+        """Under the creation lock: install the schema if missing, or bring the functions of a
+        schema an earlier release installed up to date (`UPGRADE`: its owner only)."""
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         cur.execute("SELECT to_regnamespace('expost') IS NULL")
         if cur.fetchone()[0]:
@@ -353,8 +356,13 @@ class PostgresLedger(ClosesOnExit):
                 cur.execute(statement)
         cur.execute("SELECT to_regprocedure('expost.server_version()') IS NULL")
         if cur.fetchone()[0] or _server_version(cur) < SERVER_VERSION:
-            for statement in UPGRADE:  # a schema an earlier release installed: its owner only
+            for statement in UPGRADE:
                 cur.execute(statement)
+
+    def _create(self, cur: Any, text: str, *, exclusive: bool) -> str:
+        """Under the creation lock: create the ledger if missing (``exclusive``: refuse an
+        existing one); its id."""
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         cur.execute("SELECT ledger_id FROM expost.header(%s)", (self._name,))
         row = cur.fetchone()
         if row is not None:
