@@ -6,30 +6,31 @@ functions (`client_grants`), and no privilege on the tables:
 
 - ``expost.header(name)``: the ledger's id, format, schema version and configuration;
 - ``expost.read_rounds(name, from)``: its rounds from ``from`` on (never the settle tokens);
-- ``expost.lock_ledger(name, id)``: the ledger's row lock, held to the end of the transaction;
+- ``expost.lock_ledger(name, id)``: the ledger's lock, held to the end of the transaction;
 - ``expost.append_round(name, id, kind, record, token)``: one round, validated, under that
   lock; returns (id, created, token).
 
 What the server enforces: rounds are only appended (no client can UPDATE, DELETE, TRUNCATE,
 DROP or disable a trigger: it owns nothing), ids are consecutive and stamped with the server's
-clock, every record and configuration is a JSON object (CHECK constraints: an invalid one is
-refused, not stored), a ledger is created only by a role allowed to run
-``expost.create_ledger`` and never replaced (its name is its key, its random id fixed). In a
-session ledger (format ``expost-session/…``) only ``reserve`` and ``settle`` entries with the
-session's record shape and known cost types are accepted; reservations are numbered in order;
-a settlement needs the secret token the server returned to the reserving client, settles an
-open reservation exactly once, and is not above it on the fields where a request is the worst
-case (rho, eps, delta, eps_max; a Brownian time not below). For every filter kind it decides
-admission itself, from the recorded configuration (``expost.price``, ``expost.within``): it
-prices each round as the filter does, in exact decimals of the recorded numbers (within about
-1e-16 relative of the filter's doubles), keeps running totals in each entry (rho and delta; the
-ex-post part's eps and delta), and refuses an entry that takes one past the budget with a
-relative slack of 1e-9, so it never refuses what the filter admits:
-zCDP-family (``zcdp_price``), ``ApproxDPFilter`` (eps²/2 against rho*(eps, delta'') of FAC Thm 2,
-computed with numeric ln and sqrt), ``ExPostFilter`` (APC Lemma B.2: bounds and deltas summed),
-``ConcurrentFilter`` (both parts), ``GaussianDPFilter`` (mu² = 2·rho or Δ²/t; its pure-DP prices
-need Φ⁻¹, so those rounds are refused on this backend). A cost the filter does not accept is
-refused. What it trusts: the realised cost a client reports for its own round.
+clock, every record and configuration is a JSON object within the size limits of
+`expost.ledger.limits` (checked before it is parsed), a ledger is created only by a role
+allowed to run ``expost.create_ledger`` (never one whose rounds the server cannot price: an
+`RDPFilter`'s) and never replaced (its name is its key, its random id fixed); only the owner
+deletes one, and only without rounds (``expost.drop_empty_ledger``). In a session ledger
+(format ``expost-session/…``) only ``reserve`` and ``settle`` entries with the session's record
+shape, known cost types and numbers every client decodes and prices exactly are accepted
+(``expost.check_cost``, `expost.ledger.pg_checks`); reservations are numbered in order; a
+settlement needs the secret token the server returned to the reserving client, settles an open
+reservation exactly once, and stays within it (``expost.settles``: a fixed-price round at
+exactly its reservation). For every filter kind it decides admission itself (``expost.price``,
+``expost.within``), in exact decimals of the recorded numbers, against running totals kept in
+each entry, with a relative slack of 1e-9 so it never refuses what the filter admits.
+
+The lock (``expost.take_lock``) is a transaction-level advisory lock; a transaction that has
+held it longer than the hold limit (``expost.hold_limit``, `HOLD_LIMIT_S` seconds unless the
+owner alters the function) is ended by the next client that waits for it, so no client can hold
+a ledger past that limit (docs/sharing-a-budget.md, "How the PostgreSQL ledger locks"). What
+it trusts: the realised cost a client reports for its own round, within those rules.
 """
 
 from __future__ import annotations

@@ -8,15 +8,16 @@ drop the tables); an administrator creates the schema and each ledger once (`Pos
 ``expost ledger init``), and `PostgresLedger.open` opens only an existing ledger unless
 ``create=True``.
 
-**Locking.** `append` runs one transaction: ``expost.lock_ledger`` (``SELECT … FOR UPDATE`` on
-the ledger's row), read the rounds committed since the last read, ``decide``,
-``expost.append_round``, ``COMMIT``. The row lock serialises the writers of one ledger
-(writers of other ledgers do not wait), and the read happens after the lock is granted, so
-under READ COMMITTED it sees every round committed before: the decision is made on exactly the
-entries that precede the write. We chose the row lock over SERIALIZABLE with retries because a
-budget check is a read-then-insert on one row's rounds, which SERIALIZABLE would abort and
-repeat under contention (every retry re-runs ``decide``), while the lock simply queues the
-writers in order; ``append_round`` takes the same lock and numbers the round itself.
+**Locking.** `append` runs one transaction: ``expost.lock_ledger`` (the ledger's advisory
+lock, `expost.ledger.pg_schema`), read the rounds committed since the last read, ``decide``,
+``expost.append_round``, ``COMMIT``. The lock serialises the writers of one ledger (writers of
+other ledgers do not wait), and the read happens after the lock is granted, so under READ
+COMMITTED it sees every round committed before: the decision is made on exactly the entries
+that precede the write. We chose the lock over SERIALIZABLE with retries because a budget check
+is a read-then-insert on one ledger's rounds, which SERIALIZABLE would abort and repeat under
+contention (every retry re-runs ``decide``), while the lock simply queues the writers in order;
+``append_round`` takes the same lock and numbers the round itself. The server bounds how long
+any transaction holds it (the hold limit: a waiting client ends a holder past it).
 
 **Durability.** ``synchronous_commit = on`` for every connection (the one setting a URL cannot
 change), so ``COMMIT`` returns only once the round is flushed to the server's write-ahead log;
