@@ -47,14 +47,16 @@ def add_parser(sub: Any) -> None:
         "backend, or delete an empty one. Passwords in URLs are never printed.",
     )
     verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
-    init_p = verbs.add_parser(
+    init_p = _verb(
+        verbs,
         "init",
-        help="create a new ledger for a filter and print its id",
-        description="Create a new session ledger (refused if one exists) and print its id, to "
-        "pin with PrivateSession(..., ledger_id=ID). On PostgreSQL this needs the "
-        "administrator's role; it installs the expost schema if the database has none.",
+        "create a new ledger for a filter and print its id",
+        "Create a new session ledger (refused if one exists) and print its id, to pin with "
+        "PrivateSession(..., ledger_id=ID). On PostgreSQL this needs the administrator's role; "
+        "it installs the expost schema if the database has none (or upgrades an earlier "
+        "release's functions).",
+        "where to create it",
     )
-    init_p.add_argument("ledger", metavar="LEDGER", help=f"where to create it: {_LEDGER_HELP}")
     init_p.add_argument(
         "--filter",
         required=True,
@@ -63,32 +65,41 @@ def add_parser(sub: Any) -> None:
         "delta=1e-6)' or 'ZCDPFilter(1.0)' (numbers, strings and nested filter calls only; "
         "never evaluated as Python), or the JSON description `ledger show` prints",
     )
-    show_p = verbs.add_parser(
+    _verb(
+        verbs,
         "show",
-        help="print the filter, every entry and the spend",
-        description="Print the ledger's id, filter, every entry (reserve and settle) and the "
-        "spend it implies.",
+        "print the filter, every entry and the spend",
+        "Print the ledger's id, filter, every entry (reserve and settle) and the spend it implies.",
+        "the ledger to show",
     )
-    show_p.add_argument("ledger", metavar="LEDGER", help=f"the ledger to show: {_LEDGER_HELP}")
     copy_p = verbs.add_parser(
         "copy",
         help="copy every entry to a new or empty ledger",
         description="Append SRC's entries to DST (created if missing, else it must be empty "
-        "and have SRC's configuration), then check records and spend are identical.",
+        "and have SRC's configuration), then check records and spend are identical. All or "
+        "nothing where DST is created, and on PostgreSQL.",
     )
     copy_p.add_argument("source", metavar="SRC", help=f"the ledger to copy: {_LEDGER_HELP}")
     copy_p.add_argument(
         "target", metavar="DST", help=f"a new or empty ledger to copy into: {_LEDGER_HELP}"
     )
-    delete_p = verbs.add_parser(
+    _verb(
+        verbs,
         "delete",
-        help="delete a ledger that holds no rounds",
-        description="Delete an empty ledger (no rounds: e.g. one made by a mistaken init); a "
-        "ledger with rounds is refused and kept. On PostgreSQL this needs the role that owns "
-        "the expost schema.",
+        "delete a ledger that holds no rounds",
+        "Delete an empty ledger (no rounds: e.g. one made by a mistaken init); a ledger with "
+        "rounds is refused and kept. On PostgreSQL this needs the role that owns the expost "
+        "schema.",
+        "the empty ledger",
     )
-    delete_p.add_argument("ledger", metavar="LEDGER", help=f"the empty ledger: {_LEDGER_HELP}")
     p.set_defaults(run=run)
+
+
+def _verb(verbs: Any, name: str, help: str, description: str, what: str) -> Any:
+    """The parser of ``expost ledger NAME`` with its LEDGER argument."""
+    parser = verbs.add_parser(name, help=help, description=description)
+    parser.add_argument("ledger", metavar="LEDGER", help=f"{what}: {_LEDGER_HELP}")
+    return parser
 
 
 def parse_filter(spec: str) -> PrivacyFilter:
