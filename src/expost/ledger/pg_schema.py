@@ -138,8 +138,8 @@ BEGIN
         END;
         IF v_deadline IS NOT NULL AND clock_timestamp() >= v_deadline THEN
             PERFORM set_config('lock_timeout', v_caller, true);
-            RAISE EXCEPTION 'expost: ledger % was busy for the whole lock_timeout (%)',
-                p_name, v_caller USING ERRCODE = '55P03';
+            RAISE EXCEPTION 'expost: ledger % was busy for the whole lock_timeout (%); a holder past the hold limit (%) is ended only if the owner of schema expost may see and end other backends (pg_read_all_stats, pg_signal_backend)',
+                p_name, v_caller, v_limit USING ERRCODE = '55P03';
         END IF;
     END LOOP;
 END $$"""
