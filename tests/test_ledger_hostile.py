@@ -318,3 +318,23 @@ def test_planted_twin_the_old_rule_accepted_every_refused_settlement(pg_server: 
                 (json.dumps(encode(lower)), json.dumps(encode(request))),
             ).fetchone()
             assert got == (True,), (request, lower)
+
+
+def test_a_held_creation_lock_does_not_stall_opening_an_existing_ledger(
+    pg_server: Any, analyst: str
+) -> None:
+    """Any role can take the advisory lock under which ledgers are created (0x65787073); an
+    existing ledger is opened without it, even with ``create=True``. Creating a new one still
+    waits for it (the twin): an administrator ends such a holder by hand."""
+    ledger = _Ledger(pg_server, analyst, ep.ZCDPFilter(1.0))
+    hostile = _hostile(analyst, "SELECT pg_advisory_lock(1702391923)")  # and idles
+    try:
+        quick = ledger.url + "&options=-c%20lock_timeout%3D1000"
+        s = ep.PrivateSession(ledger.budget, np.random.default_rng(0), ledger=quick, create=True)
+        s.gaussian(0.0, 1.0, 0.25)
+        s.close()
+        admin = pg_ledger_url(pg_server, f"n_{uuid.uuid4().hex[:8]}")
+        with pytest.raises(ep.LedgerError, match="lock timeout"):
+            init_ledger(admin + "&options=-c%20lock_timeout%3D1000", ep.ZCDPFilter(1.0))
+    finally:
+        hostile.close()

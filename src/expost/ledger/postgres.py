@@ -348,28 +348,36 @@ class PostgresLedger(ClosesOnExit):
         return canonical("config", parse_object(self.path, "the config", stored)), str(ledger_id)
 
     def _install(self, cur: Any) -> None:
-        """Under the creation lock: install the schema if missing, or bring the functions of a
-        schema an earlier release installed up to date (`UPGRADE`: its owner only)."""
-        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-        cur.execute("SELECT to_regnamespace('expost') IS NULL")
-        if cur.fetchone()[0]:
-            for statement in INSTALL:
-                cur.execute(statement)
-        cur.execute("SELECT to_regprocedure('expost.server_version()') IS NULL")
-        if cur.fetchone()[0] or _server_version(cur) < SERVER_VERSION:
-            for statement in UPGRADE:
-                cur.execute(statement)
+        """Install the schema if missing, or bring the functions of a schema an earlier release
+        installed up to date (`UPGRADE`: its owner only), under the creation lock — taken only
+        when there is something to do, so a client holding it cannot stall the usual path."""
+        for locked in (False, True):
+            cur.execute("SELECT to_regnamespace('expost') IS NULL")
+            missing = cur.fetchone()[0]
+            if not missing:
+                cur.execute("SELECT to_regprocedure('expost.server_version()') IS NULL")
+                old = cur.fetchone()[0] or _server_version(cur) < SERVER_VERSION
+            if not (missing or old):
+                return
+            if locked:
+                for statement in INSTALL if missing else UPGRADE:
+                    cur.execute(statement)
+                return
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
 
     def _create(self, cur: Any, text: str, *, exclusive: bool) -> str:
-        """Under the creation lock: create the ledger if missing (``exclusive``: refuse an
-        existing one); its id."""
-        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-        cur.execute("SELECT ledger_id FROM expost.header(%s)", (self._name,))
-        row = cur.fetchone()
-        if row is not None:
-            if exclusive:
-                raise LedgerError(f"ledger {self.path!r} already exists: it was left as it is")
-            return str(row[0])
+        """Create the ledger if missing, under the creation lock (``exclusive``: refuse an
+        existing one); its id. An existing ledger is found without the lock."""
+        for locked in (False, True):
+            cur.execute("SELECT ledger_id FROM expost.header(%s)", (self._name,))
+            row = cur.fetchone()
+            if row is not None:
+                if exclusive:
+                    raise LedgerError(f"ledger {self.path!r} already exists: it was left as it is")
+                return str(row[0])
+            if locked:
+                break
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         cur.execute("SELECT expost.create_ledger(%s, %s)", (self._name, text))
         return str(cur.fetchone()[0])
 
