@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import expost as ep
-from expost.filters import LaplaceCost, SubsampledGaussianCost
+from expost.filters import Cost, LaplaceCost, SubsampledGaussianCost
 from expost.ledger import init_ledger
 from expost.ledger.limits import (
     LARGEST_NUMBER,
@@ -86,7 +86,9 @@ def test_a_far_brownian_reservation_leaves_the_ledger_usable(pg_server: Any, ana
     ledger.reserve(encode(wide))
     s = ledger.session()
     exact = sum(Fraction(c.sensitivity) ** 2 / (2 * Fraction(c.time)) for c in (far, wide))
-    assert exact <= Fraction(s.spent) <= 1  # charged at least the exact price, within budget
+    spent = s.spent
+    assert isinstance(spent, float)
+    assert exact <= Fraction(spent) <= 1  # charged at least the exact price, within budget
     assert s.filter.rounds == 2
     s.gaussian(0.0, 1.0, 0.01)  # and it goes on
     s.close()
@@ -268,7 +270,7 @@ _OLD_RULE = """CREATE FUNCTION pg_temp.at_most(s jsonb, r jsonb) RETURNS boolean
         AND (r->>'eps_max' IS NULL
              OR coalesce((s->>'eps_max')::numeric <= (r->>'eps_max')::numeric, false)) $$"""
 
-REFUSED = [
+REFUSED: list[tuple[str, Cost, Cost]] = [
     ("gaussian", ep.GaussianCost(0.1), ep.GaussianCost(0.05)),
     ("laplace", ep.DPCost(1.0), ep.DPCost(0.5)),
     ("laplace", LaplaceCost(1.0), LaplaceCost(0.5)),
@@ -280,7 +282,7 @@ REFUSED = [
     ),
     ("laplace_noise_reduction", ep.ExPostCost(1.0, eps_max=1.0), ep.ExPostCost(0.5, eps_max=0.5)),
 ]
-ACCEPTED = [
+ACCEPTED: list[tuple[str, Cost, Cost]] = [
     ("doubling", ep.GaussianCost(0.1), ep.GaussianCost(0.05)),  # the tries it made
     ("brownian", ep.BrownianCost(4.0), ep.BrownianCost(8.0)),  # a later time of its grid
     ("laplace_noise_reduction", ep.ExPostCost(1.0, eps_max=1.0), ep.ExPostCost(0.5, eps_max=1.0)),

@@ -57,7 +57,9 @@ def _reader(target: str) -> tuple[float, list[tuple[str, int]]]:
     s = ep.PrivateSession(BUDGET, np.random.default_rng(1), ledger=target)
     assert s._ledger is not None
     try:
-        return float(s.spent), [(e.kind, int(e.record["round"])) for e in s._ledger.entries()]
+        spent = s.spent
+        assert isinstance(spent, float)
+        return spent, [(e.kind, int(e.record["round"])) for e in s._ledger.entries()]
     finally:
         s.close()
 
@@ -65,7 +67,7 @@ def _reader(target: str) -> tuple[float, list[tuple[str, int]]]:
 def _cut_session(target: str, *, after: bool) -> ep.PrivateSession:
     s = ep.PrivateSession(BUDGET, np.random.default_rng(0), ledger=target, create=True)
     assert s._ledger is not None
-    s._ledger = _Cut(s._ledger, after=after)  # type: ignore[assignment]  # a test double
+    s._ledger = _Cut(s._ledger, after=after)  # a test double (a LedgerBackend by its protocol)
     with pytest.raises(LedgerError, match="injected"):
         s.brownian(1.0, 1.0, GRID, stop=ep.AtIndex(0))
     return s
