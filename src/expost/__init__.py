@@ -27,6 +27,7 @@ from expost.errors import (
     LedgerCorrupted,
     LedgerError,
     LedgerMismatch,
+    LedgerNotFound,
     NotAStoppingTime,
 )
 
@@ -299,6 +300,7 @@ __all__ = [
     "LedgerCorrupted",
     "LedgerError",
     "LedgerMismatch",
+    "LedgerNotFound",
     "LineCrossing",
     "LinearPrivacyBoundary",
     "MemorylessRule",

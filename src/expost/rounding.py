@@ -137,17 +137,26 @@ def _below(x: float, num: int, den: int) -> bool:
     return p * den < num * q
 
 
+_FEW = 4  # steps `up_ratio` takes from its starting point before it restarts from num/den
+
+
 def up_ratio(approx: float, num: int, den: int) -> float:
     """The smallest float >= num/den (integers, den > 0), from ``approx`` a few ulps away.
 
-    Exact integer comparisons; +inf where num/den exceeds the largest float.
+    Exact integer comparisons; +inf where num/den exceeds the largest float. Bounded by
+    construction, whatever ``approx`` is: after `_FEW` steps from it the search restarts from
+    num/den correctly rounded (int true division), which is the answer or one float below it.
     """
-    approx = _number(approx)
-    while _below(approx, num, den):
-        approx = math.nextafter(approx, math.inf)
-    while not _below(below := math.nextafter(approx, -math.inf), num, den):
-        approx = below
-    return approx
+    x = _number(approx)
+    for _ in range(_FEW):
+        if _below(x, num, den):
+            x = math.nextafter(x, math.inf)
+        elif not _below(below := math.nextafter(x, -math.inf), num, den):
+            x = below
+        else:
+            return x
+    x = _quotient(num, den)
+    return math.nextafter(x, math.inf) if _below(x, num, den) else x
 
 
 def down_ratio(approx: float, num: int, den: int) -> float:
@@ -161,12 +170,18 @@ def _ratio(q: Fraction | int) -> Fraction:
     return Fraction(q)
 
 
-def _nearest(q: Fraction) -> float:
-    """q rounded to nearest (int true division is correctly rounded); ±inf past the floats."""
+def _quotient(num: int, den: int) -> float:
+    """num/den (den > 0) rounded to nearest (int true division is correctly rounded); ±inf past
+    the floats."""
     try:
-        return q.numerator / q.denominator
+        return num / den
     except OverflowError:
-        return math.inf if q > 0 else -math.inf
+        return math.inf if num > 0 else -math.inf
+
+
+def _nearest(q: Fraction) -> float:
+    """q rounded to nearest; ±inf past the floats."""
+    return _quotient(q.numerator, q.denominator)
 
 
 def up_exact(q: Fraction | int) -> float:

@@ -23,6 +23,7 @@ charged at its worst case. A session object is not thread-safe.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -60,6 +61,22 @@ __all__ = ["NOT_EXACT", "PrivateSession", "Round", "SessionFilter", "filter_from
 
 SessionFilter = PrivacyFilter
 R = TypeVar("R")
+
+
+class _Settled(Exception):
+    """A settle's write found its round already settled (a retry after a cut): nothing to do."""
+
+
+def _unless_settled(replay: Replay, key: int, cost: Cost) -> Callable[..., dict[str, Any]]:
+    """The decision of round ``key``'s settle: its record, or `_Settled` if the ledger already
+    holds one (the write that a cut interrupted had committed)."""
+
+    def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
+        if not replay.is_open(key, entries):
+            raise _Settled
+        return {"round": key, "cost": encode(cost)}
+
+    return decide
 
 
 @frozen
@@ -127,6 +144,7 @@ class PrivateSession:
         self._history: list[Round] = []
         self._running = False
         self._ledger: LedgerBackend | None = None
+        self._unsettled: dict[int, Cost] = {}  # settles a failed write left to retry
         if ledger is not None:
             if filter.rounds:
                 raise InvalidParameter(
@@ -178,9 +196,13 @@ class PrivateSession:
             self._filter = self._replay.update(self._ledger.entries())
 
     def close(self) -> None:
-        """Close the ledger, if any."""
+        """Close the ledger, if any, after retrying a settle that a failed write left
+        (`LedgerError` if it fails again: that round stays charged at its request)."""
         if self._ledger is not None:
-            self._ledger.close()
+            try:
+                self._write_settles()
+            finally:
+                self._ledger.close()
 
     # -- the round protocol ----------------------------------------------------------------
 
@@ -219,6 +241,7 @@ class PrivateSession:
         if self._ledger is None:
             self._filter.check(request)
             return len(self._history)
+        self._write_settles()  # a settle a cut interrupted, before the next round
         replay = self._replay
 
         def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
@@ -233,8 +256,19 @@ class PrivateSession:
         if self._ledger is None:
             self._filter = self._filter.spend(cost)
             return
-        self._ledger.append("settle", lambda _entries: {"round": key, "cost": encode(cost)})
-        self._filter = self._replay.update(self._ledger.entries())
+        self._unsettled[key] = cost
+        self._write_settles()
+
+    def _write_settles(self) -> None:
+        """Write every settle not yet written (a cut connection or a failed commit may have
+        left one), idempotently: a round the ledger shows settled is not settled again."""
+        ledger, replay = self._ledger, self._replay
+        for key, cost in sorted(self._unsettled.items()):
+            assert ledger is not None  # only a session with a ledger has unsettled rounds
+            with contextlib.suppress(_Settled):
+                ledger.append("settle", _unless_settled(replay, key, cost))
+            del self._unsettled[key]
+            self._filter = replay.update(ledger.entries())
 
     # -- release methods: each prepares its round (rounds.py), then releases it -----------------
 

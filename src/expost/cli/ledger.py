@@ -1,11 +1,12 @@
-"""``expost ledger init|show|copy`` (either backend).
+"""``expost ledger init|show|copy|delete`` (either backend).
 
 A LEDGER is a SQLite file or a ``postgresql://…?ledger=NAME`` URL. ``init`` creates a session
 ledger for a filter (``--filter 'UnifiedFilter.from_dp(eps=10, delta=1e-6)'`` or its JSON
 description) and prints its id; ``show`` prints the filter, every entry and the spend; ``copy``
 appends SRC's entries, in order, to DST (created if missing, else empty, with the same
 configuration), then checks that DST holds the same records and the same exact spend (the
-records are copied, not their timestamps). Passwords in URLs are never printed. Exit codes:
+records are copied, not their timestamps; all or nothing where DST is created, and on
+PostgreSQL); ``delete`` removes a ledger that holds no rounds. Passwords in URLs are never printed. Exit codes:
 0 done, 1 the check failed, 2 bad usage or a ledger that cannot be used.
 """
 
@@ -14,16 +15,25 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from expost.errors import ExpostError, InvalidParameter
 from expost.filters import PrivacyFilter
-from expost.ledger import LedgerEntry, open_ledger, stored_config
+from expost.ledger import LedgerEntry, PostgresLedger, open_ledger, stored_config
 from expost.ledger.postgres import is_postgres_url, shown_url
-from expost.ledger.records import DESCRIBABLE, Replay, filter_from_description, init_ledger
+from expost.ledger.records import (
+    DESCRIBABLE,
+    Replay,
+    configuration,
+    filter_from_description,
+    init_ledger,
+)
+from expost.ledger.targets import delete_empty, servable
 
-__all__ = ["add_parser", "copy", "init", "parse_filter", "show"]
+__all__ = ["add_parser", "copy", "delete", "init", "parse_filter", "show"]
 
 _LEDGER_HELP = "a SQLite file path, or postgresql://USER@HOST/DB?ledger=NAME"
 
@@ -32,19 +42,21 @@ def add_parser(sub: Any) -> None:
     """Register ``expost ledger``."""
     p: argparse.ArgumentParser = sub.add_parser(
         "ledger",
-        help="create, show or copy a budget ledger (SQLite file or PostgreSQL URL)",
-        description="Create a session ledger, show its rounds and spend, or copy it to another "
-        "backend. Passwords in URLs are never printed.",
+        help="create, show, copy or delete a budget ledger (SQLite file or PostgreSQL URL)",
+        description="Create a session ledger, show its rounds and spend, copy it to another "
+        "backend, or delete an empty one. Passwords in URLs are never printed.",
     )
     verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
-    init_p = verbs.add_parser(
+    init_p = _verb(
+        verbs,
         "init",
-        help="create a new ledger for a filter and print its id",
-        description="Create a new session ledger (refused if one exists) and print its id, to "
-        "pin with PrivateSession(..., ledger_id=ID). On PostgreSQL this needs the "
-        "administrator's role; it installs the expost schema if the database has none.",
+        "create a new ledger for a filter and print its id",
+        "Create a new session ledger (refused if one exists) and print its id, to pin with "
+        "PrivateSession(..., ledger_id=ID). On PostgreSQL this needs the administrator's role; "
+        "it installs the expost schema if the database has none (or upgrades an earlier "
+        "release's functions).",
+        "where to create it",
     )
-    init_p.add_argument("ledger", metavar="LEDGER", help=f"where to create it: {_LEDGER_HELP}")
     init_p.add_argument(
         "--filter",
         required=True,
@@ -53,24 +65,41 @@ def add_parser(sub: Any) -> None:
         "delta=1e-6)' or 'ZCDPFilter(1.0)' (numbers, strings and nested filter calls only; "
         "never evaluated as Python), or the JSON description `ledger show` prints",
     )
-    show_p = verbs.add_parser(
+    _verb(
+        verbs,
         "show",
-        help="print the filter, every entry and the spend",
-        description="Print the ledger's id, filter, every entry (reserve and settle) and the "
-        "spend it implies.",
+        "print the filter, every entry and the spend",
+        "Print the ledger's id, filter, every entry (reserve and settle) and the spend it implies.",
+        "the ledger to show",
     )
-    show_p.add_argument("ledger", metavar="LEDGER", help=f"the ledger to show: {_LEDGER_HELP}")
     copy_p = verbs.add_parser(
         "copy",
         help="copy every entry to a new or empty ledger",
         description="Append SRC's entries to DST (created if missing, else it must be empty "
-        "and have SRC's configuration), then check records and spend are identical.",
+        "and have SRC's configuration), then check records and spend are identical. All or "
+        "nothing where DST is created, and on PostgreSQL.",
     )
     copy_p.add_argument("source", metavar="SRC", help=f"the ledger to copy: {_LEDGER_HELP}")
     copy_p.add_argument(
         "target", metavar="DST", help=f"a new or empty ledger to copy into: {_LEDGER_HELP}"
     )
+    _verb(
+        verbs,
+        "delete",
+        "delete a ledger that holds no rounds",
+        "Delete an empty ledger (no rounds: e.g. one made by a mistaken init); a ledger with "
+        "rounds is refused and kept. On PostgreSQL this needs the role that owns the expost "
+        "schema.",
+        "the empty ledger",
+    )
     p.set_defaults(run=run)
+
+
+def _verb(verbs: Any, name: str, help: str, description: str, what: str) -> Any:
+    """The parser of ``expost ledger NAME`` with its LEDGER argument."""
+    parser = verbs.add_parser(name, help=help, description=description)
+    parser.add_argument("ledger", metavar="LEDGER", help=f"{what}: {_LEDGER_HELP}")
+    return parser
 
 
 def parse_filter(spec: str) -> PrivacyFilter:
@@ -157,7 +186,7 @@ def show(target: str) -> str:
     with open_ledger(target, config) as ledger:
         entries = ledger.entries()
         where, ledger_id = str(ledger.path), ledger.ledger_id
-    filt = _json(config.get("filter", config))
+    filt = _json(configuration(config["filter"]) if "filter" in config else config)
     lines = [f"ledger {where}", f"id {ledger_id}, format {config.get('format')}, filter {filt}"]
     lines += [f"{e.index:>6}  {e.kind:<8} {_json(e.record)}" for e in entries]
     lines.append(_spend(config, entries, where))
@@ -166,10 +195,35 @@ def show(target: str) -> str:
 
 def copy(source: str, target: str) -> tuple[str, bool]:
     """Append SRC's entries to DST (created, or empty with SRC's configuration); (the summary
-    of what was copied, whether records and spend are identical)."""
+    of what was copied, whether records and spend are identical). All or nothing where DST is
+    created (and on PostgreSQL always): a refused entry leaves no ledger behind."""
     config = stored_config(source)
+    servable(target, config)
     with open_ledger(source, config) as src:
         entries = src.entries()
+    if is_postgres_url(target):
+        PostgresLedger.copy_in(target, config, entries)
+    elif Path(target).exists():
+        _append_all(target, config, entries)
+    else:  # built beside it, then linked into place: the file appears complete or not at all
+        tmp = Path(target).with_name(f".{Path(target).name}.{os.getpid()}.copy")
+        tmp.unlink(missing_ok=True)
+        try:
+            _append_all(str(tmp), config, entries)
+            os.link(tmp, target)
+        except FileExistsError as exc:
+            raise ExpostError(f"{target!r} appeared during the copy: it was left as it is") from exc
+        finally:
+            tmp.unlink(missing_ok=True)
+    with open_ledger(target, config) as dst:
+        copied = dst.entries()
+        where = str(dst.path)
+    same = [(e.kind, dict(e.record)) for e in copied] == [(e.kind, dict(e.record)) for e in entries]
+    summary = _spend(config, copied, where)
+    return summary, same and summary == _spend(config, entries, where)
+
+
+def _append_all(target: str, config: Mapping[str, Any], entries: tuple[LedgerEntry, ...]) -> None:
     with open_ledger(target, config, create=True) as dst:
         if dst.entries():
             raise ExpostError(
@@ -177,11 +231,12 @@ def copy(source: str, target: str) -> tuple[str, bool]:
             )
         for entry in entries:
             dst.append(entry.kind, _same(entry))
-        copied = dst.entries()
-        where = str(dst.path)
-    same = [(e.kind, dict(e.record)) for e in copied] == [(e.kind, dict(e.record)) for e in entries]
-    summary = _spend(config, copied, where)
-    return summary, same and summary == _spend(config, entries, where)
+
+
+def delete(target: str) -> str:
+    """Delete the ledger at ``target`` if it holds no rounds; a line saying so."""
+    delete_empty(target)
+    return f"deleted the empty ledger {_shown(target)}"
 
 
 def _same(entry: LedgerEntry) -> Any:
@@ -210,6 +265,9 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.verb == "show":
             print(show(args.ledger))
+            return 0
+        if args.verb == "delete":
+            print(delete(args.ledger))
             return 0
         summary, same = copy(args.source, args.target)
     except ExpostError as exc:

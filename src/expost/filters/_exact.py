@@ -31,10 +31,13 @@ __all__ = [
 
 
 def rho_of_brownian(time: float, sensitivity: float) -> float:
-    """Δ²/(2t) rounded up: a BM with sensitivity Δ stopped at t (APC Thm 3, Thm 5)."""
+    """Δ²/(2t) rounded up: a BM with sensitivity Δ stopped at t (APC Thm 3, Thm 5); +inf past the
+    largest float. Exact integer arithmetic from a float start, which may overflow (Δ² or 2t
+    past the floats: inf, or inf/inf) without harm: `up_ratio` is bounded from any start."""
     d, t = sensitivity, time
     (a, b), (c, e) = d.as_integer_ratio(), t.as_integer_ratio()
-    return up_ratio(d * d / (2.0 * t), a * a * e, 2 * b * b * c)
+    approx = d * d / (2.0 * t)
+    return up_ratio(0.0 if math.isnan(approx) else approx, a * a * e, 2 * b * b * c)
 
 
 def prefix_sums_up(parts: Iterable[float]) -> list[float]:

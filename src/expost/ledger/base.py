@@ -22,6 +22,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 from attrs import field, frozen
 
 from expost.errors import InvalidParameter, LedgerCorrupted
+from expost.ledger.limits import MAX_CONFIG_CHARS, MAX_NAME_CHARS, MAX_RECORD_CHARS, check_text
 
 __all__ = [
     "ClosesOnExit",
@@ -29,10 +30,13 @@ __all__ = [
     "LedgerBackend",
     "LedgerEntry",
     "canonical",
+    "config_text",
     "entry_from_row",
     "frozen_json",
     "ledger_id_value",
     "parse_object",
+    "record_text",
+    "valid_kind",
 ]
 
 
@@ -78,6 +82,23 @@ def canonical(name: str, value: object) -> str:
     return json.dumps(
         _plain(name, value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
+
+
+def record_text(record: object) -> str:
+    """A round's record as canonical JSON, within `MAX_RECORD_CHARS` (`expost.ledger.limits`)."""
+    return check_text("record", canonical("record", record), MAX_RECORD_CHARS)
+
+
+def config_text(config: object) -> str:
+    """A ledger's configuration as canonical JSON, within `MAX_CONFIG_CHARS`."""
+    return check_text("config", canonical("config", config), MAX_CONFIG_CHARS)
+
+
+def valid_kind(kind: object) -> str:
+    """An entry's kind: a non-empty string of at most `MAX_NAME_CHARS` characters."""
+    if not isinstance(kind, str) or not kind:
+        raise InvalidParameter("kind", kind, "must be a non-empty string")
+    return check_text("kind", kind, MAX_NAME_CHARS)
 
 
 def frozen_json(value: Any) -> Any:

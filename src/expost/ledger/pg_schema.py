@@ -6,41 +6,59 @@ functions (`client_grants`), and no privilege on the tables:
 
 - ``expost.header(name)``: the ledger's id, format, schema version and configuration;
 - ``expost.read_rounds(name, from)``: its rounds from ``from`` on (never the settle tokens);
-- ``expost.lock_ledger(name, id)``: the ledger's row lock, held to the end of the transaction;
+- ``expost.lock_ledger(name, id)``: the ledger's lock, held to the end of the transaction;
 - ``expost.append_round(name, id, kind, record, token)``: one round, validated, under that
   lock; returns (id, created, token).
 
 What the server enforces: rounds are only appended (no client can UPDATE, DELETE, TRUNCATE,
 DROP or disable a trigger: it owns nothing), ids are consecutive and stamped with the server's
-clock, every record and configuration is a JSON object (CHECK constraints: an invalid one is
-refused, not stored), a ledger is created only by a role allowed to run
-``expost.create_ledger`` and never replaced (its name is its key, its random id fixed). In a
-session ledger (format ``expost-session/…``) only ``reserve`` and ``settle`` entries with the
-session's record shape and known cost types are accepted; reservations are numbered in order;
-a settlement needs the secret token the server returned to the reserving client, settles an
-open reservation exactly once, and is not above it on the fields where a request is the worst
-case (rho, eps, delta, eps_max; a Brownian time not below). For every filter kind it decides
-admission itself, from the recorded configuration (``expost.price``, ``expost.within``): it
-prices each round as the filter does, in exact decimals of the recorded numbers (within about
-1e-16 relative of the filter's doubles), keeps running totals in each entry (rho and delta; the
-ex-post part's eps and delta), and refuses an entry that takes one past the budget with a
-relative slack of 1e-9, so it never refuses what the filter admits:
-zCDP-family (``zcdp_price``), ``ApproxDPFilter`` (eps²/2 against rho*(eps, delta'') of FAC Thm 2,
-computed with numeric ln and sqrt), ``ExPostFilter`` (APC Lemma B.2: bounds and deltas summed),
-``ConcurrentFilter`` (both parts), ``GaussianDPFilter`` (mu² = 2·rho or Δ²/t; its pure-DP prices
-need Φ⁻¹, so those rounds are refused on this backend). A cost the filter does not accept is
-refused. What it trusts: the realised cost a client reports for its own round.
+clock, every record and configuration is a JSON object within the size limits of
+`expost.ledger.limits` (checked before it is parsed), a ledger is created only by a role
+allowed to run ``expost.create_ledger`` (never one whose rounds the server cannot price: an
+`RDPFilter`'s) and never replaced (its name is its key, its random id fixed); only the owner
+deletes one, and only without rounds (``expost.drop_empty_ledger``). In a session ledger
+(format ``expost-session/…``) only ``reserve`` and ``settle`` entries with the session's record
+shape, known cost types and numbers every client decodes and prices exactly are accepted
+(``expost.check_cost``, `expost.ledger.pg_checks`); reservations are numbered in order; a
+settlement needs the secret token the server returned to the reserving client, settles an open
+reservation exactly once, and stays within it (``expost.settles``: a fixed-price round at
+exactly its reservation). For every filter kind it decides admission itself (``expost.price``,
+``expost.within``), in exact decimals of the recorded numbers, against running totals kept in
+each entry, with a relative slack of 1e-9 so it never refuses what the filter admits.
+
+The lock (``expost.take_lock``) is a transaction-level advisory lock; a transaction that has
+held it longer than the hold limit (``expost.hold_limit``, `HOLD_LIMIT_S` seconds unless the
+owner alters the function) is ended by the next client that waits for it, so no client can hold
+a ledger past that limit (docs/sharing-a-budget.md, "How the PostgreSQL ledger locks"). What
+it trusts: the realised cost a client reports for its own round, within those rules.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["CLIENT_FUNCTIONS", "INSTALL", "SCHEMA_VERSION", "client_grants"]
+from expost.ledger.limits import (
+    HOLD_LIMIT_S,
+    MAX_CONFIG_CHARS,
+    MAX_NAME_CHARS,
+    MAX_RECORD_CHARS,
+)
+from expost.ledger.pg_checks import CHECKS, PRICED_FILTERS
 
-# 3: every filter kind's budget enforced; 4: LaplaceCost, SubsampledGaussianCost priced
-SCHEMA_VERSION: Final = 4
+__all__ = [
+    "CLIENT_FUNCTIONS",
+    "FUNCTIONS",
+    "INSTALL",
+    "SCHEMA_VERSION",
+    "SERVER_VERSION",
+    "UPGRADE",
+    "client_grants",
+]
+
+SCHEMA_VERSION: Final = 3  # 3: every filter kind's budget enforced (the tables and records)
+SERVER_VERSION: Final = 4  # 4: limits, settle rules, the lock's hold limit (the functions)
 _SAFE: Final = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
+_LOCK_CLASS: Final = 0x65787074  # "expt": the first key of a ledger's advisory lock
 
 CLIENT_FUNCTIONS: Final = (
     "expost.header(text)",
@@ -73,185 +91,131 @@ _TABLES: Final = (
         PRIMARY KEY (ledger, id))""",
     "CREATE UNIQUE INDEX rounds_reserved ON expost.rounds (ledger, round) WHERE kind = 'reserve'",
     "CREATE UNIQUE INDEX rounds_settled ON expost.rounds (ledger, round) WHERE kind = 'settle'",
-    """CREATE FUNCTION expost.append_only() RETURNS trigger LANGUAGE plpgsql AS
-        $$ BEGIN RAISE EXCEPTION 'expost ledger tables are append-only'; END $$""",
-    *(
-        f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE OR TRUNCATE"
-        f" ON expost.{table} FOR EACH STATEMENT EXECUTE FUNCTION expost.append_only()"
-        for table in ("ledgers", "rounds")
-    ),
 )
 
-_CHECK_COST: Final = r"""
-CREATE FUNCTION expost.check_cost(c jsonb) RETURNS void LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, pg_temp AS $$
+_TRIGGERS: Final = tuple(
+    f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE OR TRUNCATE"
+    f" ON expost.{table} FOR EACH STATEMENT EXECUTE FUNCTION expost.append_only()"
+    for table in ("ledgers", "rounds")
+)
+
+_LOCK: Final = f"""
+CREATE OR REPLACE FUNCTION expost.take_lock(p_name text) RETURNS void
+LANGUAGE plpgsql {_SAFE} SET expost.hold_limit = '{HOLD_LIMIT_S}' AS $$
 DECLARE
-    t text := c->>'type';
-    allowed text[];
-    k text;
-    v jsonb;
+    v_key integer := hashtext(p_name) & 2147483647;
+    v_limit interval := make_interval(secs => current_setting('expost.hold_limit')::numeric);
+    v_caller text := current_setting('lock_timeout');  -- the caller's wait, restored after
+    v_deadline timestamptz := CASE WHEN v_caller::interval > '0' THEN
+                                   clock_timestamp() + v_caller::interval END;
+    v_wait interval;
 BEGIN
-    IF jsonb_typeof(c) IS DISTINCT FROM 'object' THEN
-        RAISE EXCEPTION 'expost: a cost must be a JSON object, not %', c;
-    END IF;
-    allowed := CASE t
-        WHEN 'ZCDPCost' THEN '{rho,delta}' WHEN 'GaussianCost' THEN '{rho,delta}'
-        WHEN 'DPCost' THEN '{eps,delta}' WHEN 'BoundedRangeCost' THEN '{eps}'
-        WHEN 'LaplaceCost' THEN '{eps,delta}'
-        WHEN 'SubsampledGaussianCost' THEN '{rho,delta,sampling_prob}'
-        WHEN 'BrownianCost' THEN '{time,sensitivity,bound,delta}'
-        WHEN 'ExPostCost' THEN '{bound,delta,eps_max}' END;
-    IF allowed IS NULL THEN
-        RAISE EXCEPTION 'expost: unknown cost type in %', c;
-    END IF;
-    IF NOT (c ? allowed[1]) THEN
-        RAISE EXCEPTION 'expost: cost % lacks %', c, allowed[1];
-    END IF;
-    FOR k, v IN SELECT * FROM jsonb_each(c) LOOP
-        CONTINUE WHEN k = 'type';
-        IF NOT k = ANY (allowed) THEN
-            RAISE EXCEPTION 'expost: cost % has an unknown field %', c, k;
-        END IF;
-        CONTINUE WHEN jsonb_typeof(v) = 'null'
-            AND (k = 'eps_max' OR k = 'bound' AND t = 'BrownianCost');
-        IF jsonb_typeof(v) <> 'number' OR (v::text)::numeric < 0
-            OR k = 'delta' AND (v::text)::numeric >= 1
-            OR k = 'sampling_prob' AND NOT (v::text)::numeric BETWEEN 1e-300 AND 1
-            OR k IN ('rho', 'eps', 'time', 'sensitivity', 'eps_max') AND (v::text)::numeric <= 0
-            -- a double: finite, and not rounded to 0 (the client would fail to decode it)
-            OR (v::text)::numeric > 1e308
-            OR (v::text)::numeric > 0 AND (v::text)::numeric < 1e-300 THEN
-            RAISE EXCEPTION 'expost: cost % has an invalid %', c, k;
+    LOOP
+        v_wait := greatest(least(v_limit, coalesce(v_deadline - clock_timestamp(), v_limit)),
+                           interval '1 millisecond');
+        PERFORM set_config('lock_timeout',
+                           ceil(extract(epoch FROM v_wait) * 1000)::bigint::text, true);
+        BEGIN
+            PERFORM pg_advisory_xact_lock({_LOCK_CLASS}, v_key);
+            PERFORM set_config('lock_timeout', v_caller, true);
+            RETURN;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;
+        END;
+        -- whoever has held it past the limit loses its transaction (and connection)
+        BEGIN
+            PERFORM pg_terminate_backend(a.pid)
+                FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()
+                    AND l.database = (SELECT d.oid FROM pg_database d
+                                      WHERE d.datname = current_database())
+                    AND l.classid = {_LOCK_CLASS}::oid AND l.objid = v_key::oid
+                    AND l.objsubid = 2
+                    AND coalesce(a.xact_start, a.state_change) < clock_timestamp() - v_limit;
+        EXCEPTION WHEN insufficient_privilege THEN
+            RAISE EXCEPTION 'expost: ledger % is held past the % limit, and the owner of schema expost may not end that transaction (GRANT pg_signal_backend, pg_read_all_stats TO it)',
+                p_name, v_limit;
+        END;
+        IF v_deadline IS NOT NULL AND clock_timestamp() >= v_deadline THEN
+            PERFORM set_config('lock_timeout', v_caller, true);
+            RAISE EXCEPTION 'expost: ledger % was busy for the whole lock_timeout (%); a holder past the hold limit (%) is ended only if the owner of schema expost may see and end other backends (pg_read_all_stats, pg_signal_backend)',
+                p_name, v_caller, v_limit USING ERRCODE = '55P03';
         END IF;
     END LOOP;
-    IF t IN ('GaussianCost', 'SubsampledGaussianCost', 'LaplaceCost')
-        AND coalesce((c->>'delta')::numeric, 0) <> 0
-        OR t = 'BrownianCost' AND c->>'bound' IS NULL AND coalesce((c->>'delta')::numeric, 0) <> 0
-    THEN  -- the cost classes' own checks (GaussianCost and its kin, BrownianCost)
-        RAISE EXCEPTION 'expost: cost % has an invalid delta', c;
-    END IF;
 END $$"""
-
-_PRICE: Final = r"""
-CREATE FUNCTION expost.price(f jsonb, c jsonb, OUT rho numeric, OUT delta numeric,
-    OUT eps numeric, OUT eps_delta numeric) LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    ft text := f->>'type';
-    -- priced as their parents by every filter here (costs.py: subclasses)
-    t text := CASE c->>'type' WHEN 'LaplaceCost' THEN 'DPCost'
-        WHEN 'SubsampledGaussianCost' THEN 'GaussianCost' ELSE c->>'type' END;
-    d numeric := coalesce((c->>'delta')::numeric, 0);
-    e numeric := coalesce((c->>'eps')::numeric, (c->>'eps_max')::numeric);
-    s numeric := coalesce((c->>'sensitivity')::numeric, 1);
-    -- an ex-post round's eps: ExPostCost its bound, a Brownian one its boundary's bound
-    bound numeric := CASE WHEN t IN ('ExPostCost', 'BrownianCost') THEN (c->>'bound')::numeric
-                          WHEN t IN ('DPCost', 'BoundedRangeCost') THEN e END;
-BEGIN
-    rho := 0; delta := 0; eps := 0; eps_delta := 0;
-    IF ft = 'ExPostFilter' OR ft = 'ConcurrentFilter' AND t = 'ExPostCost' THEN
-        eps := bound;  -- ExPostFilter._rate (APC Lemma B.2)
-        eps_delta := CASE WHEN t = 'BoundedRangeCost' THEN 0 ELSE d END;
-    ELSIF ft = 'GaussianDPFilter' THEN  -- gdp_price, only its closed forms (mu² = 2·rho)
-        rho := CASE t WHEN 'GaussianCost' THEN 2 * (c->>'rho')::numeric
-                      WHEN 'BrownianCost' THEN s * s / (c->>'time')::numeric END;
-    ELSIF ft = 'BrownianFilter' AND t <> 'BrownianCost'
-        OR ft = 'ApproxDPFilter' AND t IN ('ZCDPCost', 'GaussianCost') THEN
-        rho := NULL;
-    ELSIF ft IN ('ZCDPFilter', 'UnifiedFilter', 'BrownianFilter', 'ApproxDPFilter',
-                 'ConcurrentFilter') THEN  -- zcdp_price; ApproxDPFilter: BR as eps-DP
-        rho := CASE t
-            WHEN 'ZCDPCost' THEN (c->>'rho')::numeric WHEN 'GaussianCost' THEN (c->>'rho')::numeric
-            WHEN 'BrownianCost' THEN s * s / (2 * (c->>'time')::numeric)
-            WHEN 'DPCost' THEN e * e / 2
-            WHEN 'BoundedRangeCost' THEN e * e / CASE ft WHEN 'ApproxDPFilter' THEN 2 ELSE 8 END
-            WHEN 'ExPostCost' THEN e * e / 2 END;
-        delta := CASE WHEN t IN ('ZCDPCost', 'GaussianCost', 'DPCost') THEN d ELSE 0 END;
-    ELSE
-        RAISE EXCEPTION 'expost: the server cannot price rounds of a % ledger', ft;
-    END IF;
-    IF rho IS NULL OR eps IS NULL THEN
-        RAISE EXCEPTION 'expost: the server cannot charge % to a % ledger%', c, ft,
-            CASE ft WHEN 'GaussianDPFilter' THEN ' (on PostgreSQL it prices only GaussianCost'
-                || ' and BrownianCost, whose mu² it computes exactly)' ELSE '' END;
-    END IF;
-END $$"""
-
-_WITHIN: Final = r"""
-CREATE FUNCTION expost.within(f jsonb, rho numeric, delta numeric, eps numeric,
-    eps_delta numeric) RETURNS boolean LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    ft text := f->>'type';
-    slack CONSTANT numeric := 1.000000001;  -- relative, for decimal sums against binary ones
-    z jsonb := CASE ft WHEN 'ConcurrentFilter' THEN f->'zcdp' ELSE f END;
-    x jsonb := CASE ft WHEN 'ConcurrentFilter' THEN f->'ex_post' ELSE f END;
-    e numeric;
-    ell numeric;
-BEGIN
-    IF ft IN ('ZCDPFilter', 'UnifiedFilter', 'BrownianFilter', 'ConcurrentFilter') THEN
-        RETURN rho <= (z->>'rho')::numeric * slack
-            AND (delta = 0 OR ft <> 'BrownianFilter' AND delta <= (z->>'delta')::numeric * slack)
-            AND (ft <> 'ConcurrentFilter' OR eps <= (x->>'eps')::numeric * slack
-                 AND eps_delta <= (x->>'delta')::numeric * slack);
-    ELSIF ft = 'ExPostFilter' THEN
-        RETURN eps <= (x->>'eps')::numeric * slack AND eps_delta <= (x->>'delta')::numeric * slack;
-    ELSIF ft = 'GaussianDPFilter' THEN
-        RETURN rho <= (f->>'mu')::numeric * (f->>'mu')::numeric * slack AND delta = 0;
-    ELSIF ft = 'ApproxDPFilter' THEN  -- rho* = (eps / (sqrt(ell + eps) + sqrt(ell)))², FAC Thm 2
-        e := (f->>'eps')::numeric;
-        ell := -ln((f->>'delta_second')::numeric);
-        RETURN rho <= (e / (sqrt(ell + e) + sqrt(ell))) ^ 2 * slack
-            AND delta <= (f->>'delta_prime')::numeric * slack;
-    END IF;
-    RAISE EXCEPTION 'expost: the server cannot price rounds of a % ledger', ft;
-END $$"""
-
-_AT_MOST: Final = r"""
-CREATE FUNCTION expost.at_most(s jsonb, r jsonb) RETURNS boolean LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog, pg_temp AS $$
-    SELECT (s->>'type' = r->>'type' OR s->>'type' = 'GaussianCost' AND r->>'type' = 'ZCDPCost')
-        AND coalesce((s->>'rho')::numeric <= (r->>'rho')::numeric, true)
-        AND coalesce((s->>'eps')::numeric <= (r->>'eps')::numeric, true)
-        AND coalesce((s->>'delta')::numeric, 0) <= coalesce((r->>'delta')::numeric, 0)
-        AND coalesce((s->>'time')::numeric >= (r->>'time')::numeric, true)
-        AND coalesce((s->>'sampling_prob')::numeric <= (r->>'sampling_prob')::numeric, true)
-        AND coalesce((s->>'sensitivity')::numeric, 1) = coalesce((r->>'sensitivity')::numeric, 1)
-        AND (r->>'eps_max' IS NULL
-             OR coalesce((s->>'eps_max')::numeric <= (r->>'eps_max')::numeric, false))
-$$"""
 
 _READ: Final = (
-    f"""CREATE FUNCTION expost.header(p_name text)
+    """CREATE OR REPLACE FUNCTION expost.append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' AND TG_TABLE_NAME = 'ledgers'
+                AND current_setting('expost.dropping_empty', true) = 'on' THEN
+            RETURN NULL;  -- expost.drop_empty_ledger: a ledger without rounds
+        END IF;
+        RAISE EXCEPTION 'expost ledger tables are append-only';
+    END $$""",
+    f"""CREATE OR REPLACE FUNCTION expost.server_version() RETURNS integer LANGUAGE sql
+    IMMUTABLE AS $$ SELECT {SERVER_VERSION} $$""",
+    f"""CREATE OR REPLACE FUNCTION expost.header(p_name text)
     RETURNS TABLE (ledger_id uuid, format text, schema_version integer, config text)
     LANGUAGE sql STABLE {_SAFE} AS $$
         SELECT l.ledger_id, l.format, l.schema_version, l.config
         FROM expost.ledgers l WHERE l.name = p_name $$""",
-    f"""CREATE FUNCTION expost.read_rounds(p_name text, p_from integer)
+    f"""CREATE OR REPLACE FUNCTION expost.read_rounds(p_name text, p_from integer)
     RETURNS TABLE (id integer, kind text, record text, created double precision)
     LANGUAGE sql STABLE {_SAFE} AS $$
         SELECT r.id, r.kind, r.record, r.created FROM expost.rounds r
         WHERE r.ledger = p_name AND r.id >= p_from ORDER BY r.id $$""",
-    f"""CREATE FUNCTION expost.lock_ledger(p_name text, p_id uuid) RETURNS void
+    f"""CREATE OR REPLACE FUNCTION expost.lock_ledger(p_name text, p_id uuid) RETURNS void
     LANGUAGE plpgsql {_SAFE} AS $$
     BEGIN
-        PERFORM 1 FROM expost.ledgers l WHERE l.name = p_name AND l.ledger_id = p_id FOR UPDATE;
+        PERFORM expost.take_lock(p_name);
+        PERFORM 1 FROM expost.ledgers l WHERE l.name = p_name AND l.ledger_id = p_id;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'expost: no ledger % with id %', p_name, p_id USING ERRCODE = 'P0002';
         END IF;
     END $$""",
-    f"""CREATE FUNCTION expost.create_ledger(p_name text, p_config text) RETURNS uuid
+    f"""CREATE OR REPLACE FUNCTION expost.create_ledger(p_name text, p_config text) RETURNS uuid
     LANGUAGE plpgsql {_SAFE} AS $$
-    DECLARE v_id uuid := gen_random_uuid();
+    DECLARE
+        v_id uuid := gen_random_uuid();
+        v_filter text;
     BEGIN
+        IF length(p_config) > {MAX_CONFIG_CHARS} THEN
+            RAISE EXCEPTION 'expost: a configuration has at most {MAX_CONFIG_CHARS} characters'
+                USING ERRCODE = '54000';
+        END IF;
+        v_filter := p_config::jsonb -> 'filter' ->> 'type';
+        IF p_config::jsonb ->> 'format' LIKE 'expost-session/%'
+                AND NOT coalesce(v_filter = ANY ('{{{",".join(PRICED_FILTERS)}}}'::text[]), false)
+        THEN
+            RAISE EXCEPTION 'expost: the server cannot price rounds of a % ledger (it prices {", ".join(PRICED_FILTERS)}): keep it in a SQLite file', v_filter
+                USING ERRCODE = '0A000';
+        END IF;
         INSERT INTO expost.ledgers VALUES (p_name, v_id, 'expost-ledger', {SCHEMA_VERSION},
             p_config, extract(epoch FROM clock_timestamp()));
         RETURN v_id;
     END $$""",
+    f"""CREATE OR REPLACE FUNCTION expost.drop_empty_ledger(p_name text) RETURNS void
+    LANGUAGE plpgsql {_SAFE} AS $$
+    DECLARE v_gone integer;
+    BEGIN
+        PERFORM expost.take_lock(p_name);
+        IF EXISTS (SELECT 1 FROM expost.rounds r WHERE r.ledger = p_name) THEN
+            RAISE EXCEPTION 'expost: ledger % holds rounds: it is kept', p_name
+                USING ERRCODE = '55000';
+        END IF;
+        PERFORM set_config('expost.dropping_empty', 'on', true);
+        DELETE FROM expost.ledgers l WHERE l.name = p_name;
+        GET DIAGNOSTICS v_gone = ROW_COUNT;
+        PERFORM set_config('expost.dropping_empty', '', true);
+        IF v_gone = 0 THEN
+            RAISE EXCEPTION 'expost: no ledger %', p_name USING ERRCODE = 'P0002';
+        END IF;
+    END $$""",
 )
 
 _APPEND: Final = f"""
-CREATE FUNCTION expost.append_round(p_name text, p_id uuid, p_kind text, p_record text,
+CREATE OR REPLACE FUNCTION expost.append_round(p_name text, p_id uuid, p_kind text, p_record text,
     p_token uuid DEFAULT NULL)
 RETURNS TABLE (id integer, created double precision, token uuid)
 LANGUAGE plpgsql {_SAFE} AS $$
@@ -264,6 +228,7 @@ DECLARE
     v_token uuid;
     v_reserved jsonb;
     v_reserve_token uuid;
+    v_mechanism text;
     v_spent_rho numeric := 0;
     v_spent_delta numeric := 0;
     v_spent_eps numeric := 0;
@@ -275,8 +240,13 @@ DECLARE
     v_filter jsonb := NULL;
     v_now double precision := extract(epoch FROM clock_timestamp());
 BEGIN
+    IF length(p_record) > {MAX_RECORD_CHARS} OR length(p_kind) > {MAX_NAME_CHARS} THEN
+        RAISE EXCEPTION 'expost: a record has at most {MAX_RECORD_CHARS} characters and a kind at most {MAX_NAME_CHARS}, not % and %',
+            length(p_record), length(p_kind) USING ERRCODE = '54000';
+    END IF;
+    PERFORM expost.take_lock(p_name);
     SELECT l.config::jsonb INTO v_config FROM expost.ledgers l
-        WHERE l.name = p_name AND l.ledger_id = p_id FOR UPDATE;
+        WHERE l.name = p_name AND l.ledger_id = p_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'expost: no ledger % with id %', p_name, p_id USING ERRCODE = 'P0002';
     END IF;
@@ -310,7 +280,8 @@ BEGIN
             FROM expost.price(v_filter, v_rec->'cost') p;
         IF p_kind = 'reserve' THEN
             IF (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(v_rec) k)
-                <> '{{cost,mechanism,round}}' OR jsonb_typeof(v_rec->'mechanism') <> 'string' THEN
+                <> '{{cost,mechanism,round}}' OR jsonb_typeof(v_rec->'mechanism') <> 'string'
+                OR length(v_rec->>'mechanism') > {MAX_NAME_CHARS} THEN
                 RAISE EXCEPTION 'expost: a reserve entry is round, mechanism and cost: %', v_rec;
             END IF;
             IF v_round <> (SELECT coalesce(max(r.round) + 1, 0) FROM expost.rounds r
@@ -323,7 +294,8 @@ BEGIN
                 <> '{{cost,round}}' THEN
                 RAISE EXCEPTION 'expost: a settle entry is round and cost: %', v_rec;
             END IF;
-            SELECT r.record::jsonb -> 'cost', r.token INTO v_reserved, v_reserve_token
+            SELECT r.record::jsonb -> 'cost', r.record::jsonb ->> 'mechanism', r.token
+                INTO v_reserved, v_mechanism, v_reserve_token
                 FROM expost.rounds r
                 WHERE r.ledger = p_name AND r.kind = 'reserve' AND r.round = v_round;
             IF NOT FOUND OR p_token IS NULL OR v_reserve_token IS DISTINCT FROM p_token THEN
@@ -334,9 +306,9 @@ BEGIN
                        WHERE r.ledger = p_name AND r.kind = 'settle' AND r.round = v_round) THEN
                 RAISE EXCEPTION 'expost: round % is already settled', v_round;
             END IF;
-            IF NOT expost.at_most(v_rec->'cost', v_reserved) THEN
-                RAISE EXCEPTION 'expost: settlement % of round % is above its reservation %',
-                    v_rec->'cost', v_round, v_reserved;
+            IF NOT expost.settles(v_rec->'cost', v_reserved, v_mechanism) THEN
+                RAISE EXCEPTION 'expost: settlement % of round % does not fit its reservation % (%)',
+                    v_rec->'cost', v_round, v_reserved, v_mechanism USING ERRCODE = '22023';
             END IF;
         END IF;
     END IF;
@@ -359,20 +331,34 @@ BEGIN
     RETURN QUERY SELECT v_next, v_now, v_token;
 END $$"""
 
+FUNCTIONS: Final = (*_READ[:2], *CHECKS, _LOCK, *_READ[2:], _APPEND)
+"""Every function of the schema, as CREATE OR REPLACE statements: an install runs them, and an
+upgrade of a schema made by an earlier release runs them again (`UPGRADE`)."""
+
+_VERSION_FOR_ALL: Final = "GRANT EXECUTE ON FUNCTION expost.server_version() TO PUBLIC"
+
 INSTALL: Final = (
     "CREATE SCHEMA expost",
     "REVOKE ALL ON SCHEMA expost FROM PUBLIC",
     *_TABLES,
-    _CHECK_COST,
-    _PRICE,
-    _WITHIN,
-    _AT_MOST,
-    *_READ,
-    _APPEND,
+    *FUNCTIONS,
+    *_TRIGGERS,
     "REVOKE ALL ON ALL TABLES IN SCHEMA expost FROM PUBLIC",
     "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA expost FROM PUBLIC",
+    _VERSION_FOR_ALL,
 )
 """The statements that install the schema (run once, by its owner, in one transaction)."""
+
+UPGRADE: Final = (
+    "DROP FUNCTION IF EXISTS expost.at_most(jsonb, jsonb)",
+    *FUNCTIONS,
+    "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA expost FROM PUBLIC",
+    _VERSION_FOR_ALL,
+)
+"""The statements that bring a schema of an earlier `SERVER_VERSION` to this one (its owner, in
+one transaction): the tables and the rounds stay, every function is replaced; the grants of the
+client functions stay (their signatures are unchanged), and a changed ``expost.hold_limit`` is
+reset to its default."""
 
 
 def client_grants(role: str) -> tuple[str, ...]:

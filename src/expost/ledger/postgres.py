@@ -8,15 +8,16 @@ drop the tables); an administrator creates the schema and each ledger once (`Pos
 ``expost ledger init``), and `PostgresLedger.open` opens only an existing ledger unless
 ``create=True``.
 
-**Locking.** `append` runs one transaction: ``expost.lock_ledger`` (``SELECT … FOR UPDATE`` on
-the ledger's row), read the rounds committed since the last read, ``decide``,
-``expost.append_round``, ``COMMIT``. The row lock serialises the writers of one ledger
-(writers of other ledgers do not wait), and the read happens after the lock is granted, so
-under READ COMMITTED it sees every round committed before: the decision is made on exactly the
-entries that precede the write. We chose the row lock over SERIALIZABLE with retries because a
-budget check is a read-then-insert on one row's rounds, which SERIALIZABLE would abort and
-repeat under contention (every retry re-runs ``decide``), while the lock simply queues the
-writers in order; ``append_round`` takes the same lock and numbers the round itself.
+**Locking.** `append` runs one transaction: ``expost.lock_ledger`` (the ledger's advisory
+lock, `expost.ledger.pg_schema`), read the rounds committed since the last read, ``decide``,
+``expost.append_round``, ``COMMIT``. The lock serialises the writers of one ledger (writers of
+other ledgers do not wait), and the read happens after the lock is granted, so under READ
+COMMITTED it sees every round committed before: the decision is made on exactly the entries
+that precede the write. We chose the lock over SERIALIZABLE with retries because a budget check
+is a read-then-insert on one ledger's rounds, which SERIALIZABLE would abort and repeat under
+contention (every retry re-runs ``decide``), while the lock simply queues the writers in order;
+``append_round`` takes the same lock and numbers the round itself. The server bounds how long
+any transaction holds it (the hold limit: a waiting client ends a holder past it).
 
 **Durability.** ``synchronous_commit = on`` for every connection (the one setting a URL cannot
 change), so ``COMMIT`` returns only once the round is flushed to the server's write-ahead log;
@@ -38,7 +39,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -55,12 +56,15 @@ from expost.ledger.base import (
     Decide,
     LedgerEntry,
     canonical,
+    config_text,
     entry_from_row,
     frozen_json,
     ledger_id_value,
     parse_object,
+    record_text,
+    valid_kind,
 )
-from expost.ledger.pg_schema import INSTALL, SCHEMA_VERSION
+from expost.ledger.pg_schema import INSTALL, SCHEMA_VERSION, SERVER_VERSION, UPGRADE
 
 __all__ = ["SCHEMES", "PostgresLedger", "is_postgres_url", "shown_url"]
 
@@ -164,12 +168,13 @@ class PostgresLedger(ClosesOnExit):
         ``timeout`` (seconds) bounds the wait for the connection and for a lock unless the URL
         or the server sets them.
         """
-        text = canonical("config", config)
+        text = config_text(config)
         pinned = None if ledger_id is None else ledger_id_value(ledger_id)
         flag("create", create)
         ledger = cls._at(url, timeout)
         try:
             if create:
+                ledger._run(ledger._install)
                 ledger._run(lambda cur: ledger._create(cur, text, exclusive=False))
             stored, stored_id = ledger._run(ledger._header)
             if pinned is not None and stored_id != pinned:
@@ -187,9 +192,10 @@ class PostgresLedger(ClosesOnExit):
     def init(cls, url: str, config: Mapping[str, object], *, timeout: float = 30.0) -> str:
         """Create the ledger named in ``url`` for ``config`` (and the schema, if the database
         has none); its ledger id. An existing ledger is refused (`LedgerError`), unchanged."""
-        text = canonical("config", config)
+        text = config_text(config)
         ledger = cls._at(url, timeout)
         try:
+            ledger._run(ledger._install)
             return ledger._run(lambda cur: ledger._create(cur, text, exclusive=True))
         finally:
             ledger.close()
@@ -204,6 +210,65 @@ class PostgresLedger(ClosesOnExit):
             reader.close()
         config: Mapping[str, Any] = frozen_json(parse_object(reader.path, "the config", text))
         return config
+
+    @classmethod
+    def drop_empty(cls, url: str, *, timeout: float = 30.0) -> None:
+        """Delete the ledger named in ``url`` if it holds no rounds (``expost.drop_empty_ledger``,
+        the schema owner's); one with rounds is refused (`LedgerError`), unchanged."""
+        ledger = cls._at(url, timeout)
+        try:
+            ledger._run(ledger._header)
+            ledger._run(
+                lambda cur: cur.execute("SELECT expost.drop_empty_ledger(%s)", (ledger._name,))
+            )
+        finally:
+            ledger.close()
+
+    @classmethod
+    def copy_in(
+        cls,
+        url: str,
+        config: Mapping[str, object],
+        entries: Sequence[LedgerEntry],
+        *,
+        timeout: float = 30.0,
+    ) -> None:
+        """Append ``entries`` (a ledger's, in order) to the ledger named in ``url`` for ``config``,
+        created if missing, else empty: all in one transaction, so a refused entry leaves
+        nothing behind (not even a created ledger)."""
+        text = config_text(config)
+        ledger = cls._at(url, timeout)
+
+        def work(cur: Any) -> None:
+            ledger._install(cur)
+            lid = uuid.UUID(ledger._create(cur, text, exclusive=False))
+            stored, _ = ledger._header(cur)
+            if stored != text:
+                raise LedgerMismatch(ledger.path, stored, text, advice=_ADVICE)
+            cur.execute("SELECT expost.lock_ledger(%s, %s)", (ledger._name, lid))
+            if ledger._read(cur):
+                raise LedgerError(
+                    f"{ledger.path!r} already holds rounds: copy only into an empty ledger"
+                )
+            tokens: dict[int, uuid.UUID] = {}
+            for entry in entries:
+                record = record_text(entry.record)
+                key = _round_of(json.loads(record))
+                token = (
+                    tokens.pop(key, None) if entry.kind == "settle" and key is not None else None
+                )
+                index, _, new = ledger._write(cur, lid, entry.kind, record, token)
+                if index != entry.index:
+                    raise LedgerCorrupted(
+                        ledger.path, f"the server numbered round {entry.index} {index}"
+                    )
+                if key is not None and new is not None:
+                    tokens[key] = new
+
+        try:
+            ledger._run(work)
+        finally:
+            ledger.close()
 
     @property
     def path(self) -> str:
@@ -282,20 +347,37 @@ class PostgresLedger(ClosesOnExit):
             )
         return canonical("config", parse_object(self.path, "the config", stored)), str(ledger_id)
 
+    def _install(self, cur: Any) -> None:
+        """Install the schema if missing, or bring the functions of a schema an earlier release
+        installed up to date (`UPGRADE`: its owner only), under the creation lock — taken only
+        when there is something to do, so a client holding it cannot stall the usual path."""
+        for locked in (False, True):
+            cur.execute("SELECT to_regnamespace('expost') IS NULL")
+            missing = cur.fetchone()[0]
+            if not missing:
+                cur.execute("SELECT to_regprocedure('expost.server_version()') IS NULL")
+                old = cur.fetchone()[0] or _server_version(cur) < SERVER_VERSION
+            if not (missing or old):
+                return
+            if locked:
+                for statement in INSTALL if missing else UPGRADE:
+                    cur.execute(statement)
+                return
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+
     def _create(self, cur: Any, text: str, *, exclusive: bool) -> str:
-        """Under the creation lock: install the schema if missing, create the ledger if
-        missing (``exclusive``: refuse an existing one); its id."""
-        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-        cur.execute("SELECT to_regnamespace('expost') IS NULL")
-        if cur.fetchone()[0]:
-            for statement in INSTALL:
-                cur.execute(statement)
-        cur.execute("SELECT ledger_id FROM expost.header(%s)", (self._name,))
-        row = cur.fetchone()
-        if row is not None:
-            if exclusive:
-                raise LedgerError(f"ledger {self.path!r} already exists: it was left as it is")
-            return str(row[0])
+        """Create the ledger if missing, under the creation lock (``exclusive``: refuse an
+        existing one); its id. An existing ledger is found without the lock."""
+        for locked in (False, True):
+            cur.execute("SELECT ledger_id FROM expost.header(%s)", (self._name,))
+            row = cur.fetchone()
+            if row is not None:
+                if exclusive:
+                    raise LedgerError(f"ledger {self.path!r} already exists: it was left as it is")
+                return str(row[0])
+            if locked:
+                break
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         cur.execute("SELECT expost.create_ledger(%s, %s)", (self._name, text))
         return str(cur.fetchone()[0])
 
@@ -325,21 +407,16 @@ class PostgresLedger(ClosesOnExit):
         raises, the transaction rolls back, nothing is written and the exception propagates.
         A session ledger's ``settle`` presents the token its ``reserve`` got from the server.
         """
-        if not isinstance(kind, str) or not kind:
-            raise InvalidParameter("kind", kind, "must be a non-empty string")
+        valid_kind(kind)
         lid = uuid.UUID(str(self._id))
 
         def write(cur: Any) -> tuple[tuple[LedgerEntry, ...], LedgerEntry, int | None, Any]:
             cur.execute("SELECT expost.lock_ledger(%s, %s)", (self._name, lid))
             entries = self._read(cur)
-            text = canonical("record", decide(entries))
+            text = record_text(decide(entries))
             key = _round_of(json.loads(text))
             token = self._tokens.get(key) if kind == "settle" and key is not None else None
-            cur.execute(
-                "SELECT id, created, token FROM expost.append_round(%s, %s, %s, %s, %s)",
-                (self._name, lid, kind, text, token),
-            )
-            index, created, new_token = cur.fetchone()
+            index, created, new_token = self._write(cur, lid, kind, text, token)
             if index != len(entries):
                 raise LedgerCorrupted(
                     self.path, f"the server numbered round {len(entries)} {index}"
@@ -354,6 +431,17 @@ class PostgresLedger(ClosesOnExit):
         self._entries = (*entries, entry)
         return entry
 
+    def _write(
+        self, cur: Any, lid: uuid.UUID, kind: str, text: str, token: uuid.UUID | None
+    ) -> tuple[int, float, uuid.UUID | None]:
+        """``expost.append_round``: (the entry's id, its time, a reservation's settle token)."""
+        cur.execute(
+            "SELECT id, created, token FROM expost.append_round(%s, %s, %s, %s, %s)",
+            (self._name, lid, kind, text, token),
+        )
+        index, created, new_token = cur.fetchone()
+        return index, created, new_token
+
     def close(self) -> None:
         """Close the connection (idempotent); committed rounds are already durable."""
         self._closed = True
@@ -364,6 +452,11 @@ class PostgresLedger(ClosesOnExit):
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._entries)} rounds read"
         return f"PostgresLedger({self.path!r}, {state})"
+
+
+def _server_version(cur: Any) -> int:
+    cur.execute("SELECT expost.server_version()")
+    return int(cur.fetchone()[0])
 
 
 def _round_of(record: object) -> int | None:

@@ -52,6 +52,7 @@ __all__ = [
     "FORMAT",
     "OLD_FORMATS",
     "Replay",
+    "configuration",
     "decode",
     "describe",
     "encode",
@@ -123,7 +124,7 @@ def describe(f: Any) -> dict[str, Any]:
     """The filter's configuration (type and parameters, not its history) as JSON."""
     out: dict[str, Any] = {"type": type(f).__name__}
     for a in attrs.fields(type(f)):
-        if a.alias in ("realised", "_totals") or not a.init:  # state, not configuration
+        if a.alias == "realised" or a.alias.startswith("_") or not a.init:  # state
             continue
         value = getattr(f, a.name)
         out[a.name] = describe(value) if attrs.has(type(value)) else value
@@ -187,10 +188,21 @@ def open_session_ledger(
         return open_ledger(target, config, create=create, ledger_id=ledger_id)
     except LedgerMismatch as err:
         stored = json.loads(err.stored) if err.what == "config" else None
-        if isinstance(stored, dict) and stored.get("format") in OLD_FORMATS:
-            old = {**config, "format": stored["format"]}
-            return open_ledger(target, old, create=create, ledger_id=ledger_id)
+        if (
+            isinstance(stored, dict)
+            and stored.get("format") in (FORMAT, *OLD_FORMATS)
+            and configuration(stored.get("filter")) == json.loads(json.dumps(config["filter"]))
+        ):
+            return open_ledger(target, stored, create=create, ledger_id=ledger_id)
         raise
+
+
+def configuration(description: object) -> object:
+    """A filter's description without the state an earlier release wrote into it (an
+    `RDPFilter`'s ``_carried``): what `describe` writes now."""
+    if not isinstance(description, Mapping):
+        return description
+    return {k: v for k, v in description.items() if not str(k).startswith("_")}
 
 
 class Replay:
@@ -213,6 +225,12 @@ class Replay:
     def rounds(self) -> int:
         """How many rounds the ledger holds (reserved, settled or not)."""
         return self._rounds
+
+    def is_open(self, key: int, entries: Sequence[LedgerEntry]) -> bool:
+        """Whether round ``key`` is reserved and not settled after ``entries`` (every entry of
+        the ledger, in order)."""
+        self.update(entries)
+        return key in self._open
 
     def update(self, entries: Sequence[LedgerEntry]) -> PrivacyFilter:
         """The filter after ``entries`` (every entry of the ledger, in order)."""

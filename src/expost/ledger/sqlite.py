@@ -48,10 +48,13 @@ from expost.ledger.base import (
     Decide,
     LedgerEntry,
     canonical,
+    config_text,
     entry_from_row,
     frozen_json,
     ledger_id_value,
     parse_object,
+    record_text,
+    valid_kind,
 )
 
 __all__ = ["Ledger"]
@@ -133,7 +136,7 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _create(path: Path, config_text: str, timeout: float) -> bool:
+def _create(path: Path, text: str, timeout: float) -> bool:
     """Build the ledger (a new random id) beside ``path`` and hard-link it into place, never
     replacing a file; whether this call's file was linked.
 
@@ -153,7 +156,7 @@ def _create(path: Path, config_text: str, timeout: float) -> bool:
                 [
                     ("format", _FORMAT),
                     ("schema_version", str(SCHEMA_VERSION)),
-                    ("config", config_text),
+                    ("config", text),
                     ("ledger_id", str(uuid.uuid4())),
                 ],
             )
@@ -253,7 +256,7 @@ class Ledger(ClosesOnExit):
         ``timeout`` (seconds) bounds every wait for another process's lock.
         """
         p = _ledger_path(path)
-        config_text = canonical("config", config)
+        text = config_text(config)
         wait = positive("timeout", timeout)
         pinned = None if ledger_id is None else ledger_id_value(ledger_id)
         flag("create", create)
@@ -264,7 +267,7 @@ class Ledger(ClosesOnExit):
                     "no such file (a typo, or another working directory?); create it with "
                     "`expost ledger init` or `create=True`",
                 )
-            _create(p, config_text, wait)
+            _create(p, text, wait)
         _check_header(p)
         try:
             conn = sqlite3.connect(
@@ -278,10 +281,10 @@ class Ledger(ClosesOnExit):
             conn.execute("COMMIT")
             if pinned is not None and stored_id != pinned:
                 raise LedgerMismatch(p, str(stored_id), pinned, what="id", advice=_ADVICE)
-            if stored != config_text:
-                raise LedgerMismatch(p, stored, config_text, advice=_ADVICE)
+            if stored != text:
+                raise LedgerMismatch(p, stored, text, advice=_ADVICE)
             _configure(conn)
-            ledger = cls(p, conn, frozen_json(json.loads(config_text)), stored_id)
+            ledger = cls(p, conn, frozen_json(json.loads(text)), stored_id)
             ledger._refresh()
         except sqlite3.Error as exc:
             conn.close()
@@ -298,9 +301,9 @@ class Ledger(ClosesOnExit):
         """Create a new ledger file at ``path`` for ``config``; its ledger id. An existing file
         is refused (`LedgerError`) and left as it is."""
         p = _ledger_path(path)
-        config_text = canonical("config", config)
+        text = config_text(config)
         wait = positive("timeout", timeout)
-        if p.exists() or not _create(p, config_text, wait):
+        if p.exists() or not _create(p, text, wait):
             raise LedgerError(f"ledger {str(p)!r} already exists: it was left as it is")
         with cls.open(p, config, timeout=wait) as ledger:
             assert ledger.ledger_id is not None  # every new file has one
@@ -377,14 +380,13 @@ class Ledger(ClosesOnExit):
         is written and its exception propagates; no other writer can interleave between
         the read and the write, so a budget check inside ``decide`` cannot be overspent.
         """
-        if not isinstance(kind, str) or not kind:
-            raise InvalidParameter("kind", kind, "must be a non-empty string")
+        valid_kind(kind)
         conn = self._connection()
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 entries = self._refresh()
-                text = canonical("record", decide(entries))
+                text = record_text(decide(entries))
                 row = (len(entries), kind, text, time.time())
                 conn.execute(
                     "INSERT INTO rounds (id, kind, record, created) VALUES (?, ?, ?, ?)", row

@@ -11,11 +11,12 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from expost.errors import InvalidParameter
+from expost.errors import InvalidParameter, LedgerCorrupted, LedgerError
+from expost.ledger.pg_checks import PRICED_FILTERS
 from expost.ledger.postgres import PostgresLedger, is_postgres_url
 from expost.ledger.sqlite import Ledger
 
-__all__ = ["init_target", "open_ledger", "stored_config"]
+__all__ = ["delete_empty", "init_target", "open_ledger", "servable", "stored_config"]
 
 _URL: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -34,6 +35,22 @@ def _is_postgres(target: object) -> bool:
     return False
 
 
+def servable(target: object, config: Mapping[str, Any]) -> None:
+    """`InvalidParameter` for a session ledger the PostgreSQL server could not price (an
+    `RDPFilter`'s: a minimum over orders it does not compute): refused before anything is
+    created, naming SQLite as the place for it (the server refuses it too)."""
+    described = config.get("filter")
+    kind = described.get("type") if isinstance(described, Mapping) else None
+    session = str(config.get("format", "")).startswith("expost-session/")
+    if session and kind not in PRICED_FILTERS and _is_postgres(target):
+        raise InvalidParameter(
+            "filter",
+            kind,
+            "cannot be kept in a PostgreSQL ledger: the server prices only "
+            f"{', '.join(PRICED_FILTERS)} rounds; use a SQLite file",
+        )
+
+
 def open_ledger(
     target: str | os.PathLike[str],
     config: Mapping[str, object],
@@ -44,6 +61,8 @@ def open_ledger(
 ) -> Ledger | PostgresLedger:
     """Open the existing ledger at ``target`` for ``config`` (``create=True``: create it if it
     is missing): a ``postgresql://`` URL is a `PostgresLedger`, a path a SQLite `Ledger`."""
+    if create:
+        servable(target, config)
     if _is_postgres(target):
         assert isinstance(target, str)  # _is_postgres checks it
         return PostgresLedger.open(
@@ -56,6 +75,7 @@ def init_target(
     target: str | os.PathLike[str], config: Mapping[str, object], *, timeout: float = 30.0
 ) -> str:
     """Create a new ledger at ``target`` for ``config`` (an existing one is refused); its id."""
+    servable(target, config)
     if _is_postgres(target):
         assert isinstance(target, str)  # _is_postgres checks it
         return PostgresLedger.init(target, config, timeout=timeout)
@@ -68,3 +88,22 @@ def stored_config(target: str | os.PathLike[str]) -> Mapping[str, Any]:
         assert isinstance(target, str)  # _is_postgres checks it
         return PostgresLedger.stored_config(target)
     return Ledger.stored_config(target)
+
+
+def delete_empty(target: str | os.PathLike[str]) -> None:
+    """Delete the ledger at ``target`` if it holds no rounds (an empty ledger, e.g. left by a
+    mistaken ``init``); one with rounds is refused, unchanged. On PostgreSQL this needs the
+    schema owner's role (``expost.drop_empty_ledger``)."""
+    if _is_postgres(target):
+        assert isinstance(target, str)  # _is_postgres checks it
+        PostgresLedger.drop_empty(target)
+        return
+    config = Ledger.stored_config(target)
+    with Ledger.open(target, config) as ledger:
+        if ledger.entries():
+            raise LedgerError(f"ledger {str(ledger.path)!r} holds rounds: it is kept")
+        path = ledger.path
+    try:
+        os.remove(path)
+    except OSError as exc:
+        raise LedgerCorrupted(path, f"it could not be removed ({exc})") from exc
