@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from attrs import field, frozen
+from attrs.validators import instance_of
 
 from expost._validation import nonnegative, open_probability, positive, positive_int, probability
 from expost.errors import InvalidParameter
@@ -60,8 +61,8 @@ class PrivacyLossDistribution:
     offered: the naive mixture pair does not dominate it (THEORY §12).
     """
 
-    remove: DiscreteLoss = field(repr=False)
-    add: DiscreteLoss = field(repr=False)
+    remove: DiscreteLoss = field(repr=False, validator=instance_of(DiscreteLoss))
+    add: DiscreteLoss = field(repr=False, validator=instance_of(DiscreteLoss))
 
     @property
     def symmetric(self) -> bool:
