@@ -22,6 +22,7 @@ from expost.testing.pld_reference import (
     randomised_response_delta,
     ratio,
     subsampled_gaussian_delta,
+    subsampled_laplace_delta,
 )
 
 PLD = PrivacyLossDistribution
@@ -128,6 +129,21 @@ def test_subsampled_gaussian_one_round_both_directions(mu: float, q: float) -> N
         assert _rejects(
             [_shifted(d, -1).delta(eps[i]) for i in keep], [want[i] for i in keep], 1e-3
         )
+
+
+@pytest.mark.parametrize(("eps0", "q"), [(1.0, 0.01), (0.5, 0.3), (2.0, 0.5)])
+def test_subsampled_laplace_one_round_both_directions(eps0: float, q: float) -> None:
+    """One Poisson-subsampled Laplace round against its closed form, in each direction."""
+    pld = PLD.laplace(1.0 / eps0, sampling_prob=q)
+    exact_eps0 = ratio(1.0, 1.0 / eps0)
+    for direction, d in (("remove", pld.remove), ("add", pld.add)):
+        eps = [0.0, 0.2 * q * eps0, 0.5 * q * eps0, q * eps0]
+        want = [subsampled_laplace_delta(exact_eps0, q, e, direction) for e in eps]
+        keep = [i for i, w in enumerate(want) if w > 1e-12]
+        assert len(keep) >= 2
+        _check([d.delta(eps[i]) for i in keep], [want[i] for i in keep], 1e-3)
+        twin = [_shifted(d, -1).delta(eps[i]) for i in keep]
+        assert _rejects(twin, [want[i] for i in keep], 1e-3)
 
 
 def test_dropped_tail_twin_is_rejected() -> None:
