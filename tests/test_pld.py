@@ -7,7 +7,9 @@ direction composed for both) that the same check must reject.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -226,3 +228,26 @@ def test_constructors_are_cached_and_immutable() -> None:
 def test_bad_input_names_the_argument(call: object, name: str) -> None:
     with pytest.raises(InvalidParameter, match=name):
         call()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PLD.gaussian(4.0).self_compose(20),
+        lambda: PLD.laplace(2.0, sampling_prob=0.2).self_compose(30),
+        lambda: PLD.pure_dp(0.3).compose(PLD.gaussian(2.0)),
+    ],
+    ids=["gaussian", "subsampled-laplace", "mixed"],
+)
+def test_profile_shape_and_inverse(make: Callable[[], PrivacyLossDistribution]) -> None:
+    """δ(ε) nonincreasing, ε(δ) nonincreasing, and δ(ε(δ)) <= δ (the inverse is confirmed)."""
+    pld = make()
+    grid = np.linspace(0.0, 4.0, 41)
+    deltas = [pld.delta(float(e)) for e in grid]
+    assert all(a >= b for a, b in itertools.pairwise(deltas))
+    targets = [1e-2, 1e-4, 1e-6, 1e-8]
+    eps = [pld.eps(d) for d in targets]
+    assert all(a <= b for a, b in itertools.pairwise(eps))
+    for e, d in zip(eps, targets, strict=True):
+        assert pld.delta(e) <= d
+        assert e == 0.0 or pld.delta(e * (1 - 1e-6)) > d  # not far above the crossing
