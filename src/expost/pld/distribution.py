@@ -34,7 +34,8 @@ __all__ = [
 
 DEFAULT_VALUE_DISCRETIZATION = 5e-4  # grid spacing h of the losses (connect the dots: error ~h²)
 DEFAULT_TAIL_MASS = 1e-16  # mass each cut tail may hold (the upper one goes to +∞: into δ)
-_CACHE = 256
+_CACHE = 256  # constructors: small arrays
+_COMPOSED_CACHE = 32  # compositions and powers: arrays up to a few MB each
 
 
 def _sampling(q: object) -> float:
@@ -51,7 +52,7 @@ def _grid(h: object, tail: object) -> tuple[float, float]:
     return step, open_probability("tail_mass", tail)
 
 
-@frozen(eq=False)
+@frozen(eq=False, repr=False)
 class PrivacyLossDistribution:
     """The PLDs of a dominating pair in both neighbour directions, discretised safely.
 
@@ -63,6 +64,13 @@ class PrivacyLossDistribution:
 
     remove: DiscreteLoss = field(repr=False, validator=instance_of(DiscreteLoss))
     add: DiscreteLoss = field(repr=False, validator=instance_of(DiscreteLoss))
+
+    def __repr__(self) -> str:
+        d = self.remove
+        return (
+            f"PrivacyLossDistribution(h={d.h}, remove={d.masses.size} points, "
+            f"add={self.add.masses.size} points, symmetric={self.symmetric})"
+        )
 
     @property
     def symmetric(self) -> bool:
@@ -170,7 +178,7 @@ def _pure(eps0: float, h: float, tail: float) -> PrivacyLossDistribution:
     return _pair(law, law, h, tail)
 
 
-@functools.lru_cache(maxsize=_CACHE)
+@functools.lru_cache(maxsize=_COMPOSED_CACHE)
 def _compose(a: PrivacyLossDistribution, b: PrivacyLossDistribution) -> PrivacyLossDistribution:
     remove = a.remove.compose(b.remove)
     if a.symmetric and b.symmetric:
@@ -178,7 +186,7 @@ def _compose(a: PrivacyLossDistribution, b: PrivacyLossDistribution) -> PrivacyL
     return PrivacyLossDistribution(remove, a.add.compose(b.add))
 
 
-@functools.lru_cache(maxsize=_CACHE)
+@functools.lru_cache(maxsize=_COMPOSED_CACHE)
 def _power(p: PrivacyLossDistribution, j: int) -> PrivacyLossDistribution:
     """p composed with itself 2**j times (squarings, cached)."""
     if j == 0:
