@@ -86,8 +86,8 @@ class DiscreteLoss:
                 self.h,
                 self.offset + other.offset,
                 c,
-                up(inf, 4),
-                up(err, 4),
+                up(inf, 8),  # a few float products and sums: relative error < 8u
+                up(err, 8),
                 min(self.tail_mass, other.tail_mass),
             )
         )
@@ -135,7 +135,7 @@ class DiscreteLoss:
             weighted = np.cumsum((m * np.exp(-lv))[::-1])[::-1]
         slack = self.inf_mass + self.error
         at = tail - np.exp(lv) * weighted + slack  # δ at l_i
-        idx = int(np.searchsorted(-at, -delta))  # first i with δ(l_{i-1}) <= delta
+        idx = int(np.searchsorted(-at, -delta))  # first i with δ(l_i) <= delta
         if idx <= 0 or idx >= m.size or not math.isfinite(float(at[idx])):
             return max(0.0, float(lv[min(max(idx, 0), m.size - 1)]))
         a, b = tail[idx] + slack - delta, weighted[idx]
