@@ -216,6 +216,8 @@ def test_constructors_are_cached_and_immutable() -> None:
     [
         (lambda: PLD.gaussian(0.0), "sigma"),
         (lambda: PLD.gaussian(1.0, sampling_prob=0.0), "sampling_prob"),
+        (lambda: PLD.gaussian(1.0, sampling_prob=True), "sampling_prob"),
+        (lambda: PLD.laplace(1.0, sampling_prob=1.5), "sampling_prob"),
         (lambda: PLD.laplace(1.0, sensitivity=-1.0), "sensitivity"),
         (lambda: PLD.pure_dp(math.nan), "eps"),
         (lambda: PLD.gaussian(1.0, value_discretization=0.5), "value_discretization"),

@@ -13,7 +13,14 @@ import functools
 from attrs import field, frozen
 from attrs.validators import instance_of
 
-from expost._validation import nonnegative, open_probability, positive, positive_int, probability
+from expost._validation import (
+    finite,
+    nonnegative,
+    open_probability,
+    positive,
+    positive_int,
+    probability,
+)
 from expost.errors import InvalidParameter
 from expost.pld.discrete import DiscreteLoss
 from expost.pld.discretise import discretise
@@ -39,8 +46,8 @@ _COMPOSED_CACHE = 32  # compositions and powers: arrays up to a few MB each
 
 
 def _sampling(q: object) -> float:
-    x = probability("sampling_prob", q) if q != 1.0 else 1.0
-    if x <= 0.0:
+    x = finite("sampling_prob", q)
+    if not 0.0 < x <= 1.0:
         raise InvalidParameter("sampling_prob", q, "must lie in (0, 1]")
     return x
 
