@@ -21,7 +21,7 @@ import pytest
 import expost as ep
 from expost.cli import main
 from expost.errors import LedgerError, LedgerNotFound
-from expost.filters import RDPFilter
+from expost.filters import PLDFilter, PrivacyFilter, RDPFilter, RenyiFilter
 from expost.ledger import LedgerBackend, LedgerEntry, init_ledger
 from expost.ledger.base import Decide
 from expost.ledger.records import session_config
@@ -135,35 +135,47 @@ def test_a_real_cut_on_postgresql_is_retried(pg_server: Any) -> None:
 # ----------------------------------------------------------------------------- new-user items
 
 RDP = RDPFilter(1.0, 1e-6)
+# filters whose prices the server does not compute: refused on PostgreSQL at creation
+UNSERVED = [
+    (RDP, "RDPFilter(1.0, 1e-6)"),
+    (RenyiFilter(1.0, 1e-6, 8.0), "RenyiFilter(1.0, 1e-6, 8.0)"),
+    (PLDFilter(1.0, 1e-6), "PLDFilter(1.0, 1e-6)"),
+]
 
 
-def _missing(url: str) -> bool:
+def _missing(url: str, budget: PrivacyFilter = RDP) -> bool:
     try:
-        ep.PrivateSession(RDP, np.random.default_rng(0), ledger=url).close()
+        ep.PrivateSession(budget, np.random.default_rng(0), ledger=url).close()
     except LedgerNotFound:
         return True
     return False
 
 
-def test_an_rdp_ledger_is_refused_on_postgresql_before_anything_is_created(
-    pg_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("budget", "spelled"), UNSERVED, ids=["rdp", "renyi", "pld"])
+def test_an_unserved_ledger_is_refused_on_postgresql_before_anything_is_created(
+    pg_server: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    budget: PrivacyFilter,
+    spelled: str,
 ) -> None:
-    url = pg_ledger_url(pg_server, "rdp")
+    name = type(budget).__name__
+    url = pg_ledger_url(pg_server, name.lower())
     with pytest.raises(ep.InvalidParameter, match="use a SQLite file"):
-        init_ledger(url, RDP)
+        init_ledger(url, budget)
     with pytest.raises(ep.InvalidParameter, match="use a SQLite file"):
-        ep.PrivateSession(RDP, np.random.default_rng(0), ledger=url, create=True)
-    assert main(["ledger", "init", url, "--filter", "RDPFilter(1.0, 1e-6)"]) == 2
-    source = str(tmp_path / "rdp.sqlite")
-    init_ledger(source, RDP)
+        ep.PrivateSession(budget, np.random.default_rng(0), ledger=url, create=True)
+    assert main(["ledger", "init", url, "--filter", spelled]) == 2
+    source = str(tmp_path / f"{name}.sqlite")
+    init_ledger(source, budget)
     assert main(["ledger", "copy", source, url]) == 2
     assert "use a SQLite file" in capsys.readouterr().out
-    assert _missing(url)
-    with pytest.raises(Exception, match="cannot price rounds of a RDPFilter ledger"):
+    assert _missing(url, budget)
+    with pytest.raises(Exception, match=f"cannot price rounds of a {name} ledger"):
         _psql(  # the server refuses it too, even to its administrator
             pg_server.get_uri(),
-            "SELECT expost.create_ledger('rdp', %s)",
-            json.dumps(session_config(RDP)),
+            f"SELECT expost.create_ledger('{name.lower()}', %s)",
+            json.dumps(session_config(budget)),
         )
 
 

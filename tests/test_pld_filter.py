@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import expost as ep
-from expost.errors import BudgetExceeded, InvalidParameter, LedgerError
+from expost.errors import BudgetExceeded, InvalidParameter
 from expost.filters import (
     BoundedRangeCost,
     BrownianCost,
@@ -33,7 +33,6 @@ from expost.filters import (
 from expost.filters.pld import round_count
 from expost.guarantees import ApproxDP
 from expost.ledger.records import describe, filter_from_description
-from tests.conftest import pg_ledger_url
 
 STEP = SubsampledGaussianCost.from_sigma(1.0, 0.01)
 
@@ -215,18 +214,6 @@ def test_a_ledger_replays_the_mechanism_fixed_by_the_first_round(tmp_path: Path)
     given = PLDFilter(1.0, 1e-6, GaussianCost(0.005))
     with pytest.raises(ep.LedgerMismatch):  # another configuration: the mechanism is part of it
         ep.PrivateSession(given, np.random.default_rng(2), path)
-
-
-def test_postgresql_refuses_the_rounds_of_a_pld_filter(pg_server: Any) -> None:
-    """The server decides admission on PostgreSQL and has no PLD accountant: every round is
-    refused, as for RDPFilter (docs/sharing-a-budget.md); nothing is spent."""
-    url = pg_ledger_url(pg_server, "pld_filter")
-    s = ep.PrivateSession(PLDFilter(1.0, 1e-6), np.random.default_rng(0), url, create=True)
-    with pytest.raises(LedgerError, match="cannot price rounds of a PLDFilter ledger"):
-        s.gaussian(0.0, 1.0, 0.005)
-    s.refresh()
-    assert s.spent == 0.0
-    s.close()
 
 
 @pytest.mark.parametrize(
