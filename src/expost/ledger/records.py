@@ -33,6 +33,7 @@ from expost.filters import (
     GaussianCost,
     GaussianDPFilter,
     LaplaceCost,
+    PLDFilter,
     PrivacyFilter,
     RDPFilter,
     SubsampledGaussianCost,
@@ -85,10 +86,12 @@ DESCRIBABLE: Final[Mapping[str, type]] = {
         GaussianDPFilter,
         ConcurrentFilter,
         RDPFilter,
+        PLDFilter,
         ApproxDP,
         ZCDP,
         PureDP,
         GaussianDP,
+        *COSTS.values(),  # a PLDFilter's mechanism
     )
 }
 """Every filter, and every value a filter holds, that a ledger's configuration may name."""
