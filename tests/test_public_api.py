@@ -72,6 +72,7 @@ PUBLIC = [
     "ReducedAboveThreshold",
     "RelativeError",
     "Released",
+    "RenyiFilter",
     "Round",
     "SkellamLoss",
     "SkellamNoiseReduction",

@@ -5,7 +5,7 @@ its own unit (`expost.filters.base`), one module per family: `zcdp` (FAC Thm 1, 
 APC Lemma 6.2), `dp` (FAC Thm 2), `ex_post` (APC Lemma B.2), `concurrent` (APC Thm 2), `gaussian_dp`
 (Smith–Thakurta 2022, beyond the papers), `rdp` (Feldman–Zrnic 2021 with realised ex-post RDP
 costs, THEORY §11), `pld` (counting rounds of one mechanism by its privacy loss distribution,
-THEORY §12).
+THEORY §12), `renyi` (one order fixed in advance, Canonne–Kamath–Steinke, THEORY §12).
 """
 
 from expost.filters.base import Filter, Price, PrivacyFilter
@@ -26,6 +26,7 @@ from expost.filters.ex_post import ExPostFilter
 from expost.filters.gaussian_dp import GaussianDPFilter
 from expost.filters.pld import PLDFilter
 from expost.filters.rdp import RDPFilter
+from expost.filters.renyi import RenyiFilter
 from expost.filters.zcdp import BrownianFilter, Conversion, UnifiedFilter, ZCDPFilter
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "Price",
     "PrivacyFilter",
     "RDPFilter",
+    "RenyiFilter",
     "SubsampledGaussianCost",
     "UnifiedFilter",
     "ZCDPCost",
