@@ -31,12 +31,14 @@ analysts are mixtures). Source: THEORY §12; Zhu, Dong & Wang 2022 Thm 10.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction as Fr
 from functools import cache
 from typing import Any
 
 import sympy as sp
 
+from expost.filters import DPCost, PLDFilter
 from expost.symbolic import Proof, Step
 from expost.symbolic.stopping import (
     Game,
@@ -118,7 +120,7 @@ def _instance(charge: Any, index: int) -> list[Step]:
     game, longest = _game(menu, priced, gamma, delta)
     flipped = Game(tuple(reverse(p) for p in menu), game.max_rounds, game.admits)
     tag = f"instance {index + 1} (e^ε0 in {[str(r) for _, r in items]}, e^ε = {gamma}, δ = {delta})"
-    grid = kinks(menu, game.max_rounds)
+    grid = kinks((*menu, *priced), game.max_rounds)
     dominated = all(
         hockey_stick(m, g) <= hockey_stick(p, g)
         and hockey_stick(reverse(m), g) <= hockey_stick(reverse(p), g)
@@ -165,10 +167,25 @@ def _enumeration(charge: Any) -> Step:
     )
 
 
+def _library(charge: Any) -> Step:
+    """`PLDFilter` counts the K of the exact product profile (RR at e^ε0 = 3, e^ε = 2, δ = 3/5)."""
+    pair = _price(charge, Fr(3), Fr(3))
+    gamma, delta = Fr(2), Fr(3, 5)
+    k = 0
+    while _profile([pair] * (k + 1), gamma) <= delta:
+        k += 1
+    counted = PLDFilter(math.log(2.0), 0.6, DPCost(math.log(3.0))).budget
+    return Step(
+        f"PLDFilter(log 2, 0.6, DPCost(log 3)) counts {counted:g} rounds; exact K = {k}",
+        counted == k,
+    )
+
+
 def check(charge: Any) -> tuple[Step, ...]:
-    """Domination, the budget under every strategy, the padding bound; enumeration cross-check."""
+    """Domination, the budget under every strategy, the padding bound; enumeration cross-check;
+    the library's count."""
     steps = [step for i in range(len(_INSTANCES)) for step in _instance(charge, i)]
-    return (*steps, _enumeration(charge))
+    return (*steps, _enumeration(charge), _library(charge))
 
 
 PROOF = Proof(
