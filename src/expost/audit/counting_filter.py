@@ -146,6 +146,8 @@ def _mixed_audit(n: int) -> Audit:
 
 @register(QUICK, PAPER)
 def counting_filter_audits(suite: str) -> list[Audit]:
-    """Adaptive stopping under the counting filter; the mixed-menu adversary."""
-    n = 50_000 if suite == QUICK else 400_000
-    return [_laplace_audit(n), _mixed_audit(n)]
+    """Adaptive stopping under the counting filter in every suite; the mixed-menu adversary in
+    the paper suite (its twin is 8% above the claim: too close to refute at small N)."""
+    if suite == QUICK:
+        return [_laplace_audit(50_000)]
+    return [_laplace_audit(400_000), _mixed_audit(400_000)]
