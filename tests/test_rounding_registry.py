@@ -190,6 +190,9 @@ DELEGATES: dict[str, str] = {
     "ExPostRDP.sup": "ExPostRDP.eps",  # a max of stored values, or of eps at each order
     "Transcript.ex_post_rdp": "filters.rdp.ex_post_rdp_of",
     "apps.erm.ValidationCheck.charge": "filters.rdp.ex_post_rdp_of",
+    # the larger of the two directions' values (each audited)
+    "PrivacyLossDistribution.delta": "pld.discrete.DiscreteLoss.delta",
+    "PrivacyLossDistribution.eps": "pld.discrete.DiscreteLoss.eps",
 }
 
 # Open work: rounded to the safe side by the tool the registry names, checked by the tests
@@ -206,6 +209,7 @@ REGISTERED_BY_HAND: dict[str, str] = {
     "GaussianDPFilter.from_dp": "a filter whose mu budget is rounded down",
     "GaussianLoss.from_mechanism": "a loss whose rho is rounded up",
     "TimeGrid.from_boundary": "a grid whose times each meet their level",
+    "pld.max_rounds": "a count of rounds (a budget's share): every count has delta within target",
 }
 
 

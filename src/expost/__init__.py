@@ -101,6 +101,7 @@ from expost.odometers import (
     MixtureOdometer,
     StitchedOdometer,
 )
+from expost.pld import PrivacyLossDistribution
 from expost.session import PrivateSession, Round
 from expost.skellam.boundary import SkellamPrivacyBoundary
 from expost.skellam.loss import SkellamLoss
@@ -176,6 +177,7 @@ __all__ = [
     "PrivacyBoundary",
     "PrivacyFilter",
     "PrivacyLoss",
+    "PrivacyLossDistribution",
     "PrivateSession",
     "ProbabilisticDP",
     "PureDP",

@@ -283,6 +283,12 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("PrivateSession.remaining", _DOWN, "the filter's remaining"),
     ("PrivateSession.guarantee", _UP, "the filter's reported guarantee"),
     ("apps.lnr_composition.ComposedLaplace.dp_eps", _UP, "a bracket (lower, upper): upper up"),
+    # --- privacy loss distributions (THEORY §12)
+    ("pld.discrete.DiscreteLoss.delta", _UP, "Σ m·(1 − e^(ε−l))_+ with e^x down, + ∞-mass + error"),
+    ("pld.discrete.DiscreteLoss.eps", _UP, "smallest float with the delta above <= target"),
+    ("PrivacyLossDistribution.delta", _UP, "max of the directions' DiscreteLoss.delta"),
+    ("PrivacyLossDistribution.eps", _UP, "max of the directions' DiscreteLoss.eps"),
+    ("pld.max_rounds", _DOWN, "a count whose composed delta (up) is within the target"),
 )
 
 REGISTRY: tuple[Rounded, ...] = tuple(Rounded(n, d, w) for n, d, w in _TABLE)
