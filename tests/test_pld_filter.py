@@ -32,6 +32,7 @@ from expost.filters import (
 )
 from expost.filters.pld import round_count
 from expost.guarantees import ApproxDP
+from expost.ledger.records import describe, filter_from_description
 from tests.conftest import pg_ledger_url
 
 STEP = SubsampledGaussianCost.from_sigma(1.0, 0.01)
@@ -65,6 +66,7 @@ def test_dp_sgd_steps_admitted_through_a_session() -> None:
     records = np.ones((20, 3))
     n = _rounds(s, lambda s: s.subsampled_gaussian(records, 1.0, 1.0, 0.01))
     assert 1150 <= n <= 1202
+    assert n == 1202  # the default grid reaches the exact count
     # priced as its Gaussian (rho = 1/2), as every other filter here does, not one step fits
     for other in (ep.UnifiedFilter.from_dp(2.0, 1e-5), ep.GaussianDPFilter.from_dp(2.0, 1e-5)):
         assert not other.admits(STEP)
@@ -225,3 +227,18 @@ def test_postgresql_refuses_the_rounds_of_a_pld_filter(pg_server: Any) -> None:
     s.refresh()
     assert s.spent == 0.0
     s.close()
+
+
+@pytest.mark.parametrize(
+    "f", [PLDFilter(1.0, 1e-6, LaplaceCost(0.1), grid=1e-4), PLDFilter(1.0, 1e-6)]
+)
+def test_a_ledger_description_round_trips(f: PLDFilter) -> None:
+    """The configuration a ledger stores (eps, delta, the mechanism, the grid) rebuilds it."""
+    assert filter_from_description(describe(f)) == f
+
+
+def test_the_default_grid_is_the_pld_default() -> None:
+    from expost.filters.pld import GRID
+    from expost.pld.distribution import DEFAULT_VALUE_DISCRETIZATION
+
+    assert GRID == DEFAULT_VALUE_DISCRETIZATION

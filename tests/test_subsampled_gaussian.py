@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+import expost as ep
 from expost import PrivateSession, ZCDPFilter
 from expost.errors import InvalidParameter
 from expost.filters import LaplaceCost, SubsampledGaussianCost
 from expost.filters.costs import DPCost
 from expost.mechanisms import SubsampledGaussianMechanism
+from tests.conftest import pg_ledger_url
 
 Z = 4.89  # two-sided normal quantile for a false-alarm probability of 1e-6
 
@@ -161,3 +165,20 @@ def test_laplace_on_a_scalar_records_laplace_cost_and_otherwise_dp_cost() -> Non
     secure = PrivateSession(ZCDPFilter(50.0), np.random.default_rng(0), exact=True)
     secure.laplace(1, 1, Fraction(1, 2))
     assert type(secure.history[-1].request) is DPCost  # discrete noise: not the Laplace pair
+
+
+def test_postgresql_prices_the_new_costs_as_their_parents(pg_server: Any, tmp_path: Path) -> None:
+    """A scalar Laplace round (LaplaceCost) and a DP-SGD step (SubsampledGaussianCost) on a
+    PostgreSQL ledger: the server admits and prices them as DPCost and GaussianCost, so the
+    spend equals a SQLite ledger's; past the budget both backends refuse."""
+    spends = []
+    for target in (pg_ledger_url(pg_server, "new_costs"), str(tmp_path / "new.sqlite")):
+        f = ep.UnifiedFilter.from_dp(10.0, 1e-6)
+        s = PrivateSession(f, np.random.default_rng(0), target, create=True)
+        s.laplace(1.0, 1.0, 0.5)
+        s.subsampled_gaussian(np.ones((4, 2)), 1.0, 2.0, 0.1)
+        with pytest.raises(ep.BudgetExceeded):
+            s.subsampled_gaussian(np.ones((4, 2)), 1.0, 0.1, 0.1)
+        spends.append(s.spent)
+        s.close()
+    assert spends[0] == spends[1] == pytest.approx(0.5**2 / 2 + 1 / 8)

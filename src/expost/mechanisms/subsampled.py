@@ -33,6 +33,7 @@ from expost._validation import (
     generator,
     positive,
     positive_int,
+    sampling_probability,
     validator,
 )
 from expost.errors import InvalidParameter
@@ -48,13 +49,6 @@ MAX_RECORDS = 2**22
 MAX_ENTRIES = 2**26
 _SCALE = 1 << 53  # uniform integers in [0, 2⁵³)
 _CLIP = 1.0 - 2.0**-30  # rows are clipped to Δ·_CLIP: the float norm's error stays inside Δ
-
-
-def _sampling_prob(name: str, value: object) -> float:
-    q = positive(name, value)
-    if q > 1.0:
-        raise InvalidParameter(name, value, "must lie in (0, 1]")
-    return q
 
 
 def records_array(name: str, value: object) -> npt.NDArray[np.float64]:
@@ -86,7 +80,7 @@ class SubsampledGaussianMechanism:
 
     sensitivity: float = field(converter=as_float, validator=validator(positive))
     sigma: float = field(converter=as_float, validator=validator(positive))
-    sampling_prob: float = field(converter=as_float, validator=validator(_sampling_prob))
+    sampling_prob: float = field(converter=as_float, validator=validator(sampling_probability))
 
     def __attrs_post_init__(self) -> None:
         check_scale("sigma", self.sigma, self.noise_std)
