@@ -82,7 +82,7 @@ CASES = [
     Case("gdp", lambda: GaussianDPFilter.from_dp(3.0, 1e-6), (GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01), DPCost(0.1, 1e-4), ExPostCost(0.1)), GaussianCost(1e-5)),
     Case("concurrent", lambda: ConcurrentFilter(ZCDPFilter(1.0, 1e-2), ExPostFilter(1.0, 1e-2), 1e-6), (*RHO_COSTS, LNR, ExPostCost(0.1)), (), ZCDPCost(1e-5)),
     Case("pld", lambda: PLDFilter(3.0, 1e-6, GaussianCost(2e-5)), (GaussianCost(2e-5), GaussianCost(1e-5), SubsampledGaussianCost(1e-5, sampling_prob=0.5)), (GaussianCost(3e-5), ZCDPCost(1e-5), DPCost(0.01), LaplaceCost(0.01), BM, ExPostCost(0.1)), GaussianCost(2e-5)),
-    RDPCase("rdp", lambda: RDPFilter(3.0, 1e-6), (ZCDPCost(0.01), GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01, 1e-4), DPCost(0.1, 1e-4), ExPostCost(0.1, 1e-4)), ZCDPCost(1e-5)),
+    RDPCase("rdp", lambda: RDPFilter(3.0, 1e-6), (ZCDPCost(0.01), GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR, SubsampledGaussianCost.from_sigma(1.0, 0.01), LaplaceCost(0.1)), (ZCDPCost(0.01, 1e-4), DPCost(0.1, 1e-4), ExPostCost(0.1, 1e-4)), ZCDPCost(1e-5)),
     Case("renyi", lambda: RenyiFilter(3.0, 1e-6, 8.0), (ZCDPCost(0.01), GaussianCost(0.01), SubsampledGaussianCost.from_sigma(1.0, 0.01), DPCost(0.1), LaplaceCost(0.1), BoundedRangeCost(0.2)), (BM, BM_PSI, LNR, ExPostCost(0.1), ZCDPCost(0.01, 1e-4), DPCost(0.1, 1e-4)), ZCDPCost(1e-5)),
 ]  # fmt: skip
 

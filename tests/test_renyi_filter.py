@@ -28,7 +28,7 @@ from expost.filters import (
     SubsampledGaussianCost,
     ZCDPCost,
 )
-from expost.filters.rdp import RDPFilter, rdp_price
+from expost.filters.rdp import RDPFilter, ex_post_rdp_of, rdp_price
 from expost.guarantees import ApproxDP
 from expost.ledger.records import describe, filter_from_description
 from tests.test_rounding_renyi import ref_subsampled
@@ -183,3 +183,20 @@ def test_ledger_round_trip(tmp_path: Path) -> None:
     again = PrivateSession(f, np.random.default_rng(9), path)
     assert (again.spent, again.remaining, again.filter.rounds) == (spent, remaining, 2)
     again.close()
+
+
+def test_ex_post_rdp_of_never_undercuts_the_price() -> None:
+    """What a transcript carries (`ex_post_rdp_of`) is at least what `rdp_price` charges, at every
+    order: the filters' exact curves only lower the price."""
+    costs: list[Cost] = [
+        DPSGD,
+        DPCost(0.3),
+        LaplaceCost(0.3),
+        BoundedRangeCost(0.5),
+        GaussianCost(0.1),
+    ]
+    for cost in costs:
+        carried = ex_post_rdp_of(cost)
+        assert carried is not None
+        for alpha in (1.25, 2.0, 3.5, 8.0, 64.0):
+            assert carried.eps(alpha) >= (rdp_price(cost, alpha) or math.inf)
