@@ -98,25 +98,33 @@ def _natural_admits() -> bool:
     return all(run.delta(_MIXED_EPS) <= _MIXED_DELTA for run in runs)
 
 
-def _laplace_audit(n: int) -> Audit:
-    rounds = filter_rounds(PLDFilter(_EPS, _DELTA, LaplaceCost(_EPS0)), LaplaceCost(_EPS0))
+def _audit(
+    name: str, source: str, statement: str, delta: float, simulate: partial[FloatArray],
+    twin: str, twin_simulate: partial[FloatArray], n: int,
+) -> Audit:  # fmt: skip
+    """``E[(1 − e^(ε − L))⁺] <= delta`` for the runs and for the twin's own runs."""
     return Audit(
-        name="counting-filter/laplace-stopping",
-        source="THEORY §12 (counting filters)",
-        statement=(
-            f"PLDFilter({_EPS:g}, {_DELTA:g}) on Laplace rounds of eps0 = {_EPS0:g} ({rounds} "
-            f"rounds), analyst stopping on released values: E[(1 − e^(eps − L))+] <= {_DELTA:g}"
-        ),
-        claim=EValueClaim(_DELTA),
-        simulate=partial(laplace_stopping, rounds),
+        name=name,
+        source=source,
+        statement=f"{statement}: E[(1 − e^(eps − L))+] <= {delta:g}",
+        claim=EValueClaim(delta),
+        simulate=simulate,
         n=n,
-        twin=Twin(
-            "counting-filter/laplace-stopping/twice-the-rounds",
-            EValueClaim(_DELTA),
-            partial(laplace_stopping, 2 * rounds),
-        ),
+        twin=Twin(f"{name}/{twin}", EValueClaim(delta), twin_simulate),
         chunk_size=50_000,
     )
+
+
+def _laplace_audit(n: int) -> Audit:
+    rounds = filter_rounds(PLDFilter(_EPS, _DELTA, LaplaceCost(_EPS0)), LaplaceCost(_EPS0))
+    return _audit(
+        "counting-filter/laplace-stopping",
+        "THEORY §12 (counting filters)",
+        f"PLDFilter({_EPS:g}, {_DELTA:g}) on Laplace rounds of eps0 = {_EPS0:g} ({rounds} "
+        "rounds), analyst stopping on released values",
+        _DELTA, partial(laplace_stopping, rounds),
+        "twice-the-rounds", partial(laplace_stopping, 2 * rounds), n,
+    )  # fmt: skip
 
 
 def _mixed_audit(n: int) -> Audit:
@@ -124,24 +132,14 @@ def _mixed_audit(n: int) -> Audit:
     rounds = filter_rounds(filt, DPCost(math.log(2.0)))
     if not _natural_admits():  # the twin would not be the filter it claims to be
         raise AssertionError("the naive natural filter must admit the analyst's runs")
-    return Audit(
-        name="counting-filter/mixed-menu",
-        source="THEORY §12; Regehr et al. 2026",
-        statement=(
-            f"PLDFilter(log 1.5, {_MIXED_DELTA:g}) fixed on RR(e^eps0 = 3) ({rounds} round), "
-            "an adaptive analyst mixing RR(2) and RR(3): E[(1 − e^(eps − L))+] <= "
-            f"{_MIXED_DELTA:g}"
-        ),
-        claim=EValueClaim(_MIXED_DELTA),
-        simulate=partial(mixed_menu, rounds),
-        n=n,
-        twin=Twin(
-            "counting-filter/mixed-menu/natural-filter",
-            EValueClaim(_MIXED_DELTA),
-            partial(mixed_menu, 3),
-        ),
-        chunk_size=50_000,
-    )
+    return _audit(
+        "counting-filter/mixed-menu",
+        "THEORY §12; Regehr et al. 2026",
+        f"PLDFilter(log 1.5, {_MIXED_DELTA:g}) fixed on RR(e^eps0 = 3) ({rounds} round), an "
+        "adaptive analyst mixing RR(2) and RR(3)",
+        _MIXED_DELTA, partial(mixed_menu, rounds),
+        "natural-filter", partial(mixed_menu, 3), n,
+    )  # fmt: skip
 
 
 @register(QUICK, PAPER)
