@@ -14,7 +14,9 @@ checking every kink covers all γ); (2) the supremum over every adaptive strateg
 an admitted item after each output; backward induction, cross-checked against an exhaustive
 enumeration of all 723 strategies of a 3-round analyst on the second) of H_{e^ε}(stopped) is <= δ in both
 directions; (3) it is dominated by the product of the priced pairs of the longest admitted
-run at every γ >= 0 and attains it at e^ε (the padding bound, tight).
+run at every γ >= 0 and attains it at e^ε (the padding bound, tight; for the counting filter
+that product is the K-fold one, above every shorter run at every γ by data processing, so the
+difference to any strategy's profile is piecewise linear with kinks in the checked set).
 
 The claim is the pair each round is priced at, as a randomised-response parameter: E (the
 filter's pair, fixed in advance; the round's own e^ε0 only decides whether it is dominated).
