@@ -17,6 +17,7 @@ LOWER = [
     *sorted(SRC.joinpath("processes").glob("*.py")),
     *sorted(SRC.joinpath("skellam").glob("*.py")),  # the Skellam home: used by mechanisms, audits
     *sorted(SRC.joinpath("grids").glob("*.py")),
+    *sorted(SRC.joinpath("pld").glob("*.py")),  # PLDs: used by filters, audits and apps alike
     *(SRC / name for name in ("stopping.py", "guarantees.py", "loss.py")),
 ]
 UPPER = ("mechanisms", "filters", "session", "odometers", "audit", "apps", "testing", "cli")

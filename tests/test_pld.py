@@ -7,7 +7,9 @@ direction composed for both) that the same check must reject.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ from expost.testing.pld_reference import (
     randomised_response_delta,
     ratio,
     subsampled_gaussian_delta,
+    subsampled_laplace_delta,
 )
 
 PLD = PrivacyLossDistribution
@@ -130,6 +133,21 @@ def test_subsampled_gaussian_one_round_both_directions(mu: float, q: float) -> N
         )
 
 
+@pytest.mark.parametrize(("eps0", "q"), [(1.0, 0.01), (0.5, 0.3), (2.0, 0.5)])
+def test_subsampled_laplace_one_round_both_directions(eps0: float, q: float) -> None:
+    """One Poisson-subsampled Laplace round against its closed form, in each direction."""
+    pld = PLD.laplace(1.0 / eps0, sampling_prob=q)
+    exact_eps0 = ratio(1.0, 1.0 / eps0)
+    for direction, d in (("remove", pld.remove), ("add", pld.add)):
+        eps = [0.0, 0.2 * q * eps0, 0.5 * q * eps0, q * eps0]
+        want = [subsampled_laplace_delta(exact_eps0, q, e, direction) for e in eps]
+        keep = [i for i, w in enumerate(want) if w > 1e-12]
+        assert len(keep) >= 2
+        _check([d.delta(eps[i]) for i in keep], [want[i] for i in keep], 1e-3)
+        twin = [_shifted(d, -1).delta(eps[i]) for i in keep]
+        assert _rejects(twin, [want[i] for i in keep], 1e-3)
+
+
 def test_dropped_tail_twin_is_rejected() -> None:
     """A cut upper tail must go to +∞: dropping it (here a coarse cut) falls below exact."""
     sigma = 2.0
@@ -198,6 +216,8 @@ def test_constructors_are_cached_and_immutable() -> None:
     [
         (lambda: PLD.gaussian(0.0), "sigma"),
         (lambda: PLD.gaussian(1.0, sampling_prob=0.0), "sampling_prob"),
+        (lambda: PLD.gaussian(1.0, sampling_prob=True), "sampling_prob"),
+        (lambda: PLD.laplace(1.0, sampling_prob=1.5), "sampling_prob"),
         (lambda: PLD.laplace(1.0, sensitivity=-1.0), "sensitivity"),
         (lambda: PLD.pure_dp(math.nan), "eps"),
         (lambda: PLD.gaussian(1.0, value_discretization=0.5), "value_discretization"),
@@ -210,3 +230,26 @@ def test_constructors_are_cached_and_immutable() -> None:
 def test_bad_input_names_the_argument(call: object, name: str) -> None:
     with pytest.raises(InvalidParameter, match=name):
         call()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PLD.gaussian(4.0).self_compose(20),
+        lambda: PLD.laplace(2.0, sampling_prob=0.2).self_compose(30),
+        lambda: PLD.pure_dp(0.3).compose(PLD.gaussian(2.0)),
+    ],
+    ids=["gaussian", "subsampled-laplace", "mixed"],
+)
+def test_profile_shape_and_inverse(make: Callable[[], PrivacyLossDistribution]) -> None:
+    """δ(ε) nonincreasing, ε(δ) nonincreasing, and δ(ε(δ)) <= δ (the inverse is confirmed)."""
+    pld = make()
+    grid = np.linspace(0.0, 4.0, 41)
+    deltas = [pld.delta(float(e)) for e in grid]
+    assert all(a >= b for a, b in itertools.pairwise(deltas))
+    targets = [1e-2, 1e-4, 1e-6, 1e-8]
+    eps = [pld.eps(d) for d in targets]
+    assert all(a <= b for a, b in itertools.pairwise(eps))
+    for e, d in zip(eps, targets, strict=True):
+        assert pld.delta(e) <= d
+        assert e == 0.0 or pld.delta(e * (1 - 1e-6)) > d  # not far above the crossing

@@ -24,7 +24,6 @@ import math
 
 import numpy as np
 import numpy.typing as npt
-import scipy.fft
 
 __all__ = ["DIRECT_MAX", "SAFETY", "convolve", "fft_error"]
 
@@ -87,10 +86,13 @@ def convolve(a: FloatArray, b: FloatArray) -> tuple[FloatArray, float]:
     computed convolution, clipped at 0 and rounded up); err = 0 for the direct sum."""
     if min(a.size, b.size) <= DIRECT_MAX:
         return _direct(a, b), 0.0
+    import scipy.fft  # lazy: importing expost loads no scipy (tests/test_import.py)
+
     size = a.size + b.size - 1
     n = 1 << (size - 1).bit_length()
-    la, lb = a.astype(np.longdouble), b.astype(np.longdouble)
-    spectrum = scipy.fft.rfft(la, n) * scipy.fft.rfft(lb, n)
+    fa = scipy.fft.rfft(a.astype(np.longdouble), n)
+    fb = fa if b is a else scipy.fft.rfft(b.astype(np.longdouble), n)  # a square: one transform
+    spectrum = fa * fb
     c = scipy.fft.irfft(spectrum, n)[:size]
     u = float(np.finfo(np.longdouble).eps) / 2.0
     err = fft_error(a, b, n, u)

@@ -25,8 +25,9 @@ import math
 import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
+from attrs.validators import instance_of
 
-from expost._validation import read_only
+from expost._validation import nonnegative, open_probability, positive, read_only, validator
 from expost.errors import InvalidParameter
 from expost.pld.convolution import convolve
 from expost.rounding import smallest_where, up
@@ -42,16 +43,23 @@ def _masses(values: npt.ArrayLike) -> FloatArray:
     return read_only(values)
 
 
+def _nonnegative_masses(_instance: object, _attribute: object, value: FloatArray) -> None:
+    if value.ndim != 1 or value.size == 0 or not np.all(np.isfinite(value)) or np.any(value < 0):
+        raise InvalidParameter(
+            "masses", value, "must be a non-empty 1-d array of finite masses >= 0"
+        )
+
+
 @frozen(eq=False)
 class DiscreteLoss:
     """Masses on the grid (offset + i)·h, a mass at +∞ and an ℓ1 error bound (module doc)."""
 
-    h: float
-    offset: int
-    masses: FloatArray = field(converter=_masses, repr=False)
-    inf_mass: float
-    error: float
-    tail_mass: float
+    h: float = field(validator=validator(positive))
+    offset: int = field(validator=instance_of(int))
+    masses: FloatArray = field(converter=_masses, validator=_nonnegative_masses, repr=False)
+    inf_mass: float = field(validator=validator(nonnegative))
+    error: float = field(validator=validator(nonnegative))
+    tail_mass: float = field(validator=validator(open_probability))
 
     @property
     def losses(self) -> FloatArray:
@@ -78,8 +86,8 @@ class DiscreteLoss:
                 self.h,
                 self.offset + other.offset,
                 c,
-                up(inf, 4),
-                up(err, 4),
+                up(inf, 8),  # a few float products and sums: relative error < 8u
+                up(err, 8),
                 min(self.tail_mass, other.tail_mass),
             )
         )
@@ -127,7 +135,7 @@ class DiscreteLoss:
             weighted = np.cumsum((m * np.exp(-lv))[::-1])[::-1]
         slack = self.inf_mass + self.error
         at = tail - np.exp(lv) * weighted + slack  # δ at l_i
-        idx = int(np.searchsorted(-at, -delta))  # first i with δ(l_{i-1}) <= delta
+        idx = int(np.searchsorted(-at, -delta))  # first i with δ(l_i) <= delta
         if idx <= 0 or idx >= m.size or not math.isfinite(float(at[idx])):
             return max(0.0, float(lv[min(max(idx, 0), m.size - 1)]))
         a, b = tail[idx] + slack - delta, weighted[idx]

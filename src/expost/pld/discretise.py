@@ -17,7 +17,7 @@ Gauss–Legendre with `NODES` nodes on pieces at most `PIECE` wide (in units of 
 of the density times w or 1 − w, computed without cancellation as w = expm1(h − u)/expm1(h),
 1 − w = e^{h−u}·expm1(u)/expm1(h), u = l − l_j. The integrands are analytic on each piece, so
 the quadrature error is far below `pairs.MASS_MARGIN`, the relative margin every mass is raised
-by; tests/test_pld_convolution.py checks masses against 50-digit quadrature.
+by (more for losses far from 0 on a fine grid: `split_margin`); tests/test_pld_convolution.py checks masses against 50-digit quadrature.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy.typing as npt
 from expost.pld.discrete import DiscreteLoss
 from expost.pld.pairs import MASS_MARGIN, LossLaw, Part
 
-__all__ = ["NODES", "PIECE", "discretise"]
+__all__ = ["NODES", "PIECE", "discretise", "split_margin"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -91,15 +91,24 @@ def _atom_masses(atoms: tuple[tuple[float, float], ...], h: float) -> tuple[IntA
     return np.array(js, dtype=np.int64), np.array(ms, dtype=np.float64)
 
 
+def split_margin(largest_loss: float, h: float) -> float:
+    """The relative margin on a grid law's masses: `MASS_MARGIN`, or more where the offsets
+    u = l − l_j lose precision. fl(l) and fl(j·h) are within about 16 ulps of |l| (libm log1p
+    and expm1, a product, a difference), and w and 1 − w change by at most |δu|/h relative to
+    a cell's mass, so 2^-46·|l|/h (4 times 2·16·2^-53·|l|/h) covers them."""
+    return max(MASS_MARGIN, 2.0**-46 * max(largest_loss, 1.0) / h)
+
+
 def discretise(law: LossLaw, h: float, tail_mass: float) -> DiscreteLoss:
     """The connect-the-dots grid law of ``law`` on multiples of ``h`` (module doc), every mass
-    raised by the relative `MASS_MARGIN`, upper tails at +∞."""
+    raised by the relative `split_margin`, upper tails at +∞."""
     pieces = [_atom_masses(law.atoms, h)] + [_part_masses(p, h) for p in law.parts]
     js = np.concatenate([p[0] for p in pieces])
     ms = np.concatenate([p[1] for p in pieces])
     keep = ms > 0
     js, ms = js[keep], ms[keep]
     first = int(js.min())
-    masses = np.bincount(js - first, weights=ms) * (1.0 + MASS_MARGIN)
-    inf = math.fsum(p.above for p in law.parts) * (1.0 + MASS_MARGIN)
+    margin = 1.0 + split_margin(max(abs(first), abs(int(js.max()))) * h, h)
+    masses = np.bincount(js - first, weights=ms) * margin
+    inf = math.fsum(p.above for p in law.parts) * margin
     return DiscreteLoss(h, first, np.nextafter(masses, np.inf), inf, 0.0, tail_mass)

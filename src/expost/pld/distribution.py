@@ -11,8 +11,16 @@ from __future__ import annotations
 import functools
 
 from attrs import field, frozen
+from attrs.validators import instance_of
 
-from expost._validation import nonnegative, open_probability, positive, positive_int, probability
+from expost._validation import (
+    finite,
+    nonnegative,
+    open_probability,
+    positive,
+    positive_int,
+    probability,
+)
 from expost.errors import InvalidParameter
 from expost.pld.discrete import DiscreteLoss
 from expost.pld.discretise import discretise
@@ -33,12 +41,13 @@ __all__ = [
 
 DEFAULT_VALUE_DISCRETIZATION = 5e-4  # grid spacing h of the losses (connect the dots: error ~h²)
 DEFAULT_TAIL_MASS = 1e-16  # mass each cut tail may hold (the upper one goes to +∞: into δ)
-_CACHE = 256
+_CACHE = 256  # constructors: small arrays
+_COMPOSED_CACHE = 32  # compositions and powers: arrays up to a few MB each
 
 
 def _sampling(q: object) -> float:
-    x = probability("sampling_prob", q) if q != 1.0 else 1.0
-    if x <= 0.0:
+    x = finite("sampling_prob", q)
+    if not 0.0 < x <= 1.0:
         raise InvalidParameter("sampling_prob", q, "must lie in (0, 1]")
     return x
 
@@ -50,7 +59,7 @@ def _grid(h: object, tail: object) -> tuple[float, float]:
     return step, open_probability("tail_mass", tail)
 
 
-@frozen(eq=False)
+@frozen(eq=False, repr=False)
 class PrivacyLossDistribution:
     """The PLDs of a dominating pair in both neighbour directions, discretised safely.
 
@@ -60,8 +69,15 @@ class PrivacyLossDistribution:
     offered: the naive mixture pair does not dominate it (THEORY §12).
     """
 
-    remove: DiscreteLoss = field(repr=False)
-    add: DiscreteLoss = field(repr=False)
+    remove: DiscreteLoss = field(repr=False, validator=instance_of(DiscreteLoss))
+    add: DiscreteLoss = field(repr=False, validator=instance_of(DiscreteLoss))
+
+    def __repr__(self) -> str:
+        d = self.remove
+        return (
+            f"PrivacyLossDistribution(h={d.h}, remove={d.masses.size} points, "
+            f"add={self.add.masses.size} points, symmetric={self.symmetric})"
+        )
 
     @property
     def symmetric(self) -> bool:
@@ -169,7 +185,7 @@ def _pure(eps0: float, h: float, tail: float) -> PrivacyLossDistribution:
     return _pair(law, law, h, tail)
 
 
-@functools.lru_cache(maxsize=_CACHE)
+@functools.lru_cache(maxsize=_COMPOSED_CACHE)
 def _compose(a: PrivacyLossDistribution, b: PrivacyLossDistribution) -> PrivacyLossDistribution:
     remove = a.remove.compose(b.remove)
     if a.symmetric and b.symmetric:
@@ -177,7 +193,7 @@ def _compose(a: PrivacyLossDistribution, b: PrivacyLossDistribution) -> PrivacyL
     return PrivacyLossDistribution(remove, a.add.compose(b.add))
 
 
-@functools.lru_cache(maxsize=_CACHE)
+@functools.lru_cache(maxsize=_COMPOSED_CACHE)
 def _power(p: PrivacyLossDistribution, j: int) -> PrivacyLossDistribution:
     """p composed with itself 2**j times (squarings, cached)."""
     if j == 0:

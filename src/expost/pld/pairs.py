@@ -27,7 +27,6 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 from attrs import frozen
-from scipy.special import ndtr, ndtri
 
 from expost.rounding import up, up_exact
 
@@ -109,6 +108,8 @@ def _cut_normal(
 ) -> Part:
     """A normal mixture cut where each tail holds at most tail·2^-30 (the upper one goes to +∞
     in every round: k rounds put k times its mass there)."""
+    from scipy.special import ndtr, ndtri  # lazy: importing expost loads no scipy
+
     z = float(ndtri(tail * ROUND_TAIL))  # Φ(z) = tail·2^-30, z < 0
     lo, hi = min(means) + z, max(means) - z
     below = sum(w * float(ndtr(lo - m)) for w, m in zip(weights, means, strict=True))

@@ -8,6 +8,8 @@ checking `expost.pld.PrivacyLossDistribution` (tests/test_pld.py) and any other 
 - `subsampled_gaussian_delta`: Poisson subsampling at rate q of N(μ, 1) vs N(0, 1), remove
   direction ((1−q)Q + qP, Q) or add direction (Q, (1−q)Q + qP): the loss is monotone in the
   noise, so the optimal set is a half-line x > x* (remove) or x < x* (add).
+- `subsampled_laplace_delta`: the same for Lap(ε0, 1) vs Lap(0, 1) (loss monotone in the noise,
+  laws in closed form).
 - `laplace_delta`: k in {1, 2} Laplace rounds (ε0 = Δ/b): one round in closed form, two by
   one-dimensional quadrature over the first round's continuous part.
 - `randomised_response_delta`: k rounds of randomised response, a binomial sum.
@@ -27,6 +29,7 @@ __all__ = [
     "randomised_response_delta",
     "ratio",
     "subsampled_gaussian_delta",
+    "subsampled_laplace_delta",
 ]
 
 DIGITS = 50
@@ -64,6 +67,34 @@ def subsampled_gaussian_delta(mu: Mp, q: float, eps: float, direction: str) -> M
             return mp.mpf(0)
         x = (mp.log(base / r) + m * m / 2) / m
         return +(mp.ncdf(x) - mp.exp(e) * ((1 - r) * mp.ncdf(x) + r * mp.ncdf(x - m)))
+
+
+def subsampled_laplace_delta(eps0: Mp, q: float, eps: float, direction: str) -> Mp:
+    """One Poisson-subsampled Laplace round (ε0 = Δ/b), ``direction`` "remove" or "add": the
+    optimal set is x > x* (remove) or x < x* (add), where 2x − ε0 = log((e^{±ε} − (1−q))/q)."""
+    with mp.workdps(DIGITS):
+        e0, r, e = _mpf(eps0), _mpf(q), _mpf(eps)
+
+        def q_above(t: Mp) -> Mp:  # Q(x > t), Q = Lap(0, 1), 0 <= t <= ε0
+            return mp.exp(-t) / 2
+
+        def p_above(t: Mp) -> Mp:  # P(x > t), P = Lap(ε0, 1), 0 <= t <= ε0
+            return 1 - mp.exp(t - e0) / 2
+
+        if direction == "remove":
+            base = mp.exp(e) - (1 - r)
+            g = mp.log(base / r) if base > 0 else mp.ninf
+            if g >= e0:
+                return mp.mpf(0)
+            if g < -e0:
+                return +(1 - mp.exp(e))
+            x = (g + e0) / 2
+            return +((1 - r) * q_above(x) + r * p_above(x) - mp.exp(e) * q_above(x))
+        base = mp.exp(-e) - (1 - r)
+        if base <= 0 or mp.log(base / r) <= -e0:
+            return mp.mpf(0)
+        x = (mp.log(base / r) + e0) / 2
+        return +(1 - q_above(x) - mp.exp(e) * (1 - (1 - r) * q_above(x) - r * p_above(x)))
 
 
 def _laplace_one(eps0: Mp, c: Mp) -> Mp:
