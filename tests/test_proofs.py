@@ -53,6 +53,7 @@ REQUIRED = {
     "skellam-log-concave",
     "skellam-thinning-martingale",
     "ex-post-rdp-brownian",
+    "counting-filter",
 }
 TUPLE_PARTS = [
     (p.name, i) for p in PROOFS if isinstance(p.claim, sp.Tuple) for i in range(len(p.claim))
