@@ -30,6 +30,7 @@ from expost.errors import (
     LedgerError,
     LedgerMismatch,
     NotAStoppingTime,
+    NotCopyable,
 )
 from expost.ex_post_rdp import ExPostRDP
 from expost.exact import GeneratorBits, SecureBits
@@ -167,6 +168,7 @@ __all__ = [
     "Never",
     "NormalMixture",
     "NotAStoppingTime",
+    "NotCopyable",
     "OpenEpsilonGrid",
     "PermuteAndFlip",
     "PolynomialStitching",

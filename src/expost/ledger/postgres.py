@@ -61,6 +61,7 @@ from expost.ledger.base import (
     parse_object,
 )
 from expost.ledger.pg_schema import INSTALL, SCHEMA_VERSION
+from expost.spendable import Spendable
 
 __all__ = ["SCHEMES", "PostgresLedger", "is_postgres_url", "shown_url"]
 
@@ -123,7 +124,7 @@ def _error(where: str, exc: Exception) -> LedgerError:
     return LedgerError(f"PostgreSQL ledger {where!r} could not be used: {exc}{hint}".strip())
 
 
-class PostgresLedger(ClosesOnExit):
+class PostgresLedger(ClosesOnExit, Spendable):
     """An open PostgreSQL ledger; open it with `PostgresLedger.open` (or `open_ledger`)."""
 
     def __init__(
