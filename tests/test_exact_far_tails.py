@@ -23,6 +23,7 @@ import pytest
 
 from expost.exact import samplers
 from expost.exact.bits import GeneratorBits
+from expost.exact.tables import table
 
 FAR = 41  # in σ
 
@@ -71,7 +72,7 @@ def _table_path(monkeypatch: pytest.MonkeyPatch, sampler: Callable[..., Any]) ->
     """σ² = 4 (a table of reach K): the tail index 2K + 2 and a geometric proposal g give
     K + 1 + g, accepted with Bern(exp(−g²/(2σ²)))."""
     p, q = 4, 1
-    tab = samplers.table(Fraction(q, 2 * p), Fraction(q, p))
+    tab = table(Fraction(q, 2 * p), Fraction(q, p))
     k = tab.k
     far = FAR * 2  # 41σ
     g = far - (k + 1)
