@@ -183,6 +183,10 @@ def gdp_delta(mu: float, eps: float) -> float:
     return min(1.0, bound + 2.0 * math.ulp(bound))
 
 
+_GDP_MAX_EPS = 1e150  # log Φ(−eps/mu + mu/2) at the search's mu = 1 stays finite
+_GDP_MIN_DELTA = 2.0**-1022  # gdp_delta's two-ulp cushion is at most 2⁻⁵¹ relative above it
+
+
 def gdp_mu_for_dp(eps: float, delta: float) -> float:
     """The largest mu with delta_mu(eps) <= delta: mu-GDP then gives (eps, delta)-DP.
 
@@ -194,6 +198,12 @@ def gdp_mu_for_dp(eps: float, delta: float) -> float:
 
     e = positive("eps", eps)
     d = open_probability("delta", delta)
+    if e > _GDP_MAX_EPS:
+        raise InvalidParameter("eps", eps, f"must be <= {_GDP_MAX_EPS:g} (eps²/mu² overflows)")
+    if d < _GDP_MIN_DELTA:
+        raise InvalidParameter(
+            "delta", delta, "must be >= 2**-1022: gdp_delta cannot certify a subnormal delta"
+        )
     target = math.log(d)
     hi = 1.0
     while _gdp_log_delta(hi, e) <= target:
@@ -201,6 +211,10 @@ def gdp_mu_for_dp(eps: float, delta: float) -> float:
     lo = hi / 2.0
     while _gdp_log_delta(lo, e) > target:
         lo /= 2.0
+        if lo < _GDP_MIN_DELTA:  # the float bound on delta_mu(eps) is too coarse down here
+            raise InvalidParameter(
+                "delta", delta, f"is too small for eps = {e!r}: mu would be below 2**-1022"
+            )
     root = float(brentq(lambda m: _gdp_log_delta(m, e) - target, lo, hi, xtol=1e-15, rtol=1e-14))
     return nudge_down(root, lambda m: gdp_delta(m, e) <= d)
 
@@ -294,9 +308,15 @@ def _cks_order(rho: float, eps: float) -> float:
 
     hi = 2.0
     while slope(hi) <= 0.0:
+        if hi >= _MAX_ORDER:  # the minimiser is beyond the floats: any order bounds delta
+            return hi
         hi *= 2.0
     lo = 1.0 + 1e-15
     return lo if slope(lo) >= 0.0 else float(brentq(slope, lo, hi, xtol=1e-14, rtol=1e-15))
+
+
+_MAX_ORDER = 2.0**1000
+_LOG_SMALLEST = -746.0  # below log 2⁻¹⁰⁷⁴ ≈ −744.44: delta is below the smallest float
 
 
 def _cks_log_delta(rho: float, eps: float) -> float:
@@ -331,6 +351,11 @@ def cks_delta(rho: float, eps: float) -> float:
     """
     r = positive("rho", rho)
     e = nonnegative("eps", eps)
+    exponent = _cks_log_delta_iv(r, e)
+    if exponent.b < _LOG_SMALLEST:  # compared in mpmath: the exponent may be -1e600
+        return SMALLEST
+    if exponent.b >= 0:
+        return 1.0
     return min(1.0, up_iv(lambda iv: iv.exp(_cks_log_delta_iv(r, e))))
 
 
@@ -341,7 +366,7 @@ def _cks_eps_float(rho: float, delta_second: float) -> float:
     target = math.log(delta_second)
     if _cks_log_delta(rho, 0.0) <= target:
         return 0.0
-    hi = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_second))
+    hi = rho + 2.0 * math.sqrt(rho * -math.log(delta_second))  # not 1/delta'': inf if subnormal
     while _cks_log_delta(rho, hi) > target:
         hi *= 2.0
     return float(brentq(lambda e: _cks_log_delta(rho, e) - target, 0.0, hi, xtol=1e-14, rtol=1e-13))
@@ -353,7 +378,7 @@ def _cks_eps(rho: float, delta_second: float) -> float:
     if _cks_within(rho, 0.0, delta_second):
         return 0.0
     root = _cks_eps_float(rho, delta_second)
-    high = 4.0 * (root + rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_second)))
+    high = 4.0 * (root + rho + 2.0 * math.sqrt(rho * -math.log(delta_second)))
     found = smallest_where(lambda e: _cks_within(rho, e, delta_second), root, 0.0, high)
     if found is None:  # cannot happen: above the Bun–Steinke eps, which CKS never exceeds
         raise InvalidParameter("delta_second", delta_second, f"no eps found for rho = {rho!r}")
@@ -386,7 +411,9 @@ def cks_rho_for_dp(eps: float, delta_second: float) -> float:
     e = positive("eps", eps)
     d2 = open_probability("delta_second", delta_second)
     lo = rho_for_dp(e, d2)
-    hi = 2.0 * lo
+    if lo == 0.0 and not _cks_within(SMALLEST, e, d2):
+        return 0.0  # rho* is below the smallest positive float: 0.0 is the float below it
+    hi = 2.0 * max(lo, SMALLEST)
     while _cks_eps_float(hi, d2) <= e:
         lo, hi = hi, 2.0 * hi
     # xtol relative to the scale: rho is ~eps²/(4 log(1/delta'')), 1e-8 and less at small eps

@@ -137,17 +137,35 @@ def _below(x: float, num: int, den: int) -> bool:
     return p * den < num * q
 
 
+_HINT_STEPS = 64
+"""Floats `up_ratio` walks from its hint before it starts again from the exact nearest float."""
+
+
+def _walk_up(x: float, num: int, den: int, steps: int) -> tuple[float, bool]:
+    """Walk from ``x`` towards the smallest float >= num/den: (where it stopped, arrived), at
+    most ``steps`` steps."""
+    while _below(x, num, den):
+        if (steps := steps - 1) < 0:
+            return x, False
+        x = math.nextafter(x, math.inf)
+    while not _below(below := math.nextafter(x, -math.inf), num, den):
+        if (steps := steps - 1) < 0:
+            return x, False
+        x = below
+    return x, True
+
+
 def up_ratio(approx: float, num: int, den: int) -> float:
     """The smallest float >= num/den (integers, den > 0), from ``approx`` a few ulps away.
 
-    Exact integer comparisons; +inf where num/den exceeds the largest float.
+    Exact integer comparisons; +inf where num/den exceeds the largest float. Bounded: a hint
+    more than `_HINT_STEPS` floats away (a product that underflowed to 0 or a subnormal, an
+    intermediate that overflowed) is replaced by num/den correctly rounded, one step away.
     """
-    approx = _number(approx)
-    while _below(approx, num, den):
-        approx = math.nextafter(approx, math.inf)
-    while not _below(below := math.nextafter(approx, -math.inf), num, den):
-        approx = below
-    return approx
+    found, arrived = _walk_up(_number(approx), num, den, _HINT_STEPS)
+    if not arrived:
+        found, _ = _walk_up(_nearest(Fraction(num, den)), num, den, _HINT_STEPS)
+    return found
 
 
 def down_ratio(approx: float, num: int, den: int) -> float:
