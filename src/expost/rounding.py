@@ -130,7 +130,10 @@ def down_array(x: npt.ArrayLike, ulps: int = 1) -> FloatArray:
 
 
 def _below(x: float, num: int, den: int) -> bool:
-    """x < num/den exactly (den > 0; −inf is below and +inf above every rational)."""
+    """x < num/den exactly (den > 0; −inf is below and +inf above every rational; NaN, a hint
+    lost to inf/inf or 0/0, is below, so that `_walk_up` never arrives from it)."""
+    if math.isnan(x):
+        return True
     if math.isinf(x):
         return x < 0
     p, q = x.as_integer_ratio()
@@ -159,10 +162,10 @@ def up_ratio(approx: float, num: int, den: int) -> float:
     """The smallest float >= num/den (integers, den > 0), from ``approx`` a few ulps away.
 
     Exact integer comparisons; +inf where num/den exceeds the largest float. Bounded: a hint
-    more than `_HINT_STEPS` floats away (a product that underflowed to 0 or a subnormal, an
-    intermediate that overflowed) is replaced by num/den correctly rounded, one step away.
+    more than `_HINT_STEPS` floats away or NaN (a product that underflowed to 0 or a
+    subnormal, an intermediate that overflowed) is replaced by num/den correctly rounded, one step away.
     """
-    found, arrived = _walk_up(_number(approx), num, den, _HINT_STEPS)
+    found, arrived = _walk_up(approx, num, den, _HINT_STEPS)
     if not arrived:
         found, _ = _walk_up(_nearest(Fraction(num, den)), num, den, _HINT_STEPS)
     return found

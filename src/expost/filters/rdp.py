@@ -81,7 +81,15 @@ def _rounds(value: tuple[RoundCost, ...] | Chain[RoundCost]) -> Chain[RoundCost]
 
 
 def _times(alpha: float, x: float) -> float:
-    return up_exact(Fraction(alpha) * Fraction(x))
+    return math.inf if math.isinf(x) else up_exact(Fraction(alpha) * Fraction(x))
+
+
+_BEYOND = Fraction(2**1024)
+"""An infinite price in the exact sums: above every float budget, so never admitted."""
+
+
+def _exact(price: float) -> Fraction:
+    return _BEYOND if math.isinf(price) else Fraction(price)
 
 
 def _pure_or_zcdp(alpha: float, eps: float, divisor: int) -> float:
@@ -146,7 +154,7 @@ class RDPFilter:
         else:
             totals = [Fraction(0)] * len(self.orders)
             for cost in self.realised:
-                totals = [t + Fraction(p) for t, p in zip(totals, self.prices(cost), strict=True)]
+                totals = [t + _exact(p) for t, p in zip(totals, self.prices(cost), strict=True)]
         object.__setattr__(self, "_sums", tuple(totals))
         object.__setattr__(self, "_carried", None)
         if self.rounds and not self._fitting(self._totals()):
@@ -180,7 +188,7 @@ class RDPFilter:
         """The exact sums per order, with ``extra``'s price added."""
         if extra is None:
             return list(self._sums)
-        return [t + Fraction(p) for t, p in zip(self._sums, self.prices(extra), strict=True)]
+        return [t + _exact(p) for t, p in zip(self._sums, self.prices(extra), strict=True)]
 
     def _fitting(self, totals: list[Fraction]) -> list[int]:
         """The orders (indices) whose exact sum is within their budget."""
