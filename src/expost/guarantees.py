@@ -257,6 +257,8 @@ def _combined_delta(delta: float, delta_second: float, form: str) -> float:
 
 def _bun_steinke_within(rho: float, eps: float, ell: float) -> bool:
     """rho + 2·sqrt(rho·ℓ) <= eps, decided exactly in rationals."""
+    if math.isinf(eps):
+        return eps > 0.0
     r, e = Fraction(rho), Fraction(eps)
     return e >= r and (e - r) ** 2 >= 4 * r * Fraction(ell)
 
@@ -274,9 +276,10 @@ def zcdp_to_dp(
     g = _check_zcdp(guarantee)
     d2 = open_probability("delta_second", delta_second)
     ell = neg_log_up(d2)
-    eps = nudge_up(
-        g.rho + 2.0 * math.sqrt(g.rho * ell), lambda e: _bun_steinke_within(g.rho, e, ell)
-    )
+    start = g.rho + 2.0 * math.sqrt(g.rho) * math.sqrt(ell)  # rho·ℓ may overflow, the roots not
+    eps = nudge_up(start, lambda e: _bun_steinke_within(g.rho, e, ell))
+    if math.isinf(eps):
+        raise InvalidParameter("guarantee", guarantee, "its DP eps is beyond the largest float")
     return ApproxDP(eps, _combined_delta(g.delta, d2, form))
 
 
@@ -316,6 +319,8 @@ def _cks_order(rho: float, eps: float) -> float:
 
 
 _MAX_ORDER = 2.0**1000
+_CKS_MAX_RHO = 1e300  # above, cks_zcdp_to_dp returns the Bun–Steinke eps (never below CKS's)
+_CKS_MAX_EPS = 1e12  # above, cks_rho_for_dp returns the Bun–Steinke rho (never above CKS's)
 _LOG_SMALLEST = -746.0  # below log 2⁻¹⁰⁷⁴ ≈ −744.44: delta is below the smallest float
 
 
@@ -397,7 +402,10 @@ def cks_zcdp_to_dp(
     """
     g = _check_zcdp(guarantee)
     d2 = open_probability("delta_second", delta_second)
-    return ApproxDP(_cks_eps(g.rho, d2), _combined_delta(g.delta, d2, form))
+    bun_steinke = zcdp_to_dp(g, d2, form=form)  # valid for CKS too: never return more
+    if g.rho > _CKS_MAX_RHO:  # the order's float search overflows
+        return bun_steinke
+    return ApproxDP(min(_cks_eps(g.rho, d2), bun_steinke.eps), bun_steinke.delta)
 
 
 def cks_rho_for_dp(eps: float, delta_second: float) -> float:
@@ -411,13 +419,18 @@ def cks_rho_for_dp(eps: float, delta_second: float) -> float:
     e = positive("eps", eps)
     d2 = open_probability("delta_second", delta_second)
     lo = rho_for_dp(e, d2)
+    if e > _CKS_MAX_EPS:  # the float searches lose their bracket; Bun–Steinke is valid for CKS
+        return lo
     if lo == 0.0 and not _cks_within(SMALLEST, e, d2):
         return 0.0  # rho* is below the smallest positive float: 0.0 is the float below it
     hi = 2.0 * max(lo, SMALLEST)
     while _cks_eps_float(hi, d2) <= e:
         lo, hi = hi, 2.0 * hi
     # xtol relative to the scale: rho is ~eps²/(4 log(1/delta'')), 1e-8 and less at small eps
-    root = float(brentq(lambda r: _cks_eps_float(r, d2) - e, lo, hi, xtol=1e-15 * lo, rtol=1e-13))
+    xtol = max(1e-15 * lo, SMALLEST)
+    # disp=False: an unconverged root is only a start; largest_where checks rigorously
+    f = lambda r: _cks_eps_float(r, d2) - e
+    root = float(brentq(f, lo, hi, xtol=xtol, rtol=1e-13, disp=False))
     found = largest_where(lambda r: _cks_within(r, e, d2), root, SMALLEST, 4.0 * hi)
     return lo if found is None else max(found, lo)  # lo (Bun–Steinke) is valid for CKS too
 
