@@ -88,11 +88,10 @@ def _zcdp_twin(c: Cost) -> float:
 
 def _zcdp_costs(rng: np.random.Generator) -> list[Cost]:
     """N drawn rounds of each kind, then each kind at `EXTREMES` (subnormal to the largest,
-    Brownian on their grid) whose exact price is a float (beyond: `test_zcdp_price_overflows_to_inf`)."""
+    Brownian on their grid) whose exact price is a float (beyond it: +inf, tested below)."""
     x, t = _floats(rng), _floats(rng)
-    drawn: list[Cost] = [kind(a) for a in x for kind in (DPCost, BoundedRangeCost, ZCDPCost)] + [
-        BrownianCost(a, b) for a, b in zip(t, x, strict=True)
-    ]
+    drawn: list[Cost] = [kind(a) for a in x for kind in (DPCost, BoundedRangeCost, ZCDPCost)]
+    drawn += [BrownianCost(a, b) for a, b in zip(t, x, strict=True)]
     extreme: list[Cost] = [
         *(BrownianCost(a, b) for a in EXTREMES for b in EXTREMES),
         *(kind(a) for a in EXTREMES for kind in (DPCost, BoundedRangeCost, ZCDPCost)),
