@@ -34,6 +34,7 @@ __all__ = [
     "nothing_spent",
     "refusing",
     "result_cost",
+    "too_small",
 ]
 
 R = TypeVar("R")
@@ -129,6 +130,10 @@ def refusing(method: str) -> Iterator[None]:
 
 def limit(name: str, value: object, what: str, size: object, limit: object) -> NoReturn:
     raise InvalidParameter(name, value, f"{what} = {size} is above the limit {limit}")
+
+
+def too_small(name: str, value: object, what: str, limit: str) -> NoReturn:
+    raise InvalidParameter(name, value, f"{what} is below the limit {limit}")
 
 
 def check_rule(rule: object, d: int) -> None:
