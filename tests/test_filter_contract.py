@@ -311,3 +311,27 @@ class TestFilterContract:
             assert not f.admits(BrownianCost.from_eps(math.nextafter(top, math.inf), d))
             assert f.admits(BrownianCost(t_min, d))
             assert not f.admits(BrownianCost(math.nextafter(t_min, 0.0), d))
+
+
+NON_COSTS: tuple[object, ...] = (None, 0.1, "ZCDPCost(0.1)", (ZCDPCost(0.1),), object())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_non_cost_is_refused_by_every_method(case: Case) -> None:
+    """spend, check, price, admits (and an RDPFilter's prices) refuse a non-cost with
+    `InvalidParameter` and record nothing (issue 37: RDPFilter recorded a round of cost None)."""
+    f = case.make()
+    methods = [
+        "spend",
+        "check",
+        "price",
+        "admits",
+        *(["prices"] if isinstance(case, RDPCase) else []),
+    ]
+    for bad in NON_COSTS:
+        for method in methods:
+            with pytest.raises(InvalidParameter):
+                getattr(f, method)(bad)
+        assert not f.accepts(bad)  # type: ignore[arg-type]
+    assert f == case.make()
+    assert f.rounds == 0
