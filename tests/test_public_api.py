@@ -61,6 +61,7 @@ PUBLIC = [
     "Never",
     "NormalMixture",
     "NotAStoppingTime",
+    "NotCopyable",
     "OpenEpsilonGrid",
     "PolynomialStitching",
     "PrivacyBoundary",

@@ -208,10 +208,8 @@ def as_float(value: float) -> float:
     """attrs converter: real numbers become floats (−0.0 becomes 0.0, so a value and its ledger
     record compare equal); anything else is left for the validator."""
     if isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool):
-        try:
-            return float(value) + 0.0
-        except OverflowError:  # an int beyond the floats: the validator says so, naming it
-            return math.inf
+        big = isinstance(value, int) and value.bit_length() > 1023  # float() may raise
+        return math.inf if big else float(value) + 0.0
     return value
 
 
@@ -395,7 +393,7 @@ def real_parameter(name: str, value: object) -> float:
         try:
             return float(value)
         except OverflowError:
-            raise InvalidParameter(name, value, "must be finite (beyond the largest float)") from None
+            raise InvalidParameter(name, value, "must be finite (within the floats)") from None
     return finite(name, value)
 
 
@@ -465,16 +463,14 @@ def exact_integers(name: str, value: object, *, vector: bool = False) -> npt.NDA
     return out
 
 
-def _wide_ints(name: str, value: object, arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """An object array of Python ints (any width) and floats as float64, each int correctly
-    rounded; anything else is returned as it is, for the caller to refuse."""
+def _wide_ints(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """An object array of Python ints (any width) and floats as float64, correctly rounded (beyond
+    2**1000: 2**1001, for the caller's limit); anything else is returned as it is, refused."""
     items = arr.ravel().tolist()
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in items):
         return arr
-    try:
-        return np.array([float(v) for v in items], dtype=np.float64).reshape(arr.shape)
-    except OverflowError:
-        raise InvalidParameter(name, value, "must have magnitude at most 2**1000") from None
+    wide = [v if abs(v) <= FLOAT_LIMIT else 2 * FLOAT_LIMIT for v in items]  # no OverflowError
+    return np.array([float(v) for v in wide], dtype=np.float64).reshape(arr.shape)
 
 
 def float_values(name: str, value: object, *, vector: bool = False) -> npt.NDArray[np.float64]:
@@ -483,7 +479,7 @@ def float_values(name: str, value: object, *, vector: bool = False) -> npt.NDArr
     Fractions, NaN/inf refused."""
     arr = _as_array(name, value)
     _shape(name, value, arr, vector)
-    out = _wide_ints(name, value, arr) if arr.dtype == object else arr
+    out = _wide_ints(arr) if arr.dtype == object else arr
     if out.dtype.kind not in "iuf":
         raise InvalidParameter(name, value, "must be real numbers (ints or floats)")
     out = out.astype(np.float64)
