@@ -7,6 +7,10 @@ PATH is a SQLite file or a ``postgresql://…?ledger=NAME`` URL (`expost.ledger.
 - ``spend PATH BUDGET COST NAME``: print ``ready``, wait for a line on stdin, then append
   rounds of cost COST while the total stays <= BUDGET, printing each admitted index; print
   ``done`` at the first refusal.
+- ``lockstep PATH BUDGET COST NAME``: print ``ready``; then for each line on stdin append one
+  round of cost COST if the total stays <= BUDGET and print its index, or print ``done`` at
+  the first refusal and end. The test sends the line to every worker at once, so each step is
+  a race of all of them for the write lock, whatever the machine's load.
 - ``loop PATH``: append rounds forever, printing each committed index (killed by the test).
 - ``hold PATH``: print ``ready``, wait for a line on stdin, then append one round whose
   decide prints ``locked N`` (N: the entries it saw) and waits for another line while
@@ -64,6 +68,17 @@ def _spend(ledger: LedgerBackend, budget: str, cost: str, name: str) -> None:
         time.sleep(0.005)
 
 
+def _lockstep(ledger: LedgerBackend, budget: str, cost: str, name: str) -> None:
+    decide = budget_decide(float(budget), float(cost), name)
+    _say("ready")
+    while sys.stdin.readline():
+        try:
+            _say(ledger.append("round", decide).index)
+        except BudgetExceeded:
+            _say("done")
+            return
+
+
 def _loop(ledger: LedgerBackend) -> None:
     while True:
         _say(ledger.append("round", lambda entries: {"cost": 1.0, "seen": len(entries)}).index)
@@ -85,6 +100,8 @@ def main(argv: list[str]) -> None:
     with open_ledger(path, CONFIG, create=True) as ledger:
         if mode == "spend":
             _spend(ledger, *args)
+        elif mode == "lockstep":
+            _lockstep(ledger, *args)
         elif mode == "loop":
             _loop(ledger)
         elif mode == "hold":

@@ -12,6 +12,7 @@ round-to-nearest twin must show at least one unsafe result (so the check can fai
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -43,6 +44,31 @@ def audits(*names: str) -> Callable[[T], T]:
         return marked
 
     return mark
+
+
+EXTREMES = (
+    5e-324,
+    1e-320,
+    2.0**-1022,
+    1e-300,
+    1e-200,
+    1.5e-154,
+    1e-100,
+    1e-20,
+    1e20,
+    1e100,
+    1e154,
+    1e200,
+    1e300,
+    1.7e308,
+)
+"""Subnormal to the largest float: the price audits run there too (issue 37)."""
+
+
+def representable(want: Sequence[Mp]) -> list[bool]:
+    """Which exact values lie within the floats (beyond them the only safe float is +inf)."""
+    with mp.workdps(DIGITS):
+        return [bool(abs(w) <= mp.mpf(sys.float_info.max)) for w in want]
 
 
 def log_uniform(rng: np.random.Generator, lo: float, hi: float, size: int) -> FloatArray:

@@ -48,6 +48,7 @@ from expost.filters import (
 )
 from expost.filters._exact import Chain
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
+from tests.rounding_audit import EXTREMES
 from tests.safe_side import rounded_down, rounded_up
 
 AnyFilter = Filter | ConcurrentFilter | RDPFilter
@@ -318,3 +319,56 @@ class TestFilterContract:
             assert not f.admits(BrownianCost.from_eps(math.nextafter(top, math.inf), d))
             assert f.admits(BrownianCost(t_min, d))
             assert not f.admits(BrownianCost(math.nextafter(t_min, 0.0), d))
+
+
+NON_COSTS: tuple[object, ...] = (None, 0.1, "ZCDPCost(0.1)", (ZCDPCost(0.1),), object())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_non_cost_is_refused_by_every_method(case: Case) -> None:
+    """spend, check, price, admits (and an RDPFilter's prices) refuse a non-cost with
+    `InvalidParameter` and record nothing (issue 37: RDPFilter recorded a round of cost None)."""
+    f = case.make()
+    methods = [
+        "spend",
+        "check",
+        "price",
+        "admits",
+        *(["prices"] if isinstance(case, RDPCase) else []),
+    ]
+    for bad in NON_COSTS:
+        for method in methods:
+            with pytest.raises(InvalidParameter):
+                getattr(f, method)(bad)
+        assert not f.accepts(bad)  # type: ignore[arg-type]
+    assert f == case.make()
+    assert f.rounds == 0
+
+
+def _extreme_costs() -> list[Cost]:
+    """Every cost kind at subnormal to the largest parameters (issue 37)."""
+    out: list[Cost] = []
+    for x in EXTREMES:
+        out += [ZCDPCost(x), GaussianCost(x), DPCost(x), BoundedRangeCost(x), ExPostCost(x)]
+        out += [ExPostCost(x, eps_max=x), BrownianCost(x), BrownianCost(1.0, x)]
+        out += [BrownianCost(x, x), BrownianCost(x, 1.0, bound=x, delta=1e-9)]
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_prices_at_extreme_parameters_are_positive_and_never_raw_errors(case: Case) -> None:
+    """Each filter prices every cost it accepts at subnormal to huge parameters: a positive
+    amount (never 0 for a positive cost; +inf beyond the floats), never NaN, never an
+    OverflowError or another raw error; a cost it does not accept is `InvalidParameter`."""
+    f = case.make()
+    priced = 0
+    for cost in _extreme_costs():
+        try:
+            amount, delta = f.price(cost)
+        except InvalidParameter:
+            assert not f.accepts(cost)
+            continue
+        assert amount > 0.0, cost
+        assert not math.isnan(delta), cost
+        priced += 1
+    assert priced > 0

@@ -407,21 +407,37 @@ def workers() -> Iterator[Workers]:
 
 
 def test_processes_cannot_jointly_overspend(tmp_path: Path, workers: Workers) -> None:
+    """Writers race for every round: each step, all are told to go at once (lockstep), so they
+    interleave by construction however loaded the machine, and never overspend together."""
     budget, cost, n = 6.1, 0.25, 3
     path = tmp_path / "shared.sqlite"
-    procs = workers.released(*[("spend", path, budget, cost, f"w{k}") for k in range(n)])
+    live = {f"w{k}": workers.start("lockstep", path, budget, cost, f"w{k}") for k in range(n)}
+    for proc in live.values():
+        assert workers.line(proc) == "ready"
     admitted: dict[int, str] = {}
-    for k, proc in enumerate(procs):
-        while (text := workers.line(proc)) != "done":
-            assert int(text) not in admitted
-            admitted[int(text)] = f"w{k}"
-        assert proc.wait() == 0
+    steps = 0
+    while live:
+        steps += 1
+        for proc in live.values():
+            workers.send(proc)
+        for name, proc in list(live.items()):
+            if (text := workers.line(proc)) == "done":
+                assert proc.wait() == 0
+                del live[name]
+            else:
+                assert int(text) not in admitted
+                admitted[int(text)] = name
     with Ledger.open(path, CONFIG, create=True) as ledger:
         entries = ledger.entries()
     assert spent(entries) <= budget
     assert len(entries) == math.floor(budget / cost) == len(admitted)
     assert {e.index: e.record["worker"] for e in entries} == admitted
-    assert len(set(admitted.values())) >= 2, "the workers did not interleave"
+    # they interleaved: each wrote one round in every step until the budget ran out
+    rounds = [admitted[i] for i in sorted(admitted)]
+    full_steps = len(rounds) // n
+    for step in range(full_steps):
+        assert sorted(rounds[step * n : (step + 1) * n]) == sorted(f"w{k}" for k in range(n))
+    assert steps == full_steps + 1 + (len(rounds) % n > 0)
 
 
 def test_write_lock_is_held_across_processes_during_decide(

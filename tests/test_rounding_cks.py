@@ -15,12 +15,15 @@ at 50 digits from a bracketed root of its derivative:
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import mpmath as mp
 import numpy as np
+import pytest
 
+from expost.errors import InvalidParameter
 from expost.guarantees import (
     ZCDP,
     _cks_log_delta,
@@ -28,10 +31,12 @@ from expost.guarantees import (
     cks_delta,
     cks_rho_for_dp,
     cks_zcdp_to_dp,
+    rho_for_dp,
+    zcdp_to_dp,
 )
 from expost.rounding import SMALLEST
 from expost.rounding_registry import Rounded
-from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
+from tests.rounding_audit import DIGITS, EXTREMES, N, audit, audits, log_uniform
 
 Mp = Any
 
@@ -54,9 +59,9 @@ def ref_delta(rho: float, eps: float) -> Mp:
     r, e = mp.mpf(rho), mp.mpf(eps)
 
     def log_delta(a: Mp) -> Mp:
-        return (a - 1) * (a * r - e) - mp.log(a) + (a - 1) * mp.log(1 - 1 / a)
+        return (a - 1) * (a * r - e) - mp.log(a) + (a - 1) * mp.log1p(-1 / a)
 
-    a = _argmin(lambda a: (2 * a - 1) * r - e + mp.log(1 - 1 / a), _cks_order(rho, eps))
+    a = _argmin(lambda a: (2 * a - 1) * r - e + mp.log1p(-1 / a), _cks_order(rho, eps))
     return min(mp.mpf(1), mp.exp(log_delta(a)))
 
 
@@ -137,3 +142,37 @@ def test_cks_rho_for_dp_is_a_lower_bound(rounded: Rounded) -> None:
     with mp.workdps(DIGITS):
         want = [ref_rho(e, d, g) for (e, d), g in zip(cases, got, strict=True)]
     audit(got, want, rounded.up, ulps=2, twin=[float(w) for w in want], n=N // 2)
+
+
+DELTAS = (5e-324, 1e-300, 1e-6, 0.5)
+
+
+def test_cks_delta_at_extreme_arguments_is_safe() -> None:
+    """Subnormal to the largest rho and eps: in [2⁻¹⁰⁷⁴, 1] (2⁻¹⁰⁷⁴ where the exact delta is below
+    every positive float), never a raw error, and never below the 50-digit reference where that
+    reference can find its order (1e-14 < a − 1 < 1e40: not clipped, and 50 digits hold 1/a)."""
+    compared = 0
+    with mp.workdps(DIGITS):
+        for r in EXTREMES:
+            for e in (0.0, *EXTREMES):
+                got = cks_delta(r, e)
+                assert SMALLEST <= got <= 1.0
+                if 1e-14 < _cks_order(r, e) - 1.0 < 1e40:
+                    assert mp.mpf(got) >= ref_delta(r, e), (r, e)
+                    compared += 1
+    assert compared >= 10  # the others: the range check only
+
+
+def test_cks_conversions_at_extreme_arguments() -> None:
+    """Between Bun–Steinke and exact: CKS's eps never above `zcdp_to_dp`'s and its rho never below
+    `rho_for_dp`'s (both valid for CKS); an eps beyond the floats is refused naming the guarantee."""
+    for r in EXTREMES:
+        for d in DELTAS:
+            bun_steinke = zcdp_to_dp(ZCDP(r), d).eps
+            assert 0.0 <= cks_zcdp_to_dp(ZCDP(r), d).eps <= bun_steinke
+    for convert in (zcdp_to_dp, cks_zcdp_to_dp):  # rho + 2·sqrt(rho·log 2) > max float
+        with pytest.raises(InvalidParameter, match=r"^guarantee="):
+            convert(ZCDP(sys.float_info.max), 0.5)
+    for e in EXTREMES:
+        for d in DELTAS:
+            assert cks_rho_for_dp(e, d) >= rho_for_dp(e, d)

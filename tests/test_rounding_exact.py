@@ -11,6 +11,7 @@ the twin must be caught.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -30,10 +31,18 @@ from expost import (
     TimeGrid,
 )
 from expost.apps.batch_budget import BatchBudget
-from expost.filters import DPCost, GaussianDPFilter, ZCDPCost, ZCDPFilter
+from expost.filters import (
+    BoundedRangeCost,
+    BrownianCost,
+    Cost,
+    DPCost,
+    GaussianDPFilter,
+    ZCDPCost,
+    ZCDPFilter,
+)
 from expost.filters.zcdp import zcdp_price
 from expost.rounding_registry import Rounded
-from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
+from tests.rounding_audit import DIGITS, EXTREMES, N, audit, audits, log_uniform
 
 Mp = Any
 Exact = Fraction | Mp  # a rational, or an mpmath number at 50 digits
@@ -51,6 +60,44 @@ def _fractions(rng: np.random.Generator) -> list[Fraction]:
 
 def _floats(rng: np.random.Generator) -> list[float]:
     return [float(x) for x in log_uniform(rng, 1e-3, 1e3, N)]
+
+
+def _zcdp_exact(c: Cost) -> Fraction:
+    """The zCDP price of a round, exactly (APC Thm 5, Lemma 2.1; Cesar–Rogers)."""
+    if isinstance(c, BrownianCost):
+        return Fraction(c.sensitivity) ** 2 / (2 * Fraction(c.time))
+    if isinstance(c, DPCost):
+        return Fraction(c.eps) ** 2 / 2
+    if isinstance(c, BoundedRangeCost):
+        return Fraction(c.eps) ** 2 / 8
+    assert isinstance(c, ZCDPCost)
+    return Fraction(c.rho)
+
+
+def _zcdp_twin(c: Cost) -> float:
+    """The plain float formula (eps·eps/8 underflows to 0 for a subnormal eps)."""
+    if isinstance(c, BrownianCost):
+        return c.sensitivity * c.sensitivity / (2.0 * c.time)
+    if isinstance(c, DPCost):
+        return c.eps * c.eps / 2.0
+    if isinstance(c, BoundedRangeCost):
+        return c.eps * c.eps / 8.0
+    assert isinstance(c, ZCDPCost)
+    return c.rho
+
+
+def _zcdp_costs(rng: np.random.Generator) -> list[Cost]:
+    """N drawn rounds of each kind, then each kind at `EXTREMES` (subnormal to the largest,
+    Brownian on their grid) whose exact price is a float (beyond it: +inf, tested below)."""
+    x, t = _floats(rng), _floats(rng)
+    drawn: list[Cost] = [kind(a) for a in x for kind in (DPCost, BoundedRangeCost, ZCDPCost)]
+    drawn += [BrownianCost(a, b) for a, b in zip(t, x, strict=True)]
+    extreme: list[Cost] = [
+        *(BrownianCost(a, b) for a in EXTREMES for b in EXTREMES),
+        *(kind(a) for a in EXTREMES for kind in (DPCost, BoundedRangeCost, ZCDPCost)),
+    ]
+    top = Fraction(sys.float_info.max)
+    return drawn + [c for c in extreme if _zcdp_exact(c) <= top]
 
 
 def _to_mp(x: Exact) -> Mp:
@@ -189,10 +236,10 @@ CASES: dict[str, Case] = {
         1,
     ),
     "filters.zcdp.zcdp_price": (
-        _floats,
-        lambda e: zcdp_price(DPCost(e))[0],  # type: ignore[index]
-        lambda e: Fraction(e) ** 2 / 2,
-        lambda e: e * e / 2.0,
+        _zcdp_costs,
+        lambda c: zcdp_price(c)[0],  # type: ignore[index]
+        _zcdp_exact,
+        _zcdp_twin,
         1,
     ),
     "GaussianDPFilter.budget": (
@@ -288,3 +335,20 @@ def test_exact_rational_answers_are_the_nearest_float_on_the_safe_side(name: str
             assert g <= q < Fraction(math.nextafter(float(g), math.inf))
         else:
             assert g >= q > Fraction(math.nextafter(float(g), -math.inf))
+
+
+def test_zcdp_price_overflows_to_inf_and_is_never_zero() -> None:
+    """Beyond the floats the only safe price is +inf; a positive price is never 0."""
+    for a in EXTREMES:
+        for b in EXTREMES:
+            c = BrownianCost(a, b)
+            price = zcdp_price(c)
+            assert price is not None
+            if _zcdp_exact(c) > Fraction(sys.float_info.max):
+                assert price[0] == math.inf
+            assert price[0] > 0.0
+        for kind in (DPCost, BoundedRangeCost, ZCDPCost):
+            price = zcdp_price(kind(a))
+            assert price is not None
+            assert price[0] > 0.0
+            assert price[0] == math.inf or Fraction(price[0]) >= _zcdp_exact(kind(a))

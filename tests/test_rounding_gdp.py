@@ -12,17 +12,19 @@ digits; mu(eps) = 2·sqrt(2)·erfinv(tanh(eps/2)).
 from __future__ import annotations
 
 import math
+import sys
+from fractions import Fraction
 from typing import Any
 
 import mpmath as mp
 import numpy as np
 
 from expost import GaussianDP
-from expost.filters import DPCost
+from expost.filters import BoundedRangeCost, DPCost, ExPostCost
 from expost.filters.gaussian_dp import gdp_price, pure_dp_mu
 from expost.guarantees import _gdp_log_delta, gdp_delta, gdp_mu_for_dp
 from expost.rounding_registry import Rounded
-from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
+from tests.rounding_audit import DIGITS, EXTREMES, N, audit, audits, log_uniform
 
 Mp = Any
 MARGIN_ULPS = 2**34  # gdp_delta's relative 1e-6 is 2^33.2 ulps; its inverses inherit it
@@ -108,12 +110,24 @@ def test_gdp_mu_for_dp_is_a_lower_bound(rounded: Rounded) -> None:
     audit(got, want, rounded.up, ulps=MARGIN_ULPS, twin=[float(w) for w in want], n=FEW)
 
 
-def ref_mu(eps: float) -> Mp:
-    return 2 * mp.sqrt(2) * mp.erfinv(mp.tanh(mp.mpf(eps) / 2))
+def ref_mu(eps: float | Fraction) -> Mp:
+    """mu(eps) at 50 digits: 2·sqrt(2)·erfinv(tanh(eps/2)) up to eps = 30; beyond, where
+    tanh(eps/2) is 1 at 50 digits, −2·Φ⁻¹(1/(1 + e^eps)) as the root of log Φ(−x/2)."""
+    e = mp.mpf(eps.numerator) / eps.denominator if isinstance(eps, Fraction) else mp.mpf(eps)
+    if e <= 30:
+        return 2 * mp.sqrt(2) * mp.erfinv(mp.tanh(e / 2))
+    target = -(e + mp.log1p(mp.exp(-e)))
+    guess = 2 * mp.sqrt(2 * e)
+    return _root(lambda x: mp.log(mp.ncdf(-x / 2)) - target, float(guess))
+
+
+_EXTREME_EPS = [x for x in EXTREMES if x <= 1e300] + [2.0**-20, 2.0**-21, 1.0, 700.0, 709.78, 1e3]
+"""Subnormal to 1e300 (beyond, mu(eps)² overflows: `test_gdp_price_overflows_to_inf`)."""
 
 
 def _eps(seed: int) -> list[float]:
-    return [float(e) for e in log_uniform(np.random.default_rng(seed), 1e-4, 30.0, N)]
+    drawn = log_uniform(np.random.default_rng(seed), 1e-4, 30.0, N)
+    return [float(e) for e in drawn] + _EXTREME_EPS
 
 
 @audits("filters.gaussian_dp.pure_dp_mu")
@@ -136,8 +150,21 @@ def test_gdp_price_of_a_pure_dp_round_is_an_upper_bound(rounded: Rounded) -> Non
     from scipy.special import erfinv
 
     epss = _eps(2835)
-    got = [gdp_price(DPCost(e))[0] for e in epss]  # type: ignore[index]
-    twin = [float(2.0 * math.sqrt(2.0) * erfinv(math.tanh(e / 2.0))) ** 2 for e in epss]
+    costs = [DPCost(e) for e in epss] + [BoundedRangeCost(e) for e in _EXTREME_EPS]
+    got = [gdp_price(c)[0] for c in costs]  # type: ignore[index]
+    halves = [Fraction(c.eps) / (2 if isinstance(c, BoundedRangeCost) else 1) for c in costs]
+    twin = [float(2.0 * math.sqrt(2.0) * erfinv(math.tanh(float(h) / 2.0))) ** 2 for h in halves]
     with mp.workdps(DIGITS):
-        want = [ref_mu(e) ** 2 for e in epss]
+        want = [ref_mu(h) ** 2 for h in halves]
     audit(got, want, rounded.up, ulps=2**14, twin=twin)
+
+
+def test_gdp_price_overflows_to_inf_and_is_never_zero() -> None:
+    """mu(eps)² beyond the floats is +inf (the only safe float); no positive eps costs 0."""
+    for e in (*EXTREMES, sys.float_info.max):
+        for cost in (DPCost(e), BoundedRangeCost(e), ExPostCost(e, eps_max=e)):
+            price = gdp_price(cost)
+            assert price is not None
+            assert price[0] > 0.0
+    for e in (1e308, sys.float_info.max):  # mu² ≈ 8·eps
+        assert gdp_price(DPCost(e)) == (math.inf, 0.0)

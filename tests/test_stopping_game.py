@@ -23,7 +23,7 @@ RR2 = randomized_response(Fr(2))  # P = (2/3, 1/3), Q = (1/3, 2/3)
 
 
 def test_hockey_stick_of_randomised_response_by_hand() -> None:
-    assert RR2 == ((Fr(2, 3), Fr(1, 3)), (Fr(1, 3), Fr(2, 3)))
+    assert ((Fr(2, 3), Fr(1, 3)), (Fr(1, 3), Fr(2, 3))) == RR2
     assert hockey_stick(RR2, Fr(1)) == Fr(1, 3)  # total variation
     assert hockey_stick(RR2, Fr(2)) == 0
     assert hockey_stick(RR2, Fr(0)) == 1

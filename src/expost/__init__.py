@@ -29,6 +29,7 @@ from expost.errors import (
     LedgerMismatch,
     LedgerNotFound,
     NotAStoppingTime,
+    NotCopyable,
 )
 
 if TYPE_CHECKING:  # what the names below are, for type checkers; at run time: `__getattr__`
@@ -309,6 +310,7 @@ __all__ = [
     "Never",
     "NormalMixture",
     "NotAStoppingTime",
+    "NotCopyable",
     "OpenEpsilonGrid",
     "PLDFilter",
     "PermuteAndFlip",

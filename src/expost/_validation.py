@@ -213,9 +213,11 @@ def strictly_increasing(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float
 
 
 def as_float(value: float) -> float:
-    """attrs converter: real numbers become floats; anything else is left for the validator."""
+    """attrs converter: real numbers become floats (−0.0 becomes 0.0, so a value and its ledger
+    record compare equal); anything else is left for the validator."""
     if isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool):
-        return float(value)
+        big = isinstance(value, int) and value.bit_length() > 1023  # float() may raise
+        return math.inf if big else float(value) + 0.0
     return value
 
 
@@ -396,7 +398,10 @@ def real_parameter(name: str, value: object) -> float:
     """A float-mode real parameter: finite, an int, float, numpy scalar or Fraction (rounded to
     the nearest float), never a bool or a string."""
     if isinstance(value, Fraction):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            raise InvalidParameter(name, value, "must be finite (within the floats)") from None
     return finite(name, value)
 
 
@@ -466,15 +471,26 @@ def exact_integers(name: str, value: object, *, vector: bool = False) -> npt.NDA
     return out
 
 
+def _wide_ints(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """An object array of Python ints (any width) and floats as float64, correctly rounded (beyond
+    2**1000: 2**1001, for the caller's limit); anything else is returned as it is, refused."""
+    items = arr.ravel().tolist()
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in items):
+        return arr
+    wide = [v if abs(v) <= FLOAT_LIMIT else 2 * FLOAT_LIMIT for v in items]  # no OverflowError
+    return np.array([float(v) for v in wide], dtype=np.float64).reshape(arr.shape)
+
+
 def float_values(name: str, value: object, *, vector: bool = False) -> npt.NDArray[np.float64]:
     """A float-mode value: a non-empty scalar or 1-d array (``vector``: 1-d only) of finite reals
     (ints, floats, numpy numbers) with |x| <= `FLOAT_LIMIT`, as float64. Bools, strings,
     Fractions, NaN/inf refused."""
     arr = _as_array(name, value)
     _shape(name, value, arr, vector)
-    if arr.dtype.kind not in "iuf":
+    out = _wide_ints(arr) if arr.dtype == object else arr
+    if out.dtype.kind not in "iuf":
         raise InvalidParameter(name, value, "must be real numbers (ints or floats)")
-    out = arr.astype(np.float64)
+    out = out.astype(np.float64)
     if not np.all(np.isfinite(out)):
         raise InvalidParameter(name, value, "must contain only finite numbers (no NaN or inf)")
     if np.any(np.abs(out) > FLOAT_LIMIT):

@@ -21,6 +21,7 @@ __all__ = [
     "LedgerMismatch",
     "LedgerNotFound",
     "NotAStoppingTime",
+    "NotCopyable",
     "shown",
 ]
 
@@ -111,6 +112,23 @@ class BudgetExceeded(ExpostError):
 
 class NotAStoppingTime(ExpostError, TypeError):
     """A stopping rule asked for something other than the released iterates."""
+
+
+class NotCopyable(ExpostError, TypeError):
+    """An object that holds spendable state (a session, an open ledger) was copied or pickled.
+
+    A copy would spend the same budget a second time (or share a connection that cannot be
+    shared), so ``copy.copy``, ``copy.deepcopy`` and ``pickle`` refuse; ``advice`` says what to
+    do instead (docs/session.md, "Threads, copies and pickles").
+    """
+
+    def __init__(self, what: str, advice: str) -> None:
+        self.what = what
+        self.advice = advice
+        super().__init__(
+            f"a {what} cannot be copied or pickled: a copy would spend the same budget again; "
+            f"{advice}"
+        )
 
 
 class LedgerError(ExpostError):

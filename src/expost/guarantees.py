@@ -183,6 +183,10 @@ def gdp_delta(mu: float, eps: float) -> float:
     return min(1.0, bound + 2.0 * math.ulp(bound))
 
 
+_GDP_MAX_EPS = 1e150  # log Φ(−eps/mu + mu/2) at the search's mu = 1 stays finite
+_GDP_MIN_DELTA = 2.0**-1022  # gdp_delta's two-ulp cushion is at most 2⁻⁵¹ relative above it
+
+
 def gdp_mu_for_dp(eps: float, delta: float) -> float:
     """The largest mu with delta_mu(eps) <= delta: mu-GDP then gives (eps, delta)-DP.
 
@@ -194,6 +198,12 @@ def gdp_mu_for_dp(eps: float, delta: float) -> float:
 
     e = positive("eps", eps)
     d = open_probability("delta", delta)
+    if e > _GDP_MAX_EPS:
+        raise InvalidParameter("eps", eps, f"must be <= {_GDP_MAX_EPS:g} (eps²/mu² overflows)")
+    if d < _GDP_MIN_DELTA:
+        raise InvalidParameter(
+            "delta", delta, "must be >= 2**-1022: gdp_delta cannot certify a subnormal delta"
+        )
     target = math.log(d)
     hi = 1.0
     while _gdp_log_delta(hi, e) <= target:
@@ -201,6 +211,10 @@ def gdp_mu_for_dp(eps: float, delta: float) -> float:
     lo = hi / 2.0
     while _gdp_log_delta(lo, e) > target:
         lo /= 2.0
+        if lo < _GDP_MIN_DELTA:  # the float bound on delta_mu(eps) is too coarse down here
+            raise InvalidParameter(
+                "delta", delta, f"is too small for eps = {e!r}: mu would be below 2**-1022"
+            )
     root = float(brentq(lambda m: _gdp_log_delta(m, e) - target, lo, hi, xtol=1e-15, rtol=1e-14))
     return nudge_down(root, lambda m: gdp_delta(m, e) <= d)
 
@@ -243,6 +257,8 @@ def _combined_delta(delta: float, delta_second: float, form: str) -> float:
 
 def _bun_steinke_within(rho: float, eps: float, ell: float) -> bool:
     """rho + 2·sqrt(rho·ℓ) <= eps, decided exactly in rationals."""
+    if math.isinf(eps):
+        return eps > 0.0
     r, e = Fraction(rho), Fraction(eps)
     return e >= r and (e - r) ** 2 >= 4 * r * Fraction(ell)
 
@@ -260,9 +276,10 @@ def zcdp_to_dp(
     g = _check_zcdp(guarantee)
     d2 = open_probability("delta_second", delta_second)
     ell = neg_log_up(d2)
-    eps = nudge_up(
-        g.rho + 2.0 * math.sqrt(g.rho * ell), lambda e: _bun_steinke_within(g.rho, e, ell)
-    )
+    start = g.rho + 2.0 * math.sqrt(g.rho) * math.sqrt(ell)  # rho·ℓ may overflow, the roots not
+    eps = nudge_up(start, lambda e: _bun_steinke_within(g.rho, e, ell))
+    if math.isinf(eps):
+        raise InvalidParameter("guarantee", guarantee, "its DP eps is beyond the largest float")
     return ApproxDP(eps, _combined_delta(g.delta, d2, form))
 
 
@@ -294,9 +311,17 @@ def _cks_order(rho: float, eps: float) -> float:
 
     hi = 2.0
     while slope(hi) <= 0.0:
+        if hi >= _MAX_ORDER:  # the minimiser is beyond the floats: any order bounds delta
+            return hi
         hi *= 2.0
     lo = 1.0 + 1e-15
     return lo if slope(lo) >= 0.0 else float(brentq(slope, lo, hi, xtol=1e-14, rtol=1e-15))
+
+
+_MAX_ORDER = 2.0**1000
+_CKS_MAX_RHO = 1e300  # above, cks_zcdp_to_dp returns the Bun–Steinke eps (never below CKS's)
+_CKS_MAX_EPS = 1e12  # above, cks_rho_for_dp returns the Bun–Steinke rho (never above CKS's)
+_LOG_SMALLEST = -746.0  # below log 2⁻¹⁰⁷⁴ ≈ −744.44: delta is below the smallest float
 
 
 def _cks_log_delta(rho: float, eps: float) -> float:
@@ -331,6 +356,11 @@ def cks_delta(rho: float, eps: float) -> float:
     """
     r = positive("rho", rho)
     e = nonnegative("eps", eps)
+    exponent = _cks_log_delta_iv(r, e)
+    if exponent.b < _LOG_SMALLEST:  # compared in mpmath: the exponent may be -1e600
+        return SMALLEST
+    if exponent.b >= 0:
+        return 1.0
     return min(1.0, up_iv(lambda iv: iv.exp(_cks_log_delta_iv(r, e))))
 
 
@@ -341,7 +371,7 @@ def _cks_eps_float(rho: float, delta_second: float) -> float:
     target = math.log(delta_second)
     if _cks_log_delta(rho, 0.0) <= target:
         return 0.0
-    hi = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_second))
+    hi = rho + 2.0 * math.sqrt(rho * -math.log(delta_second))  # not 1/delta'': inf if subnormal
     while _cks_log_delta(rho, hi) > target:
         hi *= 2.0
     return float(brentq(lambda e: _cks_log_delta(rho, e) - target, 0.0, hi, xtol=1e-14, rtol=1e-13))
@@ -353,7 +383,7 @@ def _cks_eps(rho: float, delta_second: float) -> float:
     if _cks_within(rho, 0.0, delta_second):
         return 0.0
     root = _cks_eps_float(rho, delta_second)
-    high = 4.0 * (root + rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_second)))
+    high = 4.0 * (root + rho + 2.0 * math.sqrt(rho * -math.log(delta_second)))
     found = smallest_where(lambda e: _cks_within(rho, e, delta_second), root, 0.0, high)
     if found is None:  # cannot happen: above the Bun–Steinke eps, which CKS never exceeds
         raise InvalidParameter("delta_second", delta_second, f"no eps found for rho = {rho!r}")
@@ -372,7 +402,10 @@ def cks_zcdp_to_dp(
     """
     g = _check_zcdp(guarantee)
     d2 = open_probability("delta_second", delta_second)
-    return ApproxDP(_cks_eps(g.rho, d2), _combined_delta(g.delta, d2, form))
+    bun_steinke = zcdp_to_dp(g, d2, form=form)  # valid for CKS too: never return more
+    if g.rho > _CKS_MAX_RHO:  # the order's float search overflows
+        return bun_steinke
+    return ApproxDP(min(_cks_eps(g.rho, d2), bun_steinke.eps), bun_steinke.delta)
 
 
 def cks_rho_for_dp(eps: float, delta_second: float) -> float:
@@ -386,11 +419,18 @@ def cks_rho_for_dp(eps: float, delta_second: float) -> float:
     e = positive("eps", eps)
     d2 = open_probability("delta_second", delta_second)
     lo = rho_for_dp(e, d2)
-    hi = 2.0 * lo
+    if e > _CKS_MAX_EPS:  # the float searches lose their bracket; Bun–Steinke is valid for CKS
+        return lo
+    if lo == 0.0 and not _cks_within(SMALLEST, e, d2):
+        return 0.0  # rho* is below the smallest positive float: 0.0 is the float below it
+    hi = 2.0 * max(lo, SMALLEST)
     while _cks_eps_float(hi, d2) <= e:
         lo, hi = hi, 2.0 * hi
     # xtol relative to the scale: rho is ~eps²/(4 log(1/delta'')), 1e-8 and less at small eps
-    root = float(brentq(lambda r: _cks_eps_float(r, d2) - e, lo, hi, xtol=1e-15 * lo, rtol=1e-13))
+    xtol = max(1e-15 * lo, SMALLEST)
+    # disp=False: an unconverged root is only a start; largest_where checks rigorously
+    f = lambda r: _cks_eps_float(r, d2) - e
+    root = float(brentq(f, lo, hi, xtol=xtol, rtol=1e-13, disp=False))
     found = largest_where(lambda r: _cks_within(r, e, d2), root, SMALLEST, 4.0 * hi)
     return lo if found is None else max(found, lo)  # lo (Bun–Steinke) is valid for CKS too
 

@@ -32,7 +32,7 @@ from expost._validation import (
     real_parameter,
 )
 from expost.errors import InvalidParameter
-from expost.exact.samplers import MAX_SCALE
+from expost.exact.samplers import MAX_SCALE, MIN_SCALE
 from expost.filters import (
     BoundedRangeCost,
     BrownianCost,
@@ -56,7 +56,7 @@ from expost.mechanisms import (
     SkellamNoiseReduction,
     SubsampledGaussianMechanism,
 )
-from expost.rounds import NOT_EXACT, limit
+from expost.rounds import NOT_EXACT, limit, too_small
 
 if TYPE_CHECKING:
     from expost.skellam.boundary import SkellamPrivacyBoundary
@@ -88,6 +88,8 @@ def _gaussian(sensitivity: object, rho: object, *, exact: bool) -> GaussianMecha
         if m.sigma2 > MAX_SCALE**2:
             what = f"with rho={rho!r}, σ² = Δ²/(2·rho)"
             limit("sensitivity", sensitivity, what, m.sigma2, "2**80")
+        if m.sigma2 < MIN_SCALE**2:
+            too_small("rho", rho, f"with sensitivity={sensitivity!r}, σ² = Δ²/(2·rho)", "2**-80")
         return m
     m = GaussianMechanism(
         positive_parameter("sensitivity", sensitivity), positive_parameter("rho", rho)
@@ -104,6 +106,8 @@ def _laplace(sensitivity: object, eps: object, *, exact: bool) -> LaplaceMechani
             limit(
                 "sensitivity", sensitivity, f"with eps={eps!r}, the scale Δ1/eps", m.scale, "2**40"
             )
+        if m.scale < MIN_SCALE:
+            too_small("eps", eps, f"with sensitivity={sensitivity!r}, the scale Δ1/eps", "2**-40")
         return m
     m = LaplaceMechanism(
         positive_parameter("sensitivity", sensitivity), positive_parameter("eps", eps)
@@ -170,6 +174,8 @@ def _above_threshold(
         most, shown = FLOAT_LIMIT, "2**1000"
     if at.query_scale > most:
         limit("sensitivity", sensitivity, "the query scale 4Δ/eps", at.query_scale, shown)
+    if exact and at.threshold_scale < MIN_SCALE:
+        too_small("eps", eps, "the threshold's scale 2Δ/eps", "2**-40")
     if abs(at.threshold) > FLOAT_LIMIT:
         limit("threshold", threshold, "|τ|", abs(at.threshold), "2**1000")
     return at
@@ -190,7 +196,7 @@ def doubling_cap(
     """The longest doubling schedule (at most `MAX_DOUBLING_TRIES` tries) whose total cost the
     filter admits, at least one try: the cost grows with the tries, so a doubling then a
     bisection search finds it in O(log K) schedules. ``exact``: discrete Gaussian tries, priced
-    as `ZCDPCost` (`DoublingMethod.cost`)."""
+    as `ZCDPCost` (`DoublingMethod.cost`), the last with σ² >= 2**-80 (`MIN_SCALE`)."""
 
     def method(tries: int) -> DoublingMethod | None:
         try:
@@ -199,6 +205,8 @@ def doubling_cap(
             )
         except InvalidParameter:  # eps² overflows: no longer schedule exists
             return None
+        if exact and Fraction(sensitivity**2) / Fraction(float(m.grid.eps2[-1])) < MIN_SCALE**2:
+            return None  # the last try's σ² is below the exact sampler's limit
         return m if f.admits(m.cost()) else None
 
     best = DoublingMethod(sensitivity, start_eps2, ratio, max_tries=1, stop=rule, exact=exact)
@@ -233,6 +241,8 @@ def _doubling(
         sigma2 = Fraction(d**2) / Fraction(start)
         if sigma2 > MAX_SCALE**2:
             limit("start_eps2", start_eps2, "the first try's σ² = Δ²/start_eps2", sigma2, "2**80")
+        if sigma2 < MIN_SCALE**2:  # the first try; the cap keeps the others above it
+            too_small("start_eps2", start_eps2, "the first try's σ² = Δ²/start_eps2", "2**-80")
     elif (sigma := GaussianMechanism(d, start / 2.0).sigma) > FLOAT_LIMIT:
         limit("start_eps2", start_eps2, "the first try's σ", sigma, "2**1000")
     return cap

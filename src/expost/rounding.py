@@ -130,33 +130,45 @@ def down_array(x: npt.ArrayLike, ulps: int = 1) -> FloatArray:
 
 
 def _below(x: float, num: int, den: int) -> bool:
-    """x < num/den exactly (den > 0; −inf is below and +inf above every rational)."""
+    """x < num/den exactly (den > 0; −inf is below and +inf above every rational; NaN, a hint
+    lost to inf/inf or 0/0, is below, so that `_walk_up` never arrives from it)."""
+    if math.isnan(x):
+        return True
     if math.isinf(x):
         return x < 0
     p, q = x.as_integer_ratio()
     return p * den < num * q
 
 
-_FEW = 4  # steps `up_ratio` takes from its starting point before it restarts from num/den
+_HINT_STEPS = 64
+"""Floats `up_ratio` walks from its hint before it starts again from the exact nearest float."""
+
+
+def _walk_up(x: float, num: int, den: int, steps: int) -> tuple[float, bool]:
+    """Walk from ``x`` towards the smallest float >= num/den: (where it stopped, arrived), at
+    most ``steps`` steps."""
+    while _below(x, num, den):
+        if (steps := steps - 1) < 0:
+            return x, False
+        x = math.nextafter(x, math.inf)
+    while not _below(below := math.nextafter(x, -math.inf), num, den):
+        if (steps := steps - 1) < 0:
+            return x, False
+        x = below
+    return x, True
 
 
 def up_ratio(approx: float, num: int, den: int) -> float:
     """The smallest float >= num/den (integers, den > 0), from ``approx`` a few ulps away.
 
-    Exact integer comparisons; +inf where num/den exceeds the largest float. Bounded by
-    construction, whatever ``approx`` is: after `_FEW` steps from it the search restarts from
-    num/den correctly rounded (int true division), which is the answer or one float below it.
+    Exact integer comparisons; +inf where num/den exceeds the largest float. Bounded: a hint
+    more than `_HINT_STEPS` floats away or NaN (a product that underflowed to 0 or a
+    subnormal, an intermediate that overflowed) is replaced by num/den correctly rounded, one step away.
     """
-    x = _number(approx)
-    for _ in range(_FEW):
-        if _below(x, num, den):
-            x = math.nextafter(x, math.inf)
-        elif not _below(below := math.nextafter(x, -math.inf), num, den):
-            x = below
-        else:
-            return x
-    x = _quotient(num, den)
-    return math.nextafter(x, math.inf) if _below(x, num, den) else x
+    found, arrived = _walk_up(approx, num, den, _HINT_STEPS)
+    if not arrived:
+        found, _ = _walk_up(_nearest(Fraction(num, den)), num, den, _HINT_STEPS)
+    return found
 
 
 def down_ratio(approx: float, num: int, den: int) -> float:

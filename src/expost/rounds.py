@@ -34,6 +34,7 @@ __all__ = [
     "nothing_spent",
     "refusing",
     "result_cost",
+    "too_small",
 ]
 
 R = TypeVar("R")
@@ -145,6 +146,10 @@ def limit(name: str, value: object, what: str, size: object, limit: object) -> N
     if isinstance(size, Fraction) and size.denominator == 1:
         size = size.numerator  # shown as the integer it is
     raise InvalidParameter(name, value, f"{what} = {shown(size)} is above the limit {limit}")
+
+
+def too_small(name: str, value: object, what: str, limit: str) -> NoReturn:
+    raise InvalidParameter(name, value, f"{what} is below the limit {limit}")
 
 
 def check_rule(rule: object, d: int) -> None:

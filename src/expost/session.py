@@ -18,13 +18,20 @@ If anything fails after step 3 (say a stopping rule raises after seeing iterates
 is settled at its request: what may have been seen is paid for. With a ledger several
 processes can share one budget: each reservation re-reads the ledger under its write lock,
 so they cannot jointly overspend, and a crash between reserve and settle leaves the round
-charged at its worst case. A session object is not thread-safe.
+charged at its worst case.
+
+Threads may share a session: steps 2–3 and 5 run under the session's lock, which is held only
+for the accounting (never while a mechanism or a stopping rule runs), so every returned release
+is charged, rounds of several threads run at once, and no call waits on another round's user
+code. A session (or an open ledger) refuses to be copied or pickled (`expost.spendable`), and a
+forked child refuses to use its parent's session (docs/session.md, "Threads, copies and pickles").
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -35,7 +42,7 @@ from attrs import frozen
 
 from expost import prepare
 from expost._validation import bit_source, flag, generator
-from expost.errors import InvalidParameter
+from expost.errors import InvalidParameter, NotCopyable
 from expost.exact.bits import BitSource, SecureBits
 from expost.filters import (
     Cost,
@@ -55,6 +62,7 @@ from expost.mechanisms import (
 from expost.mechanisms.skellam_noise_reduction import FixedPrice
 from expost.rounds import NOT_EXACT, Mode, Number, Prepared, refusing
 from expost.skellam.boundary import SkellamPrivacyBoundary
+from expost.spendable import Spendable
 from expost.stopping import StoppingRule
 
 __all__ = ["NOT_EXACT", "PrivateSession", "Round", "SessionFilter", "filter_from_description"]
@@ -93,7 +101,7 @@ class Round:
 # ----------------------------------------------------------------------------- session
 
 
-class PrivateSession:
+class PrivateSession(Spendable):
     """Adaptive private analysis under one filter (FAC Thm 1–2, APC Thm 1–2, 5, Lemma 6.2, B.2).
 
         ``filter`` is the budget (e.g. ``UnifiedFilter.from_dp(10.0, 1e-6)``), ``rng`` the only
@@ -111,7 +119,15 @@ class PrivateSession:
         discrete Laplace, exact exponential mechanism), ``above_threshold`` runs `AboveThreshold` with exact noise, and every
         other mechanism is refused, naming the
         alternative, before it spends anything.
+
+        Threads may share a session (every returned release is charged; docs/session.md,
+        "Threads, copies and pickles"); copying or pickling it raises `NotCopyable`.
     """
+
+    _COPY_ADVICE = (
+        "share this session between threads, or give each process its own session on the "
+        "same ledger (ledger=...), which they share safely"
+    )
 
     def __init__(
         self,
@@ -142,9 +158,12 @@ class PrivateSession:
             )
         self._filter: SessionFilter = filter
         self._history: list[Round] = []
-        self._running = False
+        self._lock = threading.Lock()  # held only for accounting: never around user code
+        self._running = threading.local()  # per thread: is a round of this session drawing?
+        self._pid = os.getpid()
         self._ledger: LedgerBackend | None = None
         self._unsettled: dict[int, Cost] = {}  # settles a failed write left to retry
+        self._replay = Replay(filter, "the session (no ledger)")
         if ledger is not None:
             if filter.rounds:
                 raise InvalidParameter(
@@ -192,17 +211,27 @@ class PrivateSession:
 
         Every round does this under the ledger's lock anyway; without a ledger it does nothing.
         """
+        self._owned()
         if self._ledger is not None:
-            self._filter = self._replay.update(self._ledger.entries())
+            with self._lock:
+                self._filter = self._replay.update(self._ledger.entries())
 
     def close(self) -> None:
         """Close the ledger, if any, after retrying a settle that a failed write left
         (`LedgerError` if it fails again: that round stays charged at its request)."""
         if self._ledger is not None:
-            try:
-                self._write_settles()
-            finally:
-                self._ledger.close()
+            with self._lock:
+                try:
+                    self._write_settles()
+                finally:
+                    self._ledger.close()
+
+    def _owned(self) -> None:
+        """A forked child holds a copy of its parent's session: refused, as for any copy."""
+        if os.getpid() != self._pid:
+            raise NotCopyable(
+                f"{type(self).__name__} inherited by a forked process", self._COPY_ADVICE
+            )
 
     # -- the round protocol ----------------------------------------------------------------
 
@@ -210,37 +239,48 @@ class PrivateSession:
         self, method: str, build: Callable[..., Prepared[R]], *args: object
     ) -> Prepared[R]:
         """Step 1 (no side effects): ``prepare(mode, *args)``; an input error says nothing was spent."""
+        self._owned()
         with refusing(method):
             return build(Mode(self._rng, self._bits, self._filter), *args)
 
     def _release(self, prepared: Prepared[R]) -> R:
-        """Steps 2–5 for a prepared round: the only place a round is reserved."""
-        if self._running:  # without a ledger the running round's reservation is not recorded
+        """Steps 2–5 for a prepared round: the only place a round is reserved.
+
+        Steps 2–3 and 5 hold the session's lock; the draw (step 4) does not, so other threads'
+        rounds run meanwhile. A round started from inside a running round of this session in
+        the same thread (by its stopping rule) is refused before anything is reserved.
+        """
+        if getattr(self._running, "round", False):
             raise InvalidParameter(
                 "mechanism",
                 prepared.mechanism,
-                "a round is running: a stopping rule may not start another; nothing was spent",
+                "a round of this session is running in this thread: its stopping rule may not "
+                "start another; nothing was spent",
             )
-        key = self._reserve(prepared.mechanism, prepared.request)
-        self._running = True
+        with self._lock:
+            key = self._reserve(prepared.mechanism, prepared.request)
+        self._running.round = True
         try:
             result = prepared.draw()
         except BaseException:
-            self._settle(key, prepared.request, prepared.request)
+            with self._lock:
+                self._settle(key, prepared.request, prepared.request)
             raise
         finally:
-            self._running = False
+            self._running.round = False
         cost = prepared.realised(result)
-        self._settle(key, prepared.request, cost)
-        self._history.append(
-            Round(len(self._history), prepared.mechanism, prepared.request, cost, result)
-        )
+        with self._lock:
+            self._settle(key, prepared.request, cost)
+            self._history.append(
+                Round(len(self._history), prepared.mechanism, prepared.request, cost, result)
+            )
         return result
 
     def _reserve(self, mechanism: str, request: Cost) -> int:
+        """Check and record ``request`` (the caller holds the lock); the round's key."""
         if self._ledger is None:
-            self._filter.check(request)
-            return len(self._history)
+            self._filter = self._filter.spend(request)  # BudgetExceeded: nothing recorded
+            return self._replay.reserve(request)
         self._write_settles()  # a settle a cut interrupted, before the next round
         replay = self._replay
 
@@ -253,8 +293,10 @@ class PrivateSession:
         return int(entry.record["round"])
 
     def _settle(self, key: int, request: Cost, cost: Cost) -> None:
+        """Replace round ``key``'s reservation by ``cost`` (the caller holds the lock)."""
         if self._ledger is None:
-            self._filter = self._filter.spend(cost)
+            self._replay.settle(key, cost)
+            self._filter = self._replay.current()
             return
         self._unsettled[key] = cost
         self._write_settles()

@@ -17,6 +17,7 @@ The samplers are the same code for both sources.
 from __future__ import annotations
 
 import os
+import threading
 from abc import ABC, abstractmethod
 from typing import Protocol
 
@@ -53,8 +54,8 @@ class _Source(ABC):
         """``size`` uniform integers below n <= SMALL from the source's native draw."""
 
     def below(self, n: int, size: int) -> npt.NDArray[np.int64]:
+        _check(n, size)  # before int(): '7' or True are not integers
         n, size = int(n), int(size)
-        _check(n, size)
         if n <= SMALL:
             return self._small(n, size)
         return self._big(n, size)
@@ -86,7 +87,9 @@ class SecureBits(_Source):
     A power of two n = 2**k reads exactly one word per draw (no rejection). Small requests are served from a buffer of ``block`` bytes
     read from the OS at once (one system call per block instead of one per draw); the
     buffer is discarded in a forked child (the pid is checked), so two processes never
-    share random bytes. Large requests read the OS directly.
+    share random bytes; threads take bytes from it under a lock, so two threads never get the
+    same bytes; a copy or an unpickled source starts with an empty buffer of its own (it is
+    another handle on the OS CSPRNG). Large requests read the OS directly.
     """
 
     def __init__(self, block: int = 1 << 12) -> None:
@@ -96,18 +99,25 @@ class SecureBits(_Source):
         self._buffer = b""
         self._at = 0
         self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[type[SecureBits], tuple[int]]:
+        """A copy (or an unpickled source) is a fresh source: it never repeats buffered bytes."""
+        return SecureBits, (self.block,)
 
     def _bytes(self, count: int) -> bytes:
         """``count`` fresh bytes from the OS, through the buffer when ``count`` is small."""
         if count > self.block // 4:
             return os.urandom(count)
-        if self._pid != os.getpid():  # forked: never reuse the parent's bytes
+        if self._pid != os.getpid():  # forked (maybe while a thread held the lock): start over
             self._buffer, self._at, self._pid = b"", 0, os.getpid()
-        if self._at + count > len(self._buffer):
-            self._buffer, self._at = os.urandom(self.block), 0
-        out = self._buffer[self._at : self._at + count]
-        self._at += count
-        return out
+            self._lock = threading.Lock()
+        with self._lock:
+            if self._at + count > len(self._buffer):
+                self._buffer, self._at = os.urandom(self.block), 0
+            out = self._buffer[self._at : self._at + count]
+            self._at += count
+            return out
 
     def _small(self, n: int, size: int) -> npt.NDArray[np.int64]:
         if n == 1 or size == 0:

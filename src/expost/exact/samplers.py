@@ -55,6 +55,10 @@ BoolArray = npt.NDArray[np.bool_]
 
 #: Largest discrete Laplace scale / discrete Gaussian sigma accepted (outputs must fit int64).
 MAX_SCALE = 2**40
+MIN_SCALE = Fraction(1, 2**40)
+"""The smallest discrete Laplace scale (and discrete Gaussian σ, σ² >= 2**-80): below it the
+samplers' float set-up (the table's reach) overflows, and the noise is 0 but with probability
+below e^(−2**40) anyway. `expost.mechanism_table` refuses such rounds before they are reserved."""
 _CHUNK = 2**22  # uniform draws per vectorised step in the counting samplers
 
 
@@ -254,8 +258,8 @@ def discrete_laplace(scale: Rational, bits: BitSource, size: int) -> IntArray:
     again geometric); otherwise CKS Alg. 2.
     """
     b = _rational("scale", scale)
-    if not 0 < b <= MAX_SCALE:
-        raise InvalidParameter("scale", scale, f"must lie in (0, 2**40] (got {b})")
+    if not MIN_SCALE <= b <= MAX_SCALE:
+        raise InvalidParameter("scale", scale, "must lie in [2**-40, 2**40]")
     t, s, n = b.numerator, b.denominator, _size(size)
     tab = _table_for(1 / b, Fraction(0), n)
     if tab is None:
@@ -284,8 +288,8 @@ def discrete_gaussian(sigma2: Rational, bits: BitSource, size: int) -> IntArray:
     entries (σ up to about 8700), the tails |x| > K by `_gaussian_tail`; otherwise CKS Alg. 3.
     """
     v = _rational("sigma2", sigma2)
-    if not 0 < v <= MAX_SCALE**2:
-        raise InvalidParameter("sigma2", sigma2, "must lie in (0, 2**80]")
+    if not MIN_SCALE**2 <= v <= MAX_SCALE**2:
+        raise InvalidParameter("sigma2", sigma2, "must lie in [2**-80, 2**80]")
     p, q = v.numerator, v.denominator
     tab = _table_for(Fraction(q, 2 * p), Fraction(q, p), _size(size))
     if tab is not None:

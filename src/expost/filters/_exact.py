@@ -25,6 +25,7 @@ __all__ = [
     "grow",
     "history",
     "prefix_sums_up",
+    "rho_of_bounded_range",
     "rho_of_brownian",
     "rho_of_eps",
 ]
@@ -38,6 +39,16 @@ def rho_of_brownian(time: float, sensitivity: float) -> float:
     (a, b), (c, e) = d.as_integer_ratio(), t.as_integer_ratio()
     approx = d * d / (2.0 * t)
     return up_ratio(0.0 if math.isnan(approx) else approx, a * a * e, 2 * b * b * c)
+
+
+def rho_of_bounded_range(eps: float) -> float:
+    """eps²/8 rounded up: an eps-bounded-range round is eps²/8-zCDP (Cesar–Rogers 2021).
+
+    Exact from the integers (not eps²/2 divided by 4, which is inexact among the subnormals:
+    BoundedRangeCost(5e-324) would cost 0); the smallest positive float at worst.
+    """
+    a, b = eps.as_integer_ratio()
+    return up_ratio(eps * eps / 8.0, a * a, 8 * b * b)
 
 
 def prefix_sums_up(parts: Iterable[float]) -> list[float]:

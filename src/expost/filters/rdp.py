@@ -88,7 +88,17 @@ def _rounds(value: tuple[RoundCost, ...] | Chain[RoundCost]) -> Chain[RoundCost]
 
 
 def _times(alpha: float, x: float | Fraction) -> float:
+    if isinstance(x, float) and math.isinf(x):
+        return math.inf
     return up_exact(Fraction(alpha) * Fraction(x))
+
+
+_BEYOND = Fraction(2**1024)
+"""An infinite price in the exact sums: above every float budget, so never admitted."""
+
+
+def _exact(price: float) -> Fraction:
+    return _BEYOND if math.isinf(price) else Fraction(price)
 
 
 def rdp_price(cost: RoundCost, alpha: float) -> float | None:
@@ -152,10 +162,10 @@ class RDPFilter:
         else:
             totals = [Fraction(0)] * len(self.orders)
             for cost in self.realised:
-                totals = [t + Fraction(p) for t, p in zip(totals, self.prices(cost), strict=True)]
+                totals = [t + _exact(p) for t, p in zip(totals, self.prices(cost), strict=True)]
         object.__setattr__(self, "_sums", tuple(totals))
         object.__setattr__(self, "_carried", None)
-        if self.rounds and not self._fitting(self._totals()):
+        if self.rounds and not self._fitting(list(self._sums)):
             raise InvalidParameter("realised", self.realised, "its costs exceed every budget")
 
     @classmethod
@@ -182,11 +192,9 @@ class RDPFilter:
         """Whether this filter can charge ``cost`` at all (every order prices it)."""
         return all(rdp_price(cost, a) is not None for a in self.orders)
 
-    def _totals(self, extra: RoundCost | None = None) -> list[Fraction]:
-        """The exact sums per order, with ``extra``'s price added."""
-        if extra is None:
-            return list(self._sums)
-        return [t + Fraction(p) for t, p in zip(self._sums, self.prices(extra), strict=True)]
+    def _totals(self, extra: RoundCost) -> list[Fraction]:
+        """The exact sums per order, with ``extra``'s price added (a non-cost is refused)."""
+        return [t + _exact(p) for t, p in zip(self._sums, self.prices(extra), strict=True)]
 
     def _fitting(self, totals: list[Fraction]) -> list[int]:
         """The orders (indices) whose exact sum is within their budget."""
@@ -219,14 +227,14 @@ class RDPFilter:
     @property
     def spent_by_order(self) -> tuple[float, ...]:
         """Σ ε_α over the recorded rounds, per order (exact sums rounded up)."""
-        return tuple(up_exact(t) for t in self._totals())
+        return tuple(up_exact(t) for t in self._sums)
 
     @property
     def remaining_by_order(self) -> tuple[float, ...]:
         """B_α − Σ ε_α per order, rounded down (0 where nothing is left)."""
         return tuple(
             max(0.0, down_exact(Fraction(b) - t))
-            for b, t in zip(self.budgets, self._totals(), strict=True)
+            for b, t in zip(self.budgets, self._sums, strict=True)
         )
 
     @property

@@ -8,7 +8,7 @@ from attrs import field, frozen
 
 from expost._validation import as_float, open_probability, positive, probability, validator
 from expost.errors import InvalidParameter
-from expost.filters._exact import rho_of_brownian, rho_of_eps
+from expost.filters._exact import rho_of_bounded_range, rho_of_brownian, rho_of_eps
 from expost.filters.base import Price, RhoFilter
 from expost.filters.costs import (
     BoundedRangeCost,
@@ -48,7 +48,7 @@ def zcdp_price(cost: Cost) -> Price | None:
     if isinstance(cost, DPCost):
         return rho_of_eps(cost.eps), cost.delta
     if isinstance(cost, BoundedRangeCost):
-        return rho_of_eps(cost.eps) / 4.0, 0.0  # /4 is exact
+        return rho_of_bounded_range(cost.eps), 0.0
     if isinstance(cost, ExPostCost) and cost.eps_max is not None:
         return rho_of_eps(cost.eps_max), 0.0
     return None

@@ -65,6 +65,7 @@ from expost.ledger.base import (
     valid_kind,
 )
 from expost.ledger.pg_schema import INSTALL, SCHEMA_VERSION, SERVER_VERSION, UPGRADE
+from expost.spendable import Spendable
 
 __all__ = ["SCHEMES", "PostgresLedger", "is_postgres_url", "shown_url"]
 
@@ -127,7 +128,7 @@ def _error(where: str, exc: Exception) -> LedgerError:
     return LedgerError(f"PostgreSQL ledger {where!r} could not be used: {exc}{hint}".strip())
 
 
-class PostgresLedger(ClosesOnExit):
+class PostgresLedger(ClosesOnExit, Spendable):
     """An open PostgreSQL ledger; open it with `PostgresLedger.open` (or `open_ledger`)."""
 
     def __init__(

@@ -232,22 +232,37 @@ class Replay:
         self.update(entries)
         return key in self._open
 
+    def reserve(self, request: Cost) -> int:
+        """Record round `rounds` as open at its ``request``; its key."""
+        key = self._rounds
+        self._open[key] = request
+        self._rounds += 1
+        return key
+
+    def settle(self, key: int, cost: Cost) -> bool:
+        """Replace open round ``key``'s reservation by ``cost``; False if it is not open."""
+        if self._open.pop(key, None) is None:
+            return False
+        self._settled = self._settled.spend(cost)
+        return True
+
+    def current(self) -> PrivacyFilter:
+        """The settled rounds, and the open reservations spent on top of them."""
+        f = self._settled
+        for cost in self._open.values():
+            f = f.spend(cost)
+        return f
+
     def update(self, entries: Sequence[LedgerEntry]) -> PrivacyFilter:
         """The filter after ``entries`` (every entry of the ledger, in order)."""
         for entry in entries[self._seen :]:
             key, cost = int(entry.record["round"]), decode(entry.record["cost"], self._path)
             if entry.kind == "reserve" and key == self._rounds:
-                self._open[key] = cost
-                self._rounds += 1
-            elif entry.kind == "settle" and self._open.pop(key, None) is not None:
-                self._settled = self._settled.spend(cost)
-            else:
+                self.reserve(cost)
+            elif not (entry.kind == "settle" and self.settle(key, cost)):
                 raise LedgerCorrupted(
                     self._path,
                     f"entry {entry.index} ({entry.kind} of round {key}) is out of order",
                 )
         self._seen = max(self._seen, len(entries))
-        f = self._settled
-        for cost in self._open.values():
-            f = f.spend(cost)
-        return f
+        return self.current()

@@ -56,6 +56,7 @@ from expost.ledger.base import (
     record_text,
     valid_kind,
 )
+from expost.spendable import Spendable
 
 __all__ = ["Ledger"]
 
@@ -219,7 +220,7 @@ def _verify(conn: sqlite3.Connection, path: Path) -> tuple[str, str | None]:
     return config, stored_id
 
 
-class Ledger(ClosesOnExit):
+class Ledger(ClosesOnExit, Spendable):
     """An open ledger file; create it with `Ledger.open`, use as a context manager."""
 
     def __init__(
@@ -270,8 +271,12 @@ class Ledger(ClosesOnExit):
             _create(p, text, wait)
         _check_header(p)
         try:
-            conn = sqlite3.connect(
-                p.as_uri() + "?mode=rw", timeout=wait, isolation_level=None, uri=True
+            conn = sqlite3.connect(  # threads of one session share it under the session's lock
+                p.as_uri() + "?mode=rw",
+                timeout=wait,
+                isolation_level=None,
+                uri=True,
+                check_same_thread=False,
             )
         except sqlite3.Error as exc:
             raise _sqlite_error(p, exc, corrupt=True) from exc
