@@ -108,6 +108,13 @@ def keywords(inner: str) -> list[str]:
     return [k.arg for k in call.keywords if k.arg is not None]
 
 
+def _on_another_class(text: str, start: int) -> bool:
+    """Whether the call at ``start`` is an attribute of a class other than the session
+    (``PrivacyLossDistribution.gaussian(...)`` is not ``session.gaussian(...)``)."""
+    receiver = re.search(r"([A-Za-z_]\w*)\.$", text[:start])
+    return bool(receiver) and receiver[1][0].isupper() and receiver[1] != "PrivateSession"
+
+
 def unknown_keywords(
     texts: dict[str, str], callables: dict[str, Callable[..., object]]
 ) -> Iterator[str]:
@@ -117,6 +124,8 @@ def unknown_keywords(
     for page, text in texts.items():
         for span in INLINE.findall(text) + BLOCK.findall(text):
             for match in call.finditer(span):
+                if _on_another_class(span, match.start()):
+                    continue
                 inner = _arguments(span, match.end() - 1)
                 if inner is None:
                     continue
@@ -146,3 +155,10 @@ def test_the_keyword_scan_finds_a_planted_wrong_keyword(text: str) -> None:
 def test_the_keyword_scan_passes_documented_keywords() -> None:
     text = "`PrivateSession(f, exact=True, bits=…)`, `session.skellam(v, 1, t, fixed_delta=…)`"
     assert list(unknown_keywords({"page.md": text}, session_callables())) == []
+
+
+def test_a_class_method_of_the_same_name_is_not_a_session_call() -> None:
+    texts = {"pld.md": "`PrivacyLossDistribution.gaussian(1.0, sampling_prob=0.1)`"}
+    assert list(unknown_keywords(texts, session_callables())) == []
+    texts = {"s.md": "`session.gaussian(1.0, sampling_prob=0.1)`"}  # twin: a session call
+    assert list(unknown_keywords(texts, session_callables())) == ["s.md: gaussian(sampling_prob=)"]

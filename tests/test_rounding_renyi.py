@@ -23,16 +23,25 @@ from tests.rounding_audit import DIGITS, Mp, N, audit, audits, log_uniform
 
 
 def ref_pure_dp(eps: float, alpha: float) -> Mp:
-    """min of randomised response's ε_α and α·eps²/2 (the two bounds the price is the smaller of)."""
-    e, a = mp.mpf(eps), mp.mpf(alpha)
-    rr = mp.log((mp.exp(a * e) + mp.exp((1 - a) * e)) / (1 + mp.exp(e))) / (a - 1)
-    return min(rr, a * e * e / 2)
+    """min of randomised response's ε_α and α·eps²/2 (the two bounds the price is the smaller of).
+
+    The log of a ratio within ~eps² of 1 (and α − 1 near 0) cancels about 2·log10(1/eps) +
+    log10(1/(α−1)) digits: they are added to the working precision."""
+    with mp.workdps(mp.mp.dps + _cancelled(eps, alpha)):
+        e, a = mp.mpf(eps), mp.mpf(alpha)
+        rr = mp.log((mp.exp(a * e) + mp.exp((1 - a) * e)) / (1 + mp.exp(e))) / (a - 1)
+        return +min(rr, a * e * e / 2)
+
+
+def _cancelled(eps: float, alpha: float) -> int:
+    return 10 + int(2 * max(0.0, -math.log10(eps)) + max(0.0, -math.log10(alpha - 1)))
 
 
 def ref_laplace(eps: float, alpha: float) -> Mp:
-    e, a = mp.mpf(eps), mp.mpf(alpha)
-    lap = mp.log((a * mp.exp((a - 1) * e) + (a - 1) * mp.exp(-a * e)) / (2 * a - 1)) / (a - 1)
-    return min(lap, ref_pure_dp(eps, alpha))
+    with mp.workdps(mp.mp.dps + _cancelled(eps, alpha)):
+        e, a = mp.mpf(eps), mp.mpf(alpha)
+        lap = mp.log((a * mp.exp((a - 1) * e) + (a - 1) * mp.exp(-a * e)) / (2 * a - 1)) / (a - 1)
+        return +min(lap, ref_pure_dp(eps, alpha))
 
 
 def _log_a(rho: float, q: float, n: int) -> Mp:

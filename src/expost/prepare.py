@@ -15,14 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from expost._validation import (
-    MAX_QUERIES,
-    candidates_mask,
-    flag,
-    positive_parameter,
-    real_parameter,
-    release_values,
-)
+from expost._validation import MAX_QUERIES, flag, positive_parameter, real_parameter, release_values
 from expost.errors import InvalidParameter
 from expost.filters import BrownianCost, PrivacyFilter
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
@@ -34,6 +27,7 @@ from expost.mechanisms import (
     DoublingTranscript,
     Transcript,
 )
+from expost.mechanisms.selection_inputs import candidates_mask
 from expost.mechanisms.skellam_noise_reduction import fixed_cost_method
 from expost.mechanisms.subsampled import records_array
 from expost.rounds import Mode, Prepared, check_rule, fixed, result_cost

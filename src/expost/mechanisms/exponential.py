@@ -17,7 +17,6 @@ from attrs import Converter, field, frozen
 
 from expost._validation import (
     as_float,
-    candidates_mask,
     check_scale,
     exact_sensitivity,
     flag,
@@ -25,7 +24,6 @@ from expost._validation import (
     positive,
     positive_int,
     rational,
-    scores_array,
     validator,
 )
 from expost.errors import InvalidParameter
@@ -34,6 +32,7 @@ from expost.filters.costs import BoundedRangeCost
 from expost.guarantees import ZCDP, PureDP
 from expost.mechanisms.exact_additive import integers
 from expost.mechanisms.exact_selection import exact_gaps, exact_select
+from expost.mechanisms.selection_inputs import candidates_mask, scores_array
 from expost.rounding import up_exact
 
 __all__ = ["ExponentialMechanism"]

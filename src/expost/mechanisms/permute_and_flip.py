@@ -25,13 +25,14 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import candidates_mask, exact_sensitivity, positive_int, rational
+from expost._validation import exact_sensitivity, positive_int, rational
 from expost.errors import InvalidParameter
 from expost.exact.bits import BitSource
 from expost.exact.samplers import bernoulli_exp_ratio
 from expost.filters.costs import DPCost
 from expost.guarantees import PureDP
 from expost.mechanisms.exact_additive import integers
+from expost.mechanisms.selection_inputs import candidates_mask
 from expost.rounding import up_exact
 
 __all__ = ["PermuteAndFlip"]
