@@ -41,6 +41,7 @@ from expost.filters import (
     ExPostCost,
     GaussianCost,
     PrivacyFilter,
+    SubsampledGaussianCost,
     ZCDPCost,
 )
 from expost.mechanisms import (
@@ -53,6 +54,7 @@ from expost.mechanisms import (
     LaplaceNoiseReduction,
     ReducedAboveThreshold,
     SkellamNoiseReduction,
+    SubsampledGaussianMechanism,
 )
 from expost.rounds import NOT_EXACT, limit
 
@@ -109,6 +111,18 @@ def _laplace(sensitivity: object, eps: object, *, exact: bool) -> LaplaceMechani
     if m.scale > FLOAT_LIMIT:
         limit("sensitivity", sensitivity, f"with eps={eps!r}, the scale", m.scale, "2**1000")
     return m
+
+
+def _subsampled_gaussian(
+    sensitivity: object, sigma: object, sampling_prob: object
+) -> SubsampledGaussianMechanism:
+    """The DP-SGD step with float parameters (`Fraction` rounded to the nearest float); its
+    own validators check σ·Δ <= 2**1000 and q in (0, 1]."""
+    return SubsampledGaussianMechanism(
+        positive_parameter("sensitivity", sensitivity),
+        positive_parameter("sigma", sigma),
+        positive_parameter("sampling_prob", sampling_prob),
+    )
 
 
 # ----------------------------------------------------------------------------- selection
@@ -290,8 +304,8 @@ MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
         "laplace",
         LaplaceMechanism,
         _laplace,
-        (DPCost, "eps-DP (THEORY §2)"),
-        (DPCost, f"eps-DP (CKS Alg. 2), {SAME}"),
+        (DPCost, "eps-DP (THEORY §2); on a scalar value LaplaceCost, the Laplace pair (§12)"),
+        (DPCost, f"eps-DP (CKS Alg. 2), {SAME}; discrete noise: not the Laplace pair"),
     ),
     **_modes(
         "exponential",
@@ -332,6 +346,12 @@ MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
         ExPostCost,
         "ex-post eps of the scale stopped at (BNR Sec. 4)",
         _laplace_noise_reduction,
+    ),
+    ("subsampled-gaussian", "float"): Choice(
+        SubsampledGaussianMechanism,
+        SubsampledGaussianCost,
+        "the Poisson-subsampled Gaussian pair (THEORY §12); as a GaussianCost, rho = 1/(2σ²)",
+        _subsampled_gaussian,
     ),
     ("reduced-above-threshold", "float"): Choice(
         ReducedAboveThreshold,

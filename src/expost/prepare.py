@@ -35,6 +35,7 @@ from expost.mechanisms import (
     Transcript,
 )
 from expost.mechanisms.skellam_noise_reduction import fixed_cost_method
+from expost.mechanisms.subsampled import records_array
 from expost.rounds import Mode, Prepared, check_rule, fixed, result_cost
 from expost.stopping import Never, RelativeError, as_stopping_rule
 
@@ -53,6 +54,7 @@ __all__ = [
     "prepare_laplace_noise_reduction",
     "prepare_reduced_above_threshold",
     "prepare_skellam",
+    "prepare_subsampled_gaussian",
 ]
 
 
@@ -65,7 +67,7 @@ def _additive(
     mechanism = mechanism_for(name, mode.name).build(sensitivity, level)
     v = release_values("value", value, exact=mode.exact)
     noise = mode.noise
-    return fixed(name, mechanism.cost(), lambda: mechanism.run(v, noise))
+    return fixed(name, mechanism.cost_for(v.size), lambda: mechanism.run(v, noise))
 
 
 def prepare_gaussian(
@@ -78,8 +80,21 @@ def prepare_gaussian(
 def prepare_laplace(
     mode: Mode, value: object, sensitivity: object, eps: object
 ) -> Prepared[npt.NDArray[Any]]:
-    """value + Lap(Δ1/eps) (float) or + discrete Laplace (secure, CKS Alg. 2)."""
+    """value + Lap(Δ1/eps) (float) or + discrete Laplace (secure, CKS Alg. 2); a float round on
+    a scalar value costs `LaplaceCost` (`LaplaceMechanism.cost_for`)."""
     return _additive("laplace", mode, value, sensitivity, eps)
+
+
+def prepare_subsampled_gaussian(
+    mode: Mode, records: object, sensitivity: object, sigma: object, sampling_prob: object
+) -> Prepared[npt.NDArray[np.float64]]:
+    """One DP-SGD step (`SubsampledGaussianMechanism`): the records checked (`records_array`)
+    before anything is reserved; refused in secure mode (`expost.rounds.NOT_EXACT`)."""
+    build = mechanism_for("subsampled-gaussian", mode.name).build
+    m = build(sensitivity, sigma, sampling_prob)
+    rows = records_array("records", records)
+    rng = mode.rng
+    return fixed("subsampled-gaussian", m.cost(), lambda: m.run(rows, rng))
 
 
 # ----------------------------------------------------------------------------- selection

@@ -45,6 +45,12 @@ NOT_EXACT = {
     "brownian": "use Skellam noise reduction (SkellamNoiseReduction) on integer values",
     "laplace-noise-reduction": "use Skellam noise reduction (SkellamNoiseReduction)",
     "reduced-above-threshold": "no exact version; use exponential_mechanism rounds",
+    "subsampled-gaussian": (
+        "the Poisson sample could be drawn exactly, but clipping to an ℓ2 "
+        "norm needs square roots, and the discrete Gaussian's privacy loss distribution is not "
+        "the Gaussian pair the step is priced by; use gaussian rounds (discrete Gaussian) on "
+        "integer sums"
+    ),
 }
 """Mechanisms refused in secure mode, with the alternative each refusal names."""
 

@@ -248,6 +248,22 @@ class PrivateSession:
             self._prepare("laplace", prepare.prepare_laplace, value, sensitivity, eps)
         )
 
+    def subsampled_gaussian(
+        self, records: npt.ArrayLike, sensitivity: Number, sigma: Number, sampling_prob: Number
+    ) -> npt.NDArray[np.float64]:
+        """One DP-SGD step: a Poisson sample of the rows of ``records`` (each kept with
+        probability ``sampling_prob``, drawn by the session), each clipped to ℓ2 norm
+        ``sensitivity``, summed, plus N(0, (sigma·sensitivity)²) per coordinate.
+
+        ``records`` is (n, d) (or (n,): d = 1); the release is a float vector of length d. The
+        round costs `SubsampledGaussianCost` (sigma, sampling_prob), priced by the subsampled
+        pair in `PLDFilter` (THEORY §12) and as the Gaussian of rho = 1/(2σ²) elsewhere.
+        Secure mode: refused (`NOT_EXACT`).
+        """
+        args = (records, sensitivity, sigma, sampling_prob)
+        build = prepare.prepare_subsampled_gaussian
+        return self._release(self._prepare("subsampled_gaussian", build, *args))
+
     def exponential_mechanism(
         self,
         scores: npt.ArrayLike,

@@ -27,6 +27,7 @@ from expost.mechanisms.permute_and_flip import (
 from expost.mechanisms.skellam_noise_reduction import (
     SkellamNoiseReduction,
 )
+from expost.mechanisms.subsampled import SubsampledGaussianMechanism
 from expost.mechanisms.threshold import (
     AboveThreshold,
     AboveThresholdResult,
@@ -58,6 +59,7 @@ __all__ = [
     "ReducedAboveThreshold",
     "ReducedAboveThresholdResult",
     "SkellamNoiseReduction",
+    "SubsampledGaussianMechanism",
     "TimeFunction",
     "Transcript",
     "brownian_trials",

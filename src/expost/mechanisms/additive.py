@@ -40,7 +40,7 @@ from expost._validation import (
 from expost.errors import InvalidParameter
 from expost.exact.bits import BitSource
 from expost.exact.samplers import discrete_gaussian, discrete_laplace
-from expost.filters.costs import DPCost, GaussianCost, ZCDPCost
+from expost.filters.costs import DPCost, GaussianCost, LaplaceCost, ZCDPCost
 from expost.guarantees import ZCDP, PureDP
 from expost.loss import GaussianLoss, LaplaceLoss
 from expost.mechanisms.discrete_gaussian_dp import discrete_gaussian_delta, discrete_gaussian_eps
@@ -106,6 +106,15 @@ class _Additive(ABC):
     @abstractmethod
     def _exact_noise(self, bits: BitSource, size: int) -> IntArray:
         """``size`` independent exact integer draws."""
+
+    @abstractmethod
+    def cost(self) -> DPCost | ZCDPCost:
+        """The round as a cost."""
+
+    def cost_for(self, size: int) -> DPCost | ZCDPCost:
+        """The cost of a release of ``size`` coordinates (`cost` unless a subclass knows a
+        tighter pair for some sizes)."""
+        return self.cost()
 
     def run(
         self, value: npt.ArrayLike, source: np.random.Generator | BitSource
@@ -301,6 +310,15 @@ class LaplaceMechanism(_Additive):
     def cost(self) -> DPCost:
         """The round as a cost: DPCost(eps), the same for both noises (eps rounded up)."""
         return DPCost(_reported(self.eps))
+
+    def cost_for(self, size: int) -> DPCost:
+        """The cost of a release of ``size`` coordinates: `LaplaceCost` (dominated by the
+        Laplace pair, THEORY §12) for float noise on one coordinate; `cost` otherwise (the
+        scalar pair is not claimed for vector queries, and discrete Laplace noise at Δ1 = 1 is
+        dominated by randomised response, not by the Laplace pair)."""
+        if size == 1 and isinstance(self.eps, float):
+            return LaplaceCost(self.eps)
+        return self.cost()
 
     def loss(self, distance: float | None = None) -> LaplaceLoss:
         """The loss for neighbours at ℓ1 distance d (default Δ1): bounded by d/b (APC Lemma C.1).
