@@ -36,8 +36,11 @@ from expost.filters import (
     Filter,
     GaussianCost,
     GaussianDPFilter,
+    LaplaceCost,
     PrivacyFilter,
     RDPFilter,
+    RenyiFilter,
+    SubsampledGaussianCost,
     UnifiedFilter,
     ZCDPCost,
     ZCDPFilter,
@@ -78,6 +81,7 @@ CASES = [
     Case("gdp", lambda: GaussianDPFilter.from_dp(3.0, 1e-6), (GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01), DPCost(0.1, 1e-4), ExPostCost(0.1)), GaussianCost(1e-5)),
     Case("concurrent", lambda: ConcurrentFilter(ZCDPFilter(1.0, 1e-2), ExPostFilter(1.0, 1e-2), 1e-6), (*RHO_COSTS, LNR, ExPostCost(0.1)), (), ZCDPCost(1e-5)),
     RDPCase("rdp", lambda: RDPFilter(3.0, 1e-6), (ZCDPCost(0.01), GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01, 1e-4), DPCost(0.1, 1e-4), ExPostCost(0.1, 1e-4)), ZCDPCost(1e-5)),
+    Case("renyi", lambda: RenyiFilter(3.0, 1e-6, 8.0), (ZCDPCost(0.01), GaussianCost(0.01), SubsampledGaussianCost.from_sigma(1.0, 0.01), DPCost(0.1), LaplaceCost(0.1), BoundedRangeCost(0.2)), (BM, BM_PSI, LNR, ExPostCost(0.1), ZCDPCost(0.01, 1e-4), DPCost(0.1, 1e-4)), ZCDPCost(1e-5)),
 ]  # fmt: skip
 
 
@@ -185,7 +189,7 @@ class TestFilterContract:
             assert f.remaining_by_order == tuple(max(0.0, b) for b in f.budgets)
             return
         for part in _parts(f):
-            assert part.unit in ("rho", "eps", "mu²")
+            assert part.unit in ("rho", "eps", "mu²", "eps_alpha")
             assert (part.spent, part.remaining) == (0.0, part.budget)
 
     def test_accepted_costs_are_priced_admitted_and_spent(self, case: Case) -> None:

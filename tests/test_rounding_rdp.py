@@ -22,6 +22,7 @@ from expost.filters.rdp import RDPFilter, ex_post_rdp_of, rdp_price
 from expost.rounding import down_exact
 from expost.rounding_registry import Rounded
 from tests.rounding_audit import DIGITS, Mp, N, audit, audits, log_uniform
+from tests.test_rounding_renyi import ref_pure_dp
 
 K = len(DEFAULT_ORDERS)
 
@@ -102,14 +103,16 @@ def _rounds(rng: np.random.Generator, n: int) -> list[_Round]:
     return [kinds[i % len(kinds)](i) for i in range(n)]
 
 
-def _exact_price(cost: _Round, alpha: float) -> Fraction:
+def _exact_price(cost: _Round, alpha: float) -> Mp:
+    """The price at 50 digits: α·Δ²/(2t), α·rho, randomised response's ε_α (at most
+    min(eps, α·eps²/2)), for a bounded-range round at most α·eps²/8 too."""
     a = Fraction(alpha)
     if isinstance(cost, BrownianCost):
-        return a * Fraction(cost.sensitivity) ** 2 / (2 * Fraction(cost.time))
+        return _mp(a * Fraction(cost.sensitivity) ** 2 / (2 * Fraction(cost.time)))
     if isinstance(cost, ZCDPCost):
-        return a * Fraction(cost.rho)
-    divisor = 2 if isinstance(cost, DPCost) else 8
-    return min(Fraction(cost.eps), a * Fraction(cost.eps) ** 2 / divisor)
+        return _mp(a * Fraction(cost.rho))
+    pure = ref_pure_dp(cost.eps, alpha)
+    return pure if isinstance(cost, DPCost) else min(pure, _mp(a * Fraction(cost.eps) ** 2 / 8))
 
 
 def _float_price(cost: _Round, alpha: float) -> float:
@@ -123,8 +126,8 @@ def _float_price(cost: _Round, alpha: float) -> float:
 
 @audits("filters.rdp.rdp_price")
 def test_rdp_prices_round_up(rounded: Rounded) -> None:
-    """α·Δ²/(2t) (two exact roundings up: < 3 ulps of the exact value), α·rho, min(eps,
-    α·eps²/c) (one rounding each)."""
+    """α·Δ²/(2t) (two exact roundings up: < 3 ulps of the exact value), α·rho (one rounding),
+    the exact pure-DP curve (an interval enclosure within a few ulps, `expost.renyi`)."""
     rng = np.random.default_rng(32)
     costs = _rounds(rng, N)
     alpha = 1.0 + log_uniform(rng, 1e-3, 1e3, N)
@@ -133,9 +136,9 @@ def test_rdp_prices_round_up(rounded: Rounded) -> None:
     with mp.workdps(DIGITS):
         audit(
             [float(g or 0.0) for g in got],
-            [_mp(_exact_price(c, float(a))) for c, a in zip(costs, alpha, strict=True)],
+            [_exact_price(c, float(a)) for c, a in zip(costs, alpha, strict=True)],
             rounded.up,
-            ulps=3,
+            ulps=6,
             twin=[_float_price(c, float(a)) for c, a in zip(costs, alpha, strict=True)],
         )
 

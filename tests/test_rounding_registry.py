@@ -106,6 +106,8 @@ NO_ROUNDING: dict[str, str] = {
     "EpsilonGrid.rho": "eps²/2 of stored eps²: halving is exact (normal range)",
     "EpsilonGrid.max_rho": "the last eps²/2: halving is exact (normal range)",
     "filters.RDPFilter.guarantee": "stored (eps, delta)",
+    "RenyiFilter.delta_budget": "0.0",
+    "RenyiFilter.guarantee": "stored (eps, delta)",
     "ExPostRDP.of_rho": "stores rho",
     "ExPostRDP.of_pure": "stores eps",
     "ExPostRDP.of_orders": "stores the (α, ε_α) table",

@@ -199,7 +199,7 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("ConcurrentFilter.reported_guarantee", _UP, "guarantee"),
     ("ConcurrentFilter.max_bm_eps", _DOWN, "smallest of the parts'"),
     ("ConcurrentFilter.min_bm_time", _UP, "largest of the parts'"),
-    ("filters.rdp.rdp_price", _UP, "ε_α of a round: α·rho, min(eps, α·eps²/c) up_exact"),
+    ("filters.rdp.rdp_price", _UP, "ε_α of a round: α·rho up_exact; the renyi curves"),
     ("filters.RDPFilter.prices", _UP, "rdp_price at each order"),
     ("filters.RDPFilter.price", _UP, "rdp_price at the best order, delta 0"),
     ("filters.RDPFilter.budgets", _DOWN, "eps − log(k/delta)/(α−1): share down, tail up"),
@@ -211,6 +211,9 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("filters.RDPFilter.reported_guarantee", _UP, "guarantee"),
     ("filters.RDPFilter.max_bm_eps", _DOWN, "largest admitted eps (bounded search)"),
     ("filters.RDPFilter.min_bm_time", _UP, "smallest admitted time (bounded search)"),
+    ("RenyiFilter.budget", _DOWN, "CKS budget at one order: interval lower end, down_mp"),
+    ("RenyiFilter.delta_budget", _DOWN, "0.0"),
+    ("RenyiFilter.guarantee", _UP, "ApproxDP(eps, delta): stored"),
     ("apps.batch_budget.BatchBudget.remaining", _DOWN, "float bound with the error term"),
     ("apps.batch_budget.BatchBudget.max_bm_eps", _DOWN, "largest admitted eps (bounded search)"),
     # --- mechanisms: costs and guarantees
@@ -244,6 +247,10 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("SkellamNoiseReduction.cost", _UP, "ExPostCost of the Skellam boundary"),
     ("SkellamNoiseReduction.cost_at", _UP, "ExPostCost(ψ(t))"),
     ("SkellamNoiseReduction.fixed_cost", _UP, "DPCost: SkellamLoss / AKL eps, up"),
+    # --- RDP curves of mechanisms (THEORY §12)
+    ("renyi.pure_dp_renyi", _UP, "randomised response's ε_α: interval, up_mp; <= min(eps, αeps²/2)"),
+    ("renyi.laplace_renyi", _UP, "Mironov 2017 Prop 6: interval, up_mp; <= pure_dp_renyi"),
+    ("renyi.subsampled_gaussian_renyi", _UP, "MTZ 2019 sum / convexity line: interval, up_mp"),
     # --- ex-post RDP (THEORY §11)
     ("ex_post_rdp.markov_bound", _UP, "ε_α + log(1/delta)/(α−1): log up 2 ulps, up_exact"),
     ("filters.rdp.ex_post_rdp_of", _UP, "rho = Δ²/(2t) up (Brownian); else the stored cost"),

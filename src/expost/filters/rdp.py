@@ -12,10 +12,14 @@ over the k orders is paid by the split of delta).
 Prices per order (`rdp_price`, every number rounded up): `RDPCost` (an `ExPostRDP`, realised)
 its ε_α; a Brownian round α·Δ²/(2t) (the `UnifiedFilter` price Δ²/(2t) times α, APC Thm 5;
 THEORY §11: that zCDP price is the release's ex-post zCDP); a zCDP or Gaussian round with delta 0
-α·rho; a pure eps-DP round min(eps, α·eps²/2) (Bun–Steinke 2016 Prop 3.3) and a bounded-range
-round min(eps, α·eps²/8) (Cesar–Rogers 2021): constants, so the smaller is a valid bound; a pure
-ex-post round (Laplace noise reduction, ``ExPostCost`` with delta 0) its realised bound. Rounds
-with a delta > 0 are refused (their loss can be unbounded with probability delta).
+α·rho; a Poisson-subsampled Gaussian round (a DP-SGD step) its exact RDP (Mironov–Talwar–Zhang
+2019, `expost.renyi.subsampled_gaussian_renyi`); a pure eps-DP round randomised response's exact
+RDP (`expost.renyi.pure_dp_renyi`, at most min(eps, α·eps²/2) of Bun–Steinke 2016 Prop 3.3), a
+scalar Laplace round the Laplace mechanism's (Mironov 2017 Prop 6), a bounded-range round the
+smaller of the pure-DP RDP and α·eps²/8 (Cesar–Rogers 2021): constants, so the smaller is a
+valid bound; a pure ex-post round (Laplace noise reduction, ``ExPostCost`` with delta 0) its
+realised bound. Rounds with a delta > 0 are refused (their loss can be unbounded with
+probability delta).
 """
 
 from __future__ import annotations
@@ -40,9 +44,12 @@ from expost.filters.costs import (
     DPCost,
     ExPostCost,
     GaussianCost,
+    LaplaceCost,
+    SubsampledGaussianCost,
     ZCDPCost,
 )
 from expost.guarantees import ApproxDP
+from expost.renyi import laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
 from expost.rounding import SMALLEST, down_exact, sum_down, up_exact
 
 __all__ = ["RDPCost", "RDPFilter", "ex_post_rdp_of", "rdp_price"]
@@ -80,13 +87,8 @@ def _rounds(value: tuple[RoundCost, ...] | Chain[RoundCost]) -> Chain[RoundCost]
     return history(value)
 
 
-def _times(alpha: float, x: float) -> float:
+def _times(alpha: float, x: float | Fraction) -> float:
     return up_exact(Fraction(alpha) * Fraction(x))
-
-
-def _pure_or_zcdp(alpha: float, eps: float, divisor: int) -> float:
-    """min(eps, α·eps²/divisor) rounded up: a constant pure-DP round's two valid RDP bounds."""
-    return min(eps, up_exact(Fraction(alpha) * Fraction(eps) ** 2 / divisor))
 
 
 def rdp_price(cost: RoundCost, alpha: float) -> float | None:
@@ -95,12 +97,16 @@ def rdp_price(cost: RoundCost, alpha: float) -> float | None:
         return cost.guarantee.eps(alpha)
     if isinstance(cost, BrownianCost):
         return _times(alpha, rho_of_brownian(cost.time, cost.sensitivity))
+    if isinstance(cost, SubsampledGaussianCost):
+        return subsampled_gaussian_renyi(cost.rho, cost.sampling_prob, alpha)
     if isinstance(cost, ZCDPCost):
         return _times(alpha, cost.rho) if cost.delta == 0.0 else None
+    if isinstance(cost, LaplaceCost):
+        return laplace_renyi(cost.eps, alpha)
     if isinstance(cost, DPCost):
-        return _pure_or_zcdp(alpha, cost.eps, 2) if cost.delta == 0.0 else None
+        return pure_dp_renyi(cost.eps, alpha) if cost.delta == 0.0 else None
     if isinstance(cost, BoundedRangeCost):
-        return _pure_or_zcdp(alpha, cost.eps, 8)
+        return min(pure_dp_renyi(cost.eps, alpha), _times(alpha, Fraction(cost.eps) ** 2 / 8))
     if isinstance(cost, ExPostCost) and cost.delta == 0.0:
         return cost.bound
     return None
@@ -298,7 +304,10 @@ def ex_post_rdp_of(cost: Cost | None) -> ExPostRDP | None:
     `ZCDPCost`/`GaussianCost` with delta 0: its rho (ordinary zCDP); `ExPostCost` with delta 0
     (Laplace noise reduction, BNR Prop 4.2): pure ex-post at its bound; `DPCost` with delta 0 and
     `BoundedRangeCost`: pure at eps. Probabilistic ex-post costs (delta > 0: a boundary, Skellam
-    §10) and approximate ones: None (not immune; THEORY §11).
+    §10) and approximate ones: None (not immune; THEORY §11). Each shape is at least the round's
+    `rdp_price` at every order (a `SubsampledGaussianCost` is the zCDP of the Gaussian it
+    samples for, a `LaplaceCost` pure at eps): what a transcript carries never undercuts what a
+    filter charged, and the pure and zCDP shapes keep their stronger forms.
     """
     if isinstance(cost, BrownianCost):
         return ExPostRDP.of_rho(rho_of_brownian(cost.time, cost.sensitivity))
