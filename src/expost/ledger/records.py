@@ -33,6 +33,7 @@ from expost.filters import (
     GaussianCost,
     GaussianDPFilter,
     LaplaceCost,
+    PLDFilter,
     PrivacyFilter,
     RDPFilter,
     RenyiFilter,
@@ -87,10 +88,12 @@ DESCRIBABLE: Final[Mapping[str, type]] = {
         ConcurrentFilter,
         RDPFilter,
         RenyiFilter,
+        PLDFilter,
         ApproxDP,
         ZCDP,
         PureDP,
         GaussianDP,
+        *COSTS.values(),  # a PLDFilter's mechanism
     )
 }
 """Every filter, and every value a filter holds, that a ledger's configuration may name."""
