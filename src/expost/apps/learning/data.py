@@ -28,7 +28,7 @@ IntArray = npt.NDArray[np.intp]
 DATASETS = ("breast_cancer", "digits", "wine", "synthetic")
 """Data sets by name: three bundled with scikit-learn (no network) and the synthetic one."""
 
-_SYNTHETIC_N, _SYNTHETIC_D, _SYNTHETIC_SEED = 4_000, 20, 20_261_127
+_SYNTHETIC_N, _SYNTHETIC_D, _SYNTHETIC_SEED = 10_000, 20, 20_261_127
 _SHARES = (0.6, 0.2)  # training and validation shares; the rest is the test set
 
 
@@ -100,15 +100,15 @@ def _prepared(x: FloatArray) -> FloatArray:
 def synthetic_rows(n: int = _SYNTHETIC_N, d: int = _SYNTHETIC_D) -> LabelledRows:
     """Two overlapping Gaussian classes, fixed by a constant seed (the same rows every call).
 
-    x = y'·0.35·w + g with y' = ±1 equally likely, w a random unit vector and g ~ N(0, I/d):
-    a linear classifier reaches about 94 % accuracy, DP-SGD's private models somewhat less.
+    x = y'·0.25·w + g with y' = ±1 equally likely, w a random unit vector and g ~ N(0, I/d):
+    the non-private logistic regression reaches about 86 % test accuracy.
     """
     rng = np.random.default_rng(_SYNTHETIC_SEED)
     size, dim = positive_int("n", n), positive_int("d", d)
     w = rng.standard_normal(dim)
     w /= np.linalg.norm(w)
     y = rng.integers(0, 2, size=size)
-    raw = rng.standard_normal((size, dim)) / np.sqrt(dim) + 0.35 * (2.0 * y - 1.0)[:, None] * w
+    raw = rng.standard_normal((size, dim)) / np.sqrt(dim) + 0.25 * (2.0 * y - 1.0)[:, None] * w
     return LabelledRows(_prepared(raw), y, 2)
 
 

@@ -9,9 +9,10 @@ their ε (`calibrate_sigma`). Doubling checks after each attempt with the same c
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
-from attrs import field, frozen
+from attrs import asdict, field, frozen
 
 from expost.apps.learning.accounting import DELTA, CountingGrid, Unit, counting_grid
 from expost.apps.learning.sgd import CountCheck, SGDConfig
@@ -71,6 +72,12 @@ class Setup:
     def grid(self) -> CountingGrid:
         """Accuracy-first's counting filters on a grid of budgets (one per check)."""
         return grid_of(self.units, self.delta)
+
+    def describe(self) -> dict[str, Any]:
+        """The hyper-parameters as a JSON-ready dict."""
+        out = asdict(self)
+        out["accuracy_first_grid"] = {"eps": list(self.grid.eps), "deltas": list(self.grid.deltas)}
+        return out
 
     def doubling_eps(self) -> tuple[float, ...]:
         """The doubling attempts' budgets ε0, 2ε0, 4ε0, …"""
