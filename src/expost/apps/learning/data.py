@@ -34,8 +34,8 @@ _SHARES = (0.6, 0.2)  # training and validation shares; the rest is the test set
 
 def _features(value: object) -> FloatArray:
     arr = np.asarray(value, dtype=np.float64)
-    if arr.ndim != 2 or arr.shape[0] < 5 or not np.all(np.isfinite(arr)):
-        raise InvalidParameter("features", np.shape(arr), "must be a finite (n, d) array, n >= 5")
+    if arr.ndim != 2 or arr.shape[0] < 1 or not np.all(np.isfinite(arr)):
+        raise InvalidParameter("features", np.shape(arr), "must be a finite (n, d) array, n >= 1")
     arr.flags.writeable = False
     return arr
 
