@@ -25,14 +25,23 @@ import numpy as np
 from attrs import asdict, frozen
 
 from expost.apps.learning.accounting import Unit, calibrate_sigma, ex_post_rdp_eps, steps_eps
-from expost.apps.learning.data import Split
-from expost.apps.learning.models import accuracy, model_for
+from expost.apps.learning.data import LabelledRows, Split
+from expost.apps.learning.models import FloatArray, accuracy, model_for
 from expost.apps.learning.setup import Setup, grid_of
-from expost.apps.learning.sgd import Releases, Trainer
+from expost.apps.learning.sgd import CountCheck, Releases, Trainer
 from expost.filters import ZCDPFilter
 from expost.session import PrivateSession
 
-__all__ = ["METHODS", "Method", "Run", "accuracy_first", "doubling", "fixed", "oracle"]
+__all__ = [
+    "METHODS",
+    "Method",
+    "Run",
+    "accuracy_first",
+    "doubling",
+    "fixed",
+    "oracle",
+    "train_until",
+]
 
 Method = Literal["accuracy-first", "fixed", "doubling", "oracle"]
 METHODS: tuple[Method, ...] = ("accuracy-first", "fixed", "doubling", "oracle")
@@ -75,7 +84,7 @@ class Run:
         return out
 
 
-def _session(units: Sequence[Unit], setup: Setup, rng: np.random.Generator) -> PrivateSession:
+def _session(units: Sequence[Unit], rng: np.random.Generator) -> PrivateSession:
     """A session whose filter admits the schedule and nothing more (a guard: the zCDP prices of
     its rounds, the Gaussian bound of `SubsampledGaussianCost`); the report is the grid's."""
     rho = sum(u.steps / (2.0 * u.sigma**2) for u in units)
@@ -113,22 +122,37 @@ def _train_fixed(
     return trainer, trainer.averaged()
 
 
+def train_until(
+    trainer: Trainer,
+    units: Sequence[Unit],
+    check: CountCheck,
+    session: Releases,
+    validation: LabelledRows,
+    target: float,
+) -> tuple[int, FloatArray, Stop]:
+    """Accuracy-first's loop: each unit's steps, then the check of the averaged iterate; stop at
+    the first check that passes (``"check"``) or after the last unit (``"budget"``). Returns the
+    units run, the model and why it stopped. Every release goes through ``session``."""
+    params = trainer.params
+    for done, unit in enumerate(units, start=1):
+        trainer.run(session, unit.steps)
+        params = trainer.averaged()
+        released = check.noisy_accuracy(session, trainer.model, params, validation)
+        if check.passes(released, target):
+            return done, params, "check"
+    return len(units), params, "budget"
+
+
 def accuracy_first(
     setup: Setup, split: Split, target: float, seed: int, rng: np.random.Generator
 ) -> Run:
     """Accuracy-first DP-SGD (module docstring)."""
-    units, check = setup.units, setup.check
-    session = _session(units, setup, rng)
+    units = setup.units
     trainer = Trainer(model_for(split.train.classes), split.train, setup.config(setup.sigma))
-    stopped: Stop = "budget"
-    done = 0
-    for unit in units:
-        trainer.run(session, unit.steps)
-        params = trainer.averaged()
-        done += 1
-        if check.passes(check.noisy_accuracy(session, trainer.model, params, split.validation), target):
-            stopped = "check"
-            break
+    session = _session(units, rng)
+    done, params, stopped = train_until(
+        trainer, units, setup.check, session, split.validation, target
+    )
     eps_grid = setup.grid.reported(done)
     eps_rdp = ex_post_rdp_eps(units[:done], setup.delta)
     return _record(
@@ -160,7 +184,7 @@ def _doubling_units(setup: Setup) -> tuple[Unit, ...]:
 def doubling(setup: Setup, split: Split, target: float, seed: int, rng: np.random.Generator) -> Run:
     """The doubling baseline (module docstring)."""
     units, check = _doubling_units(setup), setup.check
-    session = _session(units, setup, rng)
+    session = _session(units, rng)
     segments: list[tuple[int, float]] = []
     stopped: Stop = "budget"
     for unit in units:
@@ -189,11 +213,11 @@ def doubling(setup: Setup, split: Split, target: float, seed: int, rng: np.rando
 
 
 def _fixed_run(
-    method: Method, setup: Setup, split: Split, eps: float, seed: int, rng: np.random.Generator
+    setup: Setup, split: Split, eps: float, rng: np.random.Generator
 ) -> tuple[float, float, float]:
     """(σ, reported ε, test accuracy) of T steps at the σ calibrated to ``eps``."""
     sigma = calibrate_sigma(eps, setup.steps, setup.sampling_prob, setup.delta)
-    session = _session([Unit(setup.steps, sigma, setup.sampling_prob)], setup, rng)
+    session = _session([Unit(setup.steps, sigma, setup.sampling_prob)], rng)
     trainer, params = _train_fixed(setup, split, sigma, session)
     spent = steps_eps(sigma, setup.sampling_prob, setup.steps, setup.delta)
     return sigma, spent, accuracy(trainer.model, params, split.test)
@@ -203,7 +227,7 @@ def fixed(
     setup: Setup, split: Split, targets: Sequence[float], seed: int, rng: np.random.Generator
 ) -> list[Run]:
     """The fixed-budget baseline: one model at ``setup.fixed_eps``, judged against each target."""
-    sigma, eps, acc = _fixed_run("fixed", setup, split, setup.fixed_eps, seed, rng)
+    sigma, eps, acc = _fixed_run(setup, split, setup.fixed_eps, rng)
     return [
         _record(
             "fixed", setup, split, t, seed, segments=[(setup.steps, sigma)], checks=0,
@@ -218,19 +242,25 @@ def oracle(
     setup: Setup, split: Split, targets: Sequence[float], seed: int, rng: np.random.Generator
 ) -> list[Run]:
     """The oracle: per target, the smallest ε of the grid whose fixed-budget model meets it on
-    the test rows (models trained smallest ε first, until every target is met)."""
-    found: dict[float, tuple[float, float, float]] = {}
-    last = (0.0, 0.0, 0.0)
-    for eps in setup.oracle_grid:
-        last = _fixed_run("oracle", setup, split, eps, seed, rng)
-        for t in targets:
-            if t not in found and last[2] >= t:
-                found[t] = last
-        if len(found) == len(targets):
-            break
+    the test rows, found by bisection on the grid (it takes reaching the target to be monotone in
+    ε; each grid point is trained at most once, shared by the targets)."""
+    trained: dict[int, tuple[float, float, float]] = {}
+
+    def at(k: int) -> tuple[float, float, float]:
+        if k not in trained:
+            trained[k] = _fixed_run(setup, split, setup.oracle_grid[k], rng)
+        return trained[k]
+
     runs = []
     for t in targets:
-        sigma, eps, acc = found.get(t, last)
+        low, high = -1, len(setup.oracle_grid) - 1  # grid[high] meets t unless none does
+        while high - low > 1:
+            mid = (low + high) // 2
+            if at(mid)[2] >= t:
+                high = mid
+            else:
+                low = mid
+        sigma, eps, acc = at(high)
         runs.append(
             _record(
                 "oracle", setup, split, t, seed, segments=[(setup.steps, sigma)], checks=0,
