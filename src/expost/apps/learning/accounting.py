@@ -42,6 +42,7 @@ from expost.rounding import sum_up, up_exact
 
 __all__ = [
     "DELTA",
+    "DISCRETIZATION",
     "RDP_ORDERS",
     "CountingGrid",
     "Unit",
@@ -53,6 +54,9 @@ __all__ = [
 
 DELTA = 1e-5
 """The δ every reported ε is at."""
+DISCRETIZATION = 1e-3
+"""The PLDs' loss grid h: every ε is a safe upper bound at any h; at 1e-3 a 300-step DP-SGD ε is
+within 1e-4 of its value at h = 1e-4 and about 30 times faster to compute."""
 RDP_ORDERS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 """Integer orders the ex-post RDP route splits δ over (fixed in advance)."""
 
@@ -81,7 +85,10 @@ class Unit:
         """The PLD of the unit's dominating pair (steps, then the check)."""
         out = _steps_pld(self.sigma, self.sampling_prob, self.steps)
         if self.check_sigma is not None:
-            out = out.compose(PrivacyLossDistribution.gaussian(self.check_sigma))
+            check = PrivacyLossDistribution.gaussian(
+                self.check_sigma, value_discretization=DISCRETIZATION
+            )
+            out = out.compose(check)
         return out
 
     def rdp(self, alpha: int) -> float:
@@ -97,7 +104,10 @@ class Unit:
 
 @lru_cache(maxsize=256)
 def _steps_pld(sigma: float, q: float, steps: int) -> PrivacyLossDistribution:
-    return PrivacyLossDistribution.gaussian(sigma, sampling_prob=q).self_compose(steps)
+    step = PrivacyLossDistribution.gaussian(
+        sigma, sampling_prob=q, value_discretization=DISCRETIZATION
+    )
+    return step.self_compose(steps)
 
 
 def steps_eps(sigma: float, sampling_prob: float, steps: int, delta: float = DELTA) -> float:
