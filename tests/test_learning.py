@@ -11,7 +11,7 @@ from expost.apps.learning.data import LabelledRows, load_rows, split, synthetic_
 from expost.apps.learning.models import LogisticRegression, SoftmaxRegression, accuracy
 from expost.apps.learning.sgd import CountCheck, SGDConfig, Trainer
 from expost.errors import InvalidParameter
-from expost.filters import ZCDPFilter
+from expost.filters import ZCDPCost, ZCDPFilter
 
 
 def _rows(classes: int, n: int = 7, d: int = 4, seed: int = 0) -> LabelledRows:
@@ -19,7 +19,9 @@ def _rows(classes: int, n: int = 7, d: int = 4, seed: int = 0) -> LabelledRows:
     return LabelledRows(rng.normal(size=(n, d)), rng.integers(0, classes, size=n), classes)
 
 
-def _numeric_gradient(model: object, params: npt.NDArray[np.float64], one: LabelledRows) -> npt.NDArray[np.float64]:
+def _numeric_gradient(
+    model: object, params: npt.NDArray[np.float64], one: LabelledRows
+) -> npt.NDArray[np.float64]:
     """Central differences of the one-row loss, step 1e-6 (error O(h²) ≈ 1e-12)."""
     h = 1e-6
     out = np.empty_like(params)
@@ -100,7 +102,9 @@ class _Recording:
         self.records.append(r)
         return np.zeros(r.shape[1])
 
-    def gaussian(self, value: npt.ArrayLike, sensitivity: float, rho: float) -> npt.NDArray[np.float64]:
+    def gaussian(
+        self, value: npt.ArrayLike, sensitivity: float, rho: float
+    ) -> npt.NDArray[np.float64]:
         return np.asarray(value, dtype=np.float64)
 
 
@@ -111,7 +115,9 @@ def test_trainer_passes_raw_per_example_gradients_of_every_row() -> None:
     trainer = Trainer(LogisticRegression(), rows, SGDConfig(1.0, 1.0, 0.5, 0.1))
     trainer.run(release, 2)
     assert len(release.records) == 2
-    np.testing.assert_array_equal(release.records[0], LogisticRegression().gradients(np.zeros(2), rows))
+    np.testing.assert_array_equal(
+        release.records[0], LogisticRegression().gradients(np.zeros(2), rows)
+    )
     assert np.linalg.norm(release.records[0], axis=1).max() > 20.0
 
 
@@ -143,6 +149,9 @@ def test_count_check_releases_through_the_session() -> None:
     check = CountCheck(sigma=2.0, margin=0.01)
     acc = check.noisy_accuracy(session, LogisticRegression(), np.zeros(rows.d), rows)
     assert len(session.history) == 1
-    assert session.history[0].request.rho == pytest.approx(1.0 / 8.0)
-    assert check.passes(0.9, 0.88) and not check.passes(0.885, 0.88)
+    request = session.history[0].request
+    assert isinstance(request, ZCDPCost)
+    assert request.rho == pytest.approx(1.0 / 8.0)
+    assert check.passes(0.9, 0.88)
+    assert not check.passes(0.885, 0.88)
     assert np.isfinite(acc)

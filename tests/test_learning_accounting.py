@@ -121,14 +121,21 @@ def test_quick_reproduction_writes_the_schema(tiny_runs: dict[str, Any]) -> None
     runs = tiny_runs["runs"]
     assert sorted(r["method"] for r in runs) == ["accuracy-first", "doubling", "fixed", "oracle"]
     for r in runs:
-        assert isinstance(r["steps"], int) and r["steps"] == sum(s["steps"] for s in r["segments"])
-        assert 0.0 < r["sampling_prob"] <= 1.0 and r["sigma"] > 0.0
-        assert isinstance(r["checks"], int) and r["checks"] >= 0
-        assert r["eps"] > 0.0 and isinstance(r["met_target"], bool)
+        assert isinstance(r["steps"], int)
+        assert r["steps"] == sum(s["steps"] for s in r["segments"])
+        assert 0.0 < r["sampling_prob"] <= 1.0
+        assert r["sigma"] > 0.0
+        assert isinstance(r["checks"], int)
+        assert r["checks"] >= 0
+        assert r["eps"] > 0.0
+        assert isinstance(r["met_target"], bool)
     first = next(r for r in runs if r["method"] == "accuracy-first")
     assert first["eps"] == min(first["eps_grid"], first["eps_rdp"])
     assert {row["method"] for row in tiny_runs["summary"]} == {
-        "accuracy-first", "doubling", "fixed", "oracle"
+        "accuracy-first",
+        "doubling",
+        "fixed",
+        "oracle",
     }
 
 

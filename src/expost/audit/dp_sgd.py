@@ -69,7 +69,7 @@ class _LossRelease:
         rows = np.asarray(records, dtype=np.float64)
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         clipped = rows * np.minimum(1.0, sensitivity / np.maximum(norms, 1e-300))
-        keep = self.rng.random(rows.shape[0]) < sampling_prob
+        keep: npt.NDArray[np.bool_] = np.asarray(self.rng.random(rows.shape[0]) < sampling_prob)
         noise = self.rng.normal(0.0, sigma * sensitivity, rows.shape[1])
         g, s2 = clipped[-1], (sigma * sensitivity) ** 2
         z = float(keep[-1]) * g + noise
@@ -118,7 +118,9 @@ def _audit(alpha: float, n: int) -> Audit:
         claim=EValueClaim(1.0),
         simulate=partial(dp_sgd_rdp_samples, alpha, False),
         n=n,
-        twin=Twin(f"{name}/bound-halved", EValueClaim(1.0), partial(dp_sgd_rdp_samples, alpha, True)),
+        twin=Twin(
+            f"{name}/bound-halved", EValueClaim(1.0), partial(dp_sgd_rdp_samples, alpha, True)
+        ),
         chunk_size=5_000,
     )
 
@@ -128,4 +130,3 @@ def dp_sgd_audits(suite: str) -> list[Audit]:
     """The learner's ex-post RDP at its stop, α in `ALPHAS` (20,000 runs each)."""
     del suite
     return [_audit(a, 20_000) for a in ALPHAS]
-

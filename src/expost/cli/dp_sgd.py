@@ -24,10 +24,14 @@ QUICK_DATASET = "breast_cancer"
 
 def _table(summary: list[dict[str, Any]]) -> str:
     lines = [
-        f"eps spent at delta = {DELTA:g}: median (IQR), share of runs meeting the target on "
-        "held-out test rows",
-        f"{'dataset':<14}{'target':>7}  {'method':<15}{'median eps':>11}{'IQR':>17}"
-        f"{'met':>7}{'steps':>8}{'checks':>7}",
+        (
+            f"eps spent at delta = {DELTA:g}: median (IQR), share of runs meeting the target on "
+            "held-out test rows"
+        ),
+        (
+            f"{'dataset':<14}{'target':>7}  {'method':<15}{'median eps':>11}{'IQR':>17}"
+            f"{'met':>7}{'steps':>8}{'checks':>7}"
+        ),
     ]
     for row in summary:
         e = row["eps"]

@@ -61,9 +61,8 @@ RDP_ORDERS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 """Integer orders the ex-post RDP route splits δ over (fixed in advance)."""
 
 
-def _optional_sigma(_instance: object, _attribute: object, value: object) -> None:
-    if value is not None:
-        positive("check_sigma", value)
+def _optional_sigma(value: object) -> float | None:
+    return None if value is None else positive("check_sigma", value)
 
 
 def _rate(_name: str, value: object) -> None:
@@ -79,7 +78,7 @@ class Unit:
     steps: int = field(validator=validator(positive_int))
     sigma: float = field(converter=as_float, validator=validator(positive))
     sampling_prob: float = field(converter=as_float, validator=validator(_rate))
-    check_sigma: float | None = field(default=None, validator=_optional_sigma)
+    check_sigma: float | None = field(default=None, converter=_optional_sigma)
 
     def pld(self) -> PrivacyLossDistribution:
         """The PLD of the unit's dominating pair (steps, then the check)."""
@@ -157,9 +156,7 @@ def ex_post_rdp_eps(
     """The ex-post RDP report at the stop after ``units`` (module docstring, (ii)): Markov at
     the best of ``orders``, δ split over them, rounded up."""
     table = {float(a): sum_up([u.rdp(a) for u in units]) for a in orders}
-    return float(
-        ExPostRDP.of_orders(table).probabilistic(delta, [float(a) for a in orders]).bound
-    )
+    return float(ExPostRDP.of_orders(table).probabilistic(delta, [float(a) for a in orders]).bound)
 
 
 @lru_cache(maxsize=1024)

@@ -139,6 +139,6 @@ def load_rows(name: str) -> LabelledRows:
 def split(rows: LabelledRows, name: str, rng: np.random.Generator) -> Split:
     """A random 60/20/20 split into training, validation and test rows (``rng`` draws it)."""
     order = generator(rng).permutation(rows.n)
-    a = int(round(_SHARES[0] * rows.n))
-    b = a + int(round(_SHARES[1] * rows.n))
+    a = round(_SHARES[0] * rows.n)
+    b = a + round(_SHARES[1] * rows.n)
     return Split(name, rows.rows(order[:a]), rows.rows(order[a:b]), rows.rows(order[b:]))

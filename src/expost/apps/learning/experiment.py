@@ -60,7 +60,8 @@ def summarise(runs: Sequence[Run]) -> list[dict[str, Any]]:
         groups.setdefault((r.dataset, r.target, r.method), []).append(r)
     out = []
     for (dataset, target, method), members in sorted(
-        groups.items(), key=lambda kv: (kv[0][0], kv[0][1], METHODS.index(kv[0][2]))  # type: ignore[arg-type]  # the method is one of METHODS
+        groups.items(),
+        key=lambda kv: (kv[0][0], kv[0][1], METHODS.index(kv[0][2])),
     ):
         row: dict[str, Any] = {
             "dataset": dataset,

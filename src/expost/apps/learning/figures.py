@@ -47,18 +47,25 @@ def plot_summary(summary: Sequence[dict[str, Any]], path: Path) -> None:
             med = np.array([cells[t]["eps"]["median"] for t in targets])
             low = med - np.array([cells[t]["eps"]["q25"] for t in targets])
             high = np.array([cells[t]["eps"]["q75"] for t in targets]) - med
-            ax.bar(x, med, width, yerr=[low, high], color=_COLOURS[method], label=method,
-                   capsize=2)
+            ax.bar(x, med, width, yerr=[low, high], color=_COLOURS[method], label=method, capsize=2)
             for xi, t, m in zip(x, targets, med, strict=True):
-                ax.annotate(f"{cells[t]['met_share']:.0%}", (xi, m), ha="center",
-                            va="bottom", fontsize=6, xytext=(0, 2), textcoords="offset points")
+                ax.annotate(
+                    f"{cells[t]['met_share']:.0%}",
+                    (xi, m),
+                    ha="center",
+                    va="bottom",
+                    fontsize=6,
+                    xytext=(0, 2),
+                    textcoords="offset points",
+                )
         ax.set_xticks(np.arange(len(targets)), [f"{t:g}" for t in targets])
         ax.set_xlabel("target test accuracy")
         ax.set_ylabel("ε spent at δ = 1e-5 (median, IQR)")
         ax.set_title(dataset)
         ax.legend(fontsize=7)
-    fig.suptitle("DP-SGD: privacy spent to reach a target (labels: share meeting it on test)",
-                 fontsize=10)
+    fig.suptitle(
+        "DP-SGD: privacy spent to reach a target (labels: share meeting it on test)", fontsize=10
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

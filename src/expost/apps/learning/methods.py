@@ -175,8 +175,12 @@ def accuracy_first(
 
 def _doubling_units(setup: Setup) -> tuple[Unit, ...]:
     return tuple(
-        Unit(setup.steps, calibrate_sigma(e, setup.steps, setup.sampling_prob, setup.delta),
-             setup.sampling_prob, setup.check_sigma)
+        Unit(
+            setup.steps,
+            calibrate_sigma(e, setup.steps, setup.sampling_prob, setup.delta),
+            setup.sampling_prob,
+            setup.check_sigma,
+        )
         for e in setup.doubling_eps()
     )
 
@@ -190,7 +194,9 @@ def doubling(setup: Setup, split: Split, target: float, seed: int, rng: np.rando
     for unit in units:
         trainer, params = _train_fixed(setup, split, unit.sigma, session)
         segments.append((unit.steps, unit.sigma))
-        if check.passes(check.noisy_accuracy(session, trainer.model, params, split.validation), target):
+        if check.passes(
+            check.noisy_accuracy(session, trainer.model, params, split.validation), target
+        ):
             stopped = "check"
             break
     eps = grid_of(units, setup.delta).reported(len(segments))
@@ -230,9 +236,20 @@ def fixed(
     sigma, eps, acc = _fixed_run(setup, split, setup.fixed_eps, rng)
     return [
         _record(
-            "fixed", setup, split, t, seed, segments=[(setup.steps, sigma)], checks=0,
-            check_sigma=None, eps=eps, eps_grid=None, eps_rdp=None, route="pld",
-            test_accuracy=acc, stopped_by="schedule",
+            "fixed",
+            setup,
+            split,
+            t,
+            seed,
+            segments=[(setup.steps, sigma)],
+            checks=0,
+            check_sigma=None,
+            eps=eps,
+            eps_grid=None,
+            eps_rdp=None,
+            route="pld",
+            test_accuracy=acc,
+            stopped_by="schedule",
         )
         for t in targets
     ]
@@ -263,9 +280,20 @@ def oracle(
         sigma, eps, acc = at(high)
         runs.append(
             _record(
-                "oracle", setup, split, t, seed, segments=[(setup.steps, sigma)], checks=0,
-                check_sigma=None, eps=eps, eps_grid=None, eps_rdp=None, route="pld",
-                test_accuracy=acc, stopped_by="hindsight",
+                "oracle",
+                setup,
+                split,
+                t,
+                seed,
+                segments=[(setup.steps, sigma)],
+                checks=0,
+                check_sigma=None,
+                eps=eps,
+                eps_grid=None,
+                eps_rdp=None,
+                route="pld",
+                test_accuracy=acc,
+                stopped_by="hindsight",
             )
         )
     return runs

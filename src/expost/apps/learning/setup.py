@@ -8,6 +8,7 @@ their ε (`calibrate_sigma`). Doubling checks after each attempt with the same c
 
 from __future__ import annotations
 
+import itertools
 from functools import lru_cache
 from typing import Any
 
@@ -24,7 +25,9 @@ __all__ = ["SETUPS", "Setup", "geometric_checkpoints", "grid_of"]
 def geometric_checkpoints(first: int, last: int, ratio: float) -> tuple[int, ...]:
     """Cumulative step counts first, ≈first·ratio, … up to last (distinct, increasing)."""
     if not (1 <= first <= last) or ratio <= 1.0:
-        raise InvalidParameter("checkpoints", (first, last, ratio), "need 1 <= first <= last, ratio > 1")
+        raise InvalidParameter(
+            "checkpoints", (first, last, ratio), "need 1 <= first <= last, ratio > 1"
+        )
     count = int(np.ceil(np.log(last / first) / np.log(ratio))) + 1
     points = np.unique(np.round(np.geomspace(first, last, count)).astype(int))
     return tuple(int(p) for p in points)
@@ -65,7 +68,7 @@ class Setup:
         bounds = (0, *self.checkpoints)
         return tuple(
             Unit(b - a, self.sigma, self.sampling_prob, self.check_sigma)
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+            for a, b in itertools.pairwise(bounds)
         )
 
     @property
@@ -92,7 +95,7 @@ def grid_of(units: tuple[Unit, ...], delta: float) -> CountingGrid:
 
 def _powers(low: float, high: float) -> tuple[float, ...]:
     """low·2^(k/4) up to high: the oracle's grid of budgets (steps of 19 %)."""
-    count = int(round(4 * np.log2(high / low))) + 1
+    count = round(4 * np.log2(high / low)) + 1
     return tuple(float(x) for x in low * 2.0 ** (np.arange(count) / 4.0))
 
 
@@ -100,24 +103,64 @@ _CHECKS = geometric_checkpoints(30, 300, 1.5)  # 30, 44, 65, 95, 139, 204, 300
 
 SETUPS: dict[str, Setup] = {
     "breast_cancer": Setup(
-        "breast_cancer", (0.93, 0.95), sampling_prob=0.05, learning_rate=1.0, steps=300,
-        sigma=3.0, checkpoints=_CHECKS, check_sigma=3.0, margin=0.02, fixed_eps=2.0,
-        doubling_eps0=0.25, doubling_attempts=7, oracle_grid=_powers(0.25, 16.0),
+        "breast_cancer",
+        (0.93, 0.95),
+        sampling_prob=0.05,
+        learning_rate=1.0,
+        steps=300,
+        sigma=3.0,
+        checkpoints=_CHECKS,
+        check_sigma=3.0,
+        margin=0.02,
+        fixed_eps=2.0,
+        doubling_eps0=0.25,
+        doubling_attempts=7,
+        oracle_grid=_powers(0.25, 16.0),
     ),
     "digits": Setup(
-        "digits", (0.80, 0.85), sampling_prob=0.05, learning_rate=1.0, steps=300,
-        sigma=2.5, checkpoints=_CHECKS, check_sigma=6.0, margin=0.015, fixed_eps=2.0,
-        doubling_eps0=0.25, doubling_attempts=7, oracle_grid=_powers(0.25, 16.0),
+        "digits",
+        (0.80, 0.85),
+        sampling_prob=0.05,
+        learning_rate=1.0,
+        steps=300,
+        sigma=2.5,
+        checkpoints=_CHECKS,
+        check_sigma=6.0,
+        margin=0.015,
+        fixed_eps=2.0,
+        doubling_eps0=0.25,
+        doubling_attempts=7,
+        oracle_grid=_powers(0.25, 16.0),
     ),
     "wine": Setup(
-        "wine", (0.90, 0.95), sampling_prob=0.1, learning_rate=1.0, steps=300,
-        sigma=3.0, checkpoints=_CHECKS, check_sigma=2.0, margin=0.03, fixed_eps=4.0,
-        doubling_eps0=0.5, doubling_attempts=7, oracle_grid=_powers(0.5, 32.0),
+        "wine",
+        (0.90, 0.95),
+        sampling_prob=0.1,
+        learning_rate=1.0,
+        steps=300,
+        sigma=3.0,
+        checkpoints=_CHECKS,
+        check_sigma=2.0,
+        margin=0.03,
+        fixed_eps=4.0,
+        doubling_eps0=0.5,
+        doubling_attempts=7,
+        oracle_grid=_powers(0.5, 32.0),
     ),
     "synthetic": Setup(
-        "synthetic", (0.84, 0.86), sampling_prob=0.02, learning_rate=2.0, steps=300,
-        sigma=3.0, checkpoints=_CHECKS, check_sigma=8.0, margin=0.015, fixed_eps=1.0,
-        doubling_eps0=0.0625, doubling_attempts=7, oracle_grid=_powers(0.0625, 4.0),
+        "synthetic",
+        (0.84, 0.86),
+        sampling_prob=0.02,
+        learning_rate=2.0,
+        steps=300,
+        sigma=3.0,
+        checkpoints=_CHECKS,
+        check_sigma=8.0,
+        margin=0.015,
+        fixed_eps=1.0,
+        doubling_eps0=0.0625,
+        doubling_attempts=7,
+        oracle_grid=_powers(0.0625, 4.0),
     ),
 }
 """Each data set's hyper-parameters (docs/apps/dp-sgd.md says how they were chosen)."""
