@@ -151,6 +151,7 @@ def test_count_check_releases_through_the_session() -> None:
     assert len(session.history) == 1
     request = session.history[0].request
     assert isinstance(request, ZCDPCost)
+    assert request.rho <= 1.0 / 8.0
     assert request.rho == pytest.approx(1.0 / 8.0)
     assert check.passes(0.9, 0.88)
     assert not check.passes(0.885, 0.88)

@@ -248,7 +248,11 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("SkellamNoiseReduction.cost_at", _UP, "ExPostCost(ψ(t))"),
     ("SkellamNoiseReduction.fixed_cost", _UP, "DPCost: SkellamLoss / AKL eps, up"),
     # --- RDP curves of mechanisms (THEORY §12)
-    ("renyi.pure_dp_renyi", _UP, "randomised response's ε_α: interval, up_mp; <= min(eps, αeps²/2)"),
+    (
+        "renyi.pure_dp_renyi",
+        _UP,
+        "randomised response's ε_α: interval, up_mp; <= min(eps, αeps²/2)",
+    ),
     ("renyi.laplace_renyi", _UP, "Mironov 2017 Prop 6: interval, up_mp; <= pure_dp_renyi"),
     ("renyi.subsampled_gaussian_renyi", _UP, "MTZ 2019 sum / convexity line: interval, up_mp"),
     # --- ex-post RDP (THEORY §11)
@@ -270,6 +274,9 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("PrivateSession.remaining", _DOWN, "the filter's remaining"),
     ("PrivateSession.guarantee", _UP, "the filter's reported guarantee"),
     ("apps.lnr_composition.ComposedLaplace.dp_eps", _UP, "a bracket (lower, upper): upper up"),
+    ("apps.learning.accounting.steps_eps", _UP, "PrivacyLossDistribution.eps of the steps"),
+    ("apps.learning.ex_post_rdp_eps", _UP, "ExPostRDP.probabilistic of sum_up of Unit.rdp"),
+    ("apps.learning.CountingGrid.reported", _UP, "PrivacyLossDistribution.eps at δ_j (down)"),
 )
 
 REGISTRY: tuple[Rounded, ...] = tuple(Rounded(n, d, w) for n, d, w in _TABLE)

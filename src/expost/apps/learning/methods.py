@@ -181,7 +181,7 @@ def _doubling_units(setup: Setup) -> tuple[Unit, ...]:
             setup.sampling_prob,
             setup.check_sigma,
         )
-        for e in setup.doubling_eps()
+        for e in setup.doubling_levels()
     )
 
 

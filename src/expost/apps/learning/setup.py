@@ -82,7 +82,7 @@ class Setup:
         out["accuracy_first_grid"] = {"eps": list(self.grid.eps), "deltas": list(self.grid.deltas)}
         return out
 
-    def doubling_eps(self) -> tuple[float, ...]:
+    def doubling_levels(self) -> tuple[float, ...]:
         """The doubling attempts' budgets ε0, 2ε0, 4ε0, …"""
         return tuple(self.doubling_eps0 * 2.0**i for i in range(self.doubling_attempts))
 

@@ -10,13 +10,14 @@ past it. The model the check and the report use is the running average of the it
 the last check (a post-processing of released values, free).
 
 The check releases the number of validation rows the current model classifies correctly with
-``session.gaussian(count, sensitivity=1, rho=1/(2σ_c²))`` (add/remove of one validation row moves
+``session.gaussian(count, sensitivity=1, rho=1/(2σ_c²) rounded down)`` (add/remove of one validation row moves
 the count by at most 1; training rows do not move it, the model being a function of released
 values) and compares count/n_val with the target plus a margin.
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Protocol
 
 import numpy as np
@@ -27,6 +28,7 @@ from expost._validation import as_float, nonnegative, positive, positive_int, va
 from expost.apps.learning.data import LabelledRows
 from expost.apps.learning.models import Model
 from expost.errors import InvalidParameter
+from expost.rounding import down_exact
 
 __all__ = ["CountCheck", "Releases", "SGDConfig", "Trainer"]
 
@@ -70,17 +72,17 @@ class CountCheck:
     sigma: float = field(converter=as_float, validator=validator(positive))
     margin: float = field(default=0.0, converter=as_float, validator=validator(nonnegative))
 
-    @property
-    def rho(self) -> float:
-        """1/(2σ_c²): the count's zCDP price (sensitivity 1)."""
-        return 1.0 / (2.0 * self.sigma**2)
+    def _rho(self) -> float:
+        """1/(2σ_c²) rounded down: the session's noise is then at least σ_c (its σ is the least
+        float with 1/(2σ²) <= rho), the σ_c the accounting prices."""
+        return down_exact(1 / (2 * Fraction(self.sigma) ** 2))
 
     def noisy_accuracy(
         self, session: Releases, model: Model, params: FloatArray, rows: LabelledRows
     ) -> float:
         """The released count of correct predictions over n_val."""
         correct = float(np.sum(model.predict(params, rows.features) == rows.labels))
-        released = session.gaussian(np.array([correct]), 1.0, self.rho)
+        released = session.gaussian(np.array([correct]), 1.0, self._rho())
         return float(np.asarray(released, dtype=np.float64).reshape(-1)[0]) / rows.n
 
     def passes(self, noisy_accuracy: float, target: float) -> bool:
