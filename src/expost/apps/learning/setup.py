@@ -99,7 +99,7 @@ def _powers(low: float, high: float) -> tuple[float, ...]:
     return tuple(float(x) for x in low * 2.0 ** (np.arange(count) / 4.0))
 
 
-_CHECKS = geometric_checkpoints(30, 300, 1.5)  # 30, 44, 65, 95, 139, 204, 300
+_CHECKS = geometric_checkpoints(40, 300, 2.0)  # 40, 78, 153, 300
 
 SETUPS: dict[str, Setup] = {
     "breast_cancer": Setup(
