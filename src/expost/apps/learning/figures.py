@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from expost.apps.erm.figures import pyplot
 from expost.apps.learning.methods import METHODS
 
 __all__ = ["plot_summary"]
@@ -20,21 +21,10 @@ _COLOURS = {
 }
 
 
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise ImportError("the figure needs matplotlib: pip install 'expost[plot]'") from exc
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_summary(summary: Sequence[dict[str, Any]], path: Path) -> None:
     """Bars of the median ε at δ = 1e-5 with IQR whiskers, grouped by target, labelled with
     the share of runs that met the target on the test rows."""
-    plt = _pyplot()
+    plt = pyplot()
     datasets = sorted({row["dataset"] for row in summary})
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.2), squeeze=False)
     width = 0.8 / len(METHODS)

@@ -229,30 +229,41 @@ def _fixed_run(
     return sigma, spent, accuracy(trainer.model, params, split.test)
 
 
+def _budget_record(
+    method: Method,
+    setup: Setup,
+    split: Split,
+    target: float,
+    seed: int,
+    trained: tuple[float, float, float],
+    stopped: Stop,
+) -> Run:
+    """The record of a fixed-budget model (σ, ε, test accuracy) judged against ``target``."""
+    sigma, eps, acc = trained
+    return _record(
+        method,
+        setup,
+        split,
+        target,
+        seed,
+        segments=[(setup.steps, sigma)],
+        checks=0,
+        check_sigma=None,
+        eps=eps,
+        eps_grid=None,
+        eps_rdp=None,
+        route="pld",
+        test_accuracy=acc,
+        stopped_by=stopped,
+    )
+
+
 def fixed(
     setup: Setup, split: Split, targets: Sequence[float], seed: int, rng: np.random.Generator
 ) -> list[Run]:
     """The fixed-budget baseline: one model at ``setup.fixed_eps``, judged against each target."""
-    sigma, eps, acc = _fixed_run(setup, split, setup.fixed_eps, rng)
-    return [
-        _record(
-            "fixed",
-            setup,
-            split,
-            t,
-            seed,
-            segments=[(setup.steps, sigma)],
-            checks=0,
-            check_sigma=None,
-            eps=eps,
-            eps_grid=None,
-            eps_rdp=None,
-            route="pld",
-            test_accuracy=acc,
-            stopped_by="schedule",
-        )
-        for t in targets
-    ]
+    trained = _fixed_run(setup, split, setup.fixed_eps, rng)
+    return [_budget_record("fixed", setup, split, t, seed, trained, "schedule") for t in targets]
 
 
 def oracle(
@@ -277,23 +288,5 @@ def oracle(
                 high = mid
             else:
                 low = mid
-        sigma, eps, acc = at(high)
-        runs.append(
-            _record(
-                "oracle",
-                setup,
-                split,
-                t,
-                seed,
-                segments=[(setup.steps, sigma)],
-                checks=0,
-                check_sigma=None,
-                eps=eps,
-                eps_grid=None,
-                eps_rdp=None,
-                route="pld",
-                test_accuracy=acc,
-                stopped_by="hindsight",
-            )
-        )
+        runs.append(_budget_record("oracle", setup, split, t, seed, at(high), "hindsight"))
     return runs
