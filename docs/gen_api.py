@@ -25,6 +25,7 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Errors", ("expost.errors",)),
     ("Guarantees and conversions", ("expost.guarantees", "expost.ex_post_rdp")),
     ("Privacy-loss variables", ("expost.loss", "expost.skellam.loss")),
+    ("Privacy loss distributions", ("expost.pld",)),
     ("Grids and stopping rules", ("expost.grids", "expost.stopping")),
     ("Mechanisms and their results", ("expost.mechanisms",)),
     ("Privacy boundaries", ("expost.boundaries", "expost.skellam.boundary")),
@@ -39,6 +40,10 @@ BEYOND: list[tuple[str, str]] = [
     (
         "expost.skellam",
         "The Skellam home: pmf (floats and mpmath), loss, boundary ψ, exact crossing probability.",
+    ),
+    (
+        "expost.pld",
+        "Privacy loss distributions (THEORY §12): `max_rounds` and the safe-sided pieces.",
     ),
     ("expost.audit", "Statistical audits of claims, their registry and reports."),
     ("expost.testing", "Strategies, assertions and black-box audits for other libraries."),

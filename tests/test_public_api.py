@@ -66,6 +66,7 @@ PUBLIC = [
     "PrivacyBoundary",
     "PrivacyFilter",
     "PrivacyLoss",
+    "PrivacyLossDistribution",
     "PrivateSession",
     "ProbabilisticDP",
     "PureDP",

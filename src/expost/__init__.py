@@ -100,6 +100,7 @@ from expost.odometers import (
     MixtureOdometer,
     StitchedOdometer,
 )
+from expost.pld import PrivacyLossDistribution
 from expost.session import PrivateSession, Round
 from expost.skellam.boundary import SkellamPrivacyBoundary
 from expost.skellam.loss import SkellamLoss
@@ -174,6 +175,7 @@ __all__ = [
     "PrivacyBoundary",
     "PrivacyFilter",
     "PrivacyLoss",
+    "PrivacyLossDistribution",
     "PrivateSession",
     "ProbabilisticDP",
     "PureDP",

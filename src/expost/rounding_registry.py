@@ -274,6 +274,12 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("PrivateSession.remaining", _DOWN, "the filter's remaining"),
     ("PrivateSession.guarantee", _UP, "the filter's reported guarantee"),
     ("apps.lnr_composition.ComposedLaplace.dp_eps", _UP, "a bracket (lower, upper): upper up"),
+    # --- privacy loss distributions (THEORY §12)
+    ("pld.discrete.DiscreteLoss.delta", _UP, "Σ m·(1 − e^(ε−l))_+ with e^x down, + ∞-mass + error"),
+    ("pld.discrete.DiscreteLoss.eps", _UP, "smallest float with the delta above <= target"),
+    ("PrivacyLossDistribution.delta", _UP, "max of the directions' DiscreteLoss.delta"),
+    ("PrivacyLossDistribution.eps", _UP, "max of the directions' DiscreteLoss.eps"),
+    ("pld.max_rounds", _DOWN, "a count whose composed delta (up) is within the target"),
     ("apps.learning.accounting.steps_eps", _UP, "PrivacyLossDistribution.eps of the steps"),
     ("apps.learning.ex_post_rdp_eps", _UP, "ExPostRDP.probabilistic of sum_up of Unit.rdp"),
     ("apps.learning.CountingGrid.reported", _UP, "PrivacyLossDistribution.eps at δ_j (down)"),

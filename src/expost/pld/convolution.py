@@ -14,7 +14,7 @@ Two ways, each with what it promises about the exact convolution ``a * b`` of it
   η = μ + γ_4(√2 + μ), μ the twiddle factors' error) carried through the forward transforms, the
   pointwise product (Lemma 3.5: complex product error <= √2 γ_2) and the inverse transform, see
   `fft_error`; the ℓ1 bound is √N times the ℓ2 bound. pocketfft's real transforms are not the
-  radix-2 algorithm of the theorem: η is taken `SAFETY` times larger (and μ = 8u), an assumption
+  radix-2 algorithm of the theorem: η is taken `SAFETY` times larger (and μ = 4u), an assumption
   the tests check against exact rational convolutions.
 """
 
@@ -30,7 +30,7 @@ __all__ = ["DIRECT_MAX", "SAFETY", "convolve", "fft_error"]
 
 FloatArray = npt.NDArray[np.float64]
 DIRECT_MAX = 64  # the shorter input's length up to which the direct sum is used
-SAFETY = 8.0  # factor on Higham's η for pocketfft's real (not radix-2 complex) transforms
+SAFETY = 4.0  # factor on Higham's η for pocketfft's real (not radix-2 complex) transforms
 _U64 = 2.0**-53
 _TINY = math.ulp(0.0)
 
@@ -52,7 +52,7 @@ def fft_error(a: FloatArray, b: FloatArray, n: int, u: float) -> float:
     evaluated in float64 and enlarged by a relative 2^-40 (norms and products of a few floats).
     """
     levels = max(1.0, math.log2(n))
-    mu = 8.0 * u
+    mu = 4.0 * u
     eta = SAFETY * (mu + _gamma(4.0, u) * (math.sqrt(2.0) + mu))
     kappa = levels * eta / (1.0 - levels * eta)
     a1, b1 = float(np.sum(a)), float(np.sum(b))

@@ -56,7 +56,7 @@ class DiscreteLoss:
     @property
     def losses(self) -> FloatArray:
         """The grid's loss values (floats nearest to (offset + i)·h)."""
-        return (self.offset + np.arange(self.masses.size)) * self.h
+        return (self.offset + np.arange(self.masses.size, dtype=np.float64)) * self.h
 
     def total(self) -> float:
         """An upper bound on the finite mass Σ masses_i (exact sum, rounded up)."""
@@ -101,7 +101,9 @@ class DiscreteLoss:
         return min(1.0, up(s + self.inf_mass + self.error, 4))
 
     def eps(self, delta: float) -> float:
-        """The smallest float ε >= 0 with `delta` (ε) <= delta, rounded up; inf if none."""
+        """An ε >= 0 with `delta` (ε) <= delta, rounded up: the float crossing of the profile
+        moved up by a relative 2^-40 (or 2^-30, 2^-20) where the rigorous `delta` confirms it,
+        else the smallest float it confirms (bounded search); inf if none."""
         if self.inf_mass + self.error > delta:
             return math.inf
         if self.delta(0.0) <= delta:
@@ -109,7 +111,12 @@ class DiscreteLoss:
         top = up(float(self.losses[-1]) + 1.0, 1) if self.masses.size else 1.0
         if self.delta(top) > delta:  # only the error term's decay is left: none found
             return math.inf
-        found = smallest_where(lambda e: self.delta(e) <= delta, self._estimate(delta), 0.0, top)
+        guess = self._estimate(delta)
+        for margin in (2.0**-40, 2.0**-30, 2.0**-20):
+            candidate = up(guess * (1.0 + margin) + margin * self.h, 1)
+            if 0.0 <= candidate <= top and self.delta(candidate) <= delta:
+                return candidate
+        found = smallest_where(lambda e: self.delta(e) <= delta, guess, 0.0, top)
         return math.inf if found is None else found
 
     def _estimate(self, delta: float) -> float:
@@ -118,11 +125,12 @@ class DiscreteLoss:
         tail = np.cumsum(m[::-1])[::-1]  # Σ_{j>=i} m_j
         with np.errstate(over="ignore"):
             weighted = np.cumsum((m * np.exp(-lv))[::-1])[::-1]
-        at = tail - np.exp(lv) * weighted + self.inf_mass  # δ at l_{i-1} (to the left of i)
+        slack = self.inf_mass + self.error
+        at = tail - np.exp(lv) * weighted + slack  # δ at l_i
         idx = int(np.searchsorted(-at, -delta))  # first i with δ(l_{i-1}) <= delta
         if idx <= 0 or idx >= m.size or not math.isfinite(float(at[idx])):
             return max(0.0, float(lv[min(max(idx, 0), m.size - 1)]))
-        a, b = tail[idx] + self.inf_mass - delta, weighted[idx]
+        a, b = tail[idx] + slack - delta, weighted[idx]
         guess = float(np.log(a / b)) if a > 0 and b > 0 else float(lv[idx])
         return guess if math.isfinite(guess) else float(lv[idx])
 

@@ -17,7 +17,7 @@ Gauss–Legendre with `NODES` nodes on pieces at most `PIECE` wide (in units of 
 of the density times w or 1 − w, computed without cancellation as w = expm1(h − u)/expm1(h),
 1 − w = e^{h−u}·expm1(u)/expm1(h), u = l − l_j. The integrands are analytic on each piece, so
 the quadrature error is far below `pairs.MASS_MARGIN`, the relative margin every mass is raised
-by; the rounding audit (tests/test_pld_masses.py) checks masses against 50-digit quadrature.
+by; tests/test_pld_convolution.py checks masses against 50-digit quadrature.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _cells(part: Part, h: float) -> tuple[IntArray, FloatArray]:
     l_hi = float(part.loss(np.array([part.hi]))[0])
     first, last = math.floor(l_lo / h), math.ceil(l_hi / h)
     idx = np.arange(first, last + 1, dtype=np.int64)
-    ends = part.inverse(idx * h)
+    ends = part.inverse(idx.astype(np.float64) * h)
     ends[0], ends[-1] = part.lo, part.hi
     return idx, np.maximum.accumulate(ends)
 

@@ -35,6 +35,7 @@ __all__ = ["LossLaw", "Part", "gaussian_laws", "laplace_laws", "randomised_respo
 
 FloatArray = npt.NDArray[np.float64]
 MASS_MARGIN = 2.0**-30  # relative margin on every mass computed from library special functions
+ROUND_TAIL = 2.0**-30  # the share of tail_mass a single round may cut
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
@@ -106,8 +107,9 @@ def _cut_normal(
     sign: int,
     tail: float,
 ) -> Part:
-    """A normal mixture cut where each tail holds at most tail/2."""
-    z = float(ndtri(tail / 2.0))  # Φ(z) = tail/2, z < 0
+    """A normal mixture cut where each tail holds at most tail·2^-30 (the upper one goes to +∞
+    in every round: k rounds put k times its mass there)."""
+    z = float(ndtri(tail * ROUND_TAIL))  # Φ(z) = tail·2^-30, z < 0
     lo, hi = min(means) + z, max(means) - z
     below = sum(w * float(ndtr(lo - m)) for w, m in zip(weights, means, strict=True))
     above = sum(w * float(ndtr(m - hi)) for w, m in zip(weights, means, strict=True))
