@@ -80,7 +80,7 @@ CASES = [
     Case("ex-post", lambda: ExPostFilter(1.0, 1e-2), (BM_PSI, DPCost(0.1, 1e-4), BoundedRangeCost(0.2), LNR, ExPostCost(0.1, 1e-4)), (BM, ZCDPCost(0.01)), ExPostCost(1e-5)),
     Case("gdp", lambda: GaussianDPFilter.from_dp(3.0, 1e-6), (GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01), DPCost(0.1, 1e-4), ExPostCost(0.1)), GaussianCost(1e-5)),
     Case("concurrent", lambda: ConcurrentFilter(ZCDPFilter(1.0, 1e-2), ExPostFilter(1.0, 1e-2), 1e-6), (*RHO_COSTS, LNR, ExPostCost(0.1)), (), ZCDPCost(1e-5)),
-    RDPCase("rdp", lambda: RDPFilter(3.0, 1e-6), (ZCDPCost(0.01), GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01, 1e-4), DPCost(0.1, 1e-4), ExPostCost(0.1, 1e-4)), ZCDPCost(1e-5)),
+    RDPCase("rdp", lambda: RDPFilter(3.0, 1e-6), (ZCDPCost(0.01), GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR, SubsampledGaussianCost.from_sigma(1.0, 0.01), LaplaceCost(0.1)), (ZCDPCost(0.01, 1e-4), DPCost(0.1, 1e-4), ExPostCost(0.1, 1e-4)), ZCDPCost(1e-5)),
     Case("renyi", lambda: RenyiFilter(3.0, 1e-6, 8.0), (ZCDPCost(0.01), GaussianCost(0.01), SubsampledGaussianCost.from_sigma(1.0, 0.01), DPCost(0.1), LaplaceCost(0.1), BoundedRangeCost(0.2)), (BM, BM_PSI, LNR, ExPostCost(0.1), ZCDPCost(0.01, 1e-4), DPCost(0.1, 1e-4)), ZCDPCost(1e-5)),
 ]  # fmt: skip
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import expost as ep
+from expost.filters import RDPFilter
 from expost.ledger import init_ledger
 from expost.ledger.records import encode
 from tests.conftest import pg_ledger_url
@@ -218,4 +219,21 @@ def test_within_the_slack_the_server_admits_what_every_replay_then_refuses(
         c.filter()
     with pytest.raises(ep.BudgetExceeded):
         ep.PrivateSession(c.budget, np.random.default_rng(0), ledger=c.url)
+    c.session.close()
+
+
+@pytest.mark.parametrize(
+    "budget", [ep.RenyiFilter(4.0, 1e-6, 8.0), RDPFilter(4.0, 1e-6)], ids=["renyi", "rdp"]
+)
+def test_rdp_budgets_are_refused_by_the_server(
+    pg_server: Any, analyst: str, budget: ep.PrivacyFilter
+) -> None:
+    """The server prices no RDP filter (sums per order, CKS or Markov logarithms): every round of
+    such a ledger is refused on PostgreSQL, with the reason, and nothing is written."""
+    name = type(budget).__name__
+    c = _Client(pg_server, analyst, budget, f"cap_{name.lower()}")
+    with pytest.raises(ep.LedgerError, match=f"cannot price rounds of a {name} ledger"):
+        c.session.gaussian(0.0, 1.0, 0.01)
+    c.refused(ep.GaussianCost(0.01), match=f"cannot price rounds of a {name} ledger")
+    assert c.state()[1] == 0  # no entry written
     c.session.close()

@@ -28,6 +28,7 @@ from expost.filters.zcdp import zcdp_price
 from expost.guarantees import ApproxDP
 from tests.filter_steps import check_then_spend
 from tests.safe_side import rounded_up
+from tests.test_rounding_renyi import ref_pure_dp
 
 ORDERS = (1.5, 2.0, 4.0, 8.0, 16.0)
 
@@ -46,9 +47,14 @@ def test_zcdp_rounds_cost_alpha_times_the_unified_filters_price(
     assert rounded_up(rdp_price(cost, alpha) or 0.0, Fraction(alpha) * Fraction(rate[0]))
 
 
-def test_pure_rounds_take_the_smaller_of_their_two_bounds() -> None:
-    assert rdp_price(DPCost(1.0), 1.5) == 0.75  # α·eps²/2 below eps
-    assert rdp_price(DPCost(1.0), 4.0) == 1.0  # eps below α·eps²/2
+def test_pure_rounds_are_priced_at_randomised_responses_curve() -> None:
+    """Randomised response's exact ε_α (50 digits), below both old bounds: α·eps²/2 = 0.75 at
+    α = 1.5 and eps = 1.0 at α = 4; a bounded-range round at most α·eps²/8."""
+    with mp.workdps(50):
+        for alpha, old in ((1.5, 0.75), (4.0, 1.0)):
+            want = ref_pure_dp(1.0, alpha)
+            got = rdp_price(DPCost(1.0), alpha) or 0.0
+            assert want <= mp.mpf(got) <= want * (1 + mp.mpf(1e-14)) < old
     assert rdp_price(BoundedRangeCost(1.0), 4.0) == 0.5  # α·eps²/8
     assert rdp_price(ExPostCost(0.9, 0.0, eps_max=2.0), 8.0) == 0.9  # realised pure ex-post
     assert rdp_price(RDPCost(ExPostRDP.of_rho(0.25)), 8.0) == 2.0

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -120,12 +121,13 @@ def test_subsampled_gaussian_edges() -> None:
     values = [subsampled_gaussian_renyi(rho, 0.01, a) for a in orders]
     assert values == sorted(values)
     assert subsampled_gaussian_renyi(rho, 0.01, 8.0) < subsampled_gaussian_renyi(rho, 0.02, 8.0)
-    for bad in (
+    bad_calls: list[Callable[[], float]] = [
         lambda: subsampled_gaussian_renyi(rho, 0.0, 2.0),
         lambda: subsampled_gaussian_renyi(rho, 1.5, 2.0),
         lambda: subsampled_gaussian_renyi(rho, 0.1, 1.0),
         lambda: subsampled_gaussian_renyi(-1.0, 0.1, 2.0),
-    ):
+    ]
+    for bad in bad_calls:
         with pytest.raises(InvalidParameter):
             bad()
 

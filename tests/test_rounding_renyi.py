@@ -37,7 +37,9 @@ def ref_laplace(eps: float, alpha: float) -> Mp:
 
 def _log_a(rho: float, q: float, n: int) -> Mp:
     r, p = mp.mpf(rho), mp.mpf(q)
-    terms = (math.comb(n, k) * (1 - p) ** (n - k) * p**k * mp.exp((k * k - k) * r) for k in range(n + 1))
+    terms = (
+        math.comb(n, k) * (1 - p) ** (n - k) * p**k * mp.exp((k * k - k) * r) for k in range(n + 1)
+    )
     return mp.log(mp.fsum(terms))
 
 
@@ -58,21 +60,15 @@ def _pure_inputs(seed: int, n: int) -> list[tuple[float, float]]:
     return [(float(e), float(a)) for e, a in zip(eps, alpha, strict=True)]
 
 
-@audits("renyi.pure_dp_renyi")
-def test_pure_dp_renyi_rounds_up(rounded: Rounded) -> None:
-    cases = _pure_inputs(3501, N)
-    got = [pure_dp_renyi(e, a) for e, a in cases]
+@audits("renyi.pure_dp_renyi", "renyi.laplace_renyi")
+def test_pure_dp_and_laplace_renyi_round_up(rounded: Rounded) -> None:
+    """eps log-uniform in [1e-6, 30], α − 1 in [1e-3, 1e4]; twin: the reference to nearest."""
+    pure = rounded.name == "renyi.pure_dp_renyi"
+    function, reference = (pure_dp_renyi, ref_pure_dp) if pure else (laplace_renyi, ref_laplace)
+    cases = _pure_inputs(3501 if pure else 3502, N)
+    got = [function(e, a) for e, a in cases]
     with mp.workdps(DIGITS):
-        want = [ref_pure_dp(e, a) for e, a in cases]
-    audit(got, want, rounded.up, ulps=6, twin=[float(w) for w in want])
-
-
-@audits("renyi.laplace_renyi")
-def test_laplace_renyi_rounds_up(rounded: Rounded) -> None:
-    cases = _pure_inputs(3502, N)
-    got = [laplace_renyi(e, a) for e, a in cases]
-    with mp.workdps(DIGITS):
-        want = [ref_laplace(e, a) for e, a in cases]
+        want = [reference(e, a) for e, a in cases]
     audit(got, want, rounded.up, ulps=6, twin=[float(w) for w in want])
 
 

@@ -248,11 +248,7 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("SkellamNoiseReduction.cost_at", _UP, "ExPostCost(ψ(t))"),
     ("SkellamNoiseReduction.fixed_cost", _UP, "DPCost: SkellamLoss / AKL eps, up"),
     # --- RDP curves of mechanisms (THEORY §12)
-    (
-        "renyi.pure_dp_renyi",
-        _UP,
-        "randomised response's ε_α: interval, up_mp; <= min(eps, αeps²/2)",
-    ),
+    ("renyi.pure_dp_renyi", _UP, "randomised response's ε_α: interval, up_mp; <= αeps²/2"),
     ("renyi.laplace_renyi", _UP, "Mironov 2017 Prop 6: interval, up_mp; <= pure_dp_renyi"),
     ("renyi.subsampled_gaussian_renyi", _UP, "MTZ 2019 sum / convexity line: interval, up_mp"),
     # --- ex-post RDP (THEORY §11)
