@@ -37,6 +37,7 @@ from expost.filters import (
     GaussianCost,
     GaussianDPFilter,
     LaplaceCost,
+    PLDFilter,
     PrivacyFilter,
     RDPFilter,
     RenyiFilter,
@@ -80,6 +81,7 @@ CASES = [
     Case("ex-post", lambda: ExPostFilter(1.0, 1e-2), (BM_PSI, DPCost(0.1, 1e-4), BoundedRangeCost(0.2), LNR, ExPostCost(0.1, 1e-4)), (BM, ZCDPCost(0.01)), ExPostCost(1e-5)),
     Case("gdp", lambda: GaussianDPFilter.from_dp(3.0, 1e-6), (GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR), (ZCDPCost(0.01), DPCost(0.1, 1e-4), ExPostCost(0.1)), GaussianCost(1e-5)),
     Case("concurrent", lambda: ConcurrentFilter(ZCDPFilter(1.0, 1e-2), ExPostFilter(1.0, 1e-2), 1e-6), (*RHO_COSTS, LNR, ExPostCost(0.1)), (), ZCDPCost(1e-5)),
+    Case("pld", lambda: PLDFilter(3.0, 1e-6, GaussianCost(2e-5)), (GaussianCost(2e-5), GaussianCost(1e-5), SubsampledGaussianCost(1e-5, sampling_prob=0.5)), (GaussianCost(3e-5), ZCDPCost(1e-5), DPCost(0.01), LaplaceCost(0.01), BM, ExPostCost(0.1)), GaussianCost(2e-5)),
     RDPCase("rdp", lambda: RDPFilter(3.0, 1e-6), (ZCDPCost(0.01), GaussianCost(0.01), BM, BM_PSI, DPCost(0.1), BoundedRangeCost(0.2), LNR, SubsampledGaussianCost.from_sigma(1.0, 0.01), LaplaceCost(0.1)), (ZCDPCost(0.01, 1e-4), DPCost(0.1, 1e-4), ExPostCost(0.1, 1e-4)), ZCDPCost(1e-5)),
     Case("renyi", lambda: RenyiFilter(3.0, 1e-6, 8.0), (ZCDPCost(0.01), GaussianCost(0.01), SubsampledGaussianCost.from_sigma(1.0, 0.01), DPCost(0.1), LaplaceCost(0.1), BoundedRangeCost(0.2)), (BM, BM_PSI, LNR, ExPostCost(0.1), ZCDPCost(0.01, 1e-4), DPCost(0.1, 1e-4)), ZCDPCost(1e-5)),
 ]  # fmt: skip
@@ -166,8 +168,9 @@ def _state(f: AnyFilter) -> tuple[object, ...]:
 
 
 def _fill(f: AnyFilter, cost: Cost) -> AnyFilter:
-    """Spend ``cost`` until the filter refuses it (a handful of rounds for the costs above)."""
-    for _ in range(10_000):
+    """Spend ``cost`` until the filter refuses it (a handful of rounds for the costs above; a
+    `PLDFilter` counts 10,488, more than the 10⁴ tiny rounds it must hold)."""
+    for _ in range(20_000):
         if not f.admits(cost):
             return f
         f = f.spend(cost)
@@ -189,7 +192,7 @@ class TestFilterContract:
             assert f.remaining_by_order == tuple(max(0.0, b) for b in f.budgets)
             return
         for part in _parts(f):
-            assert part.unit in ("rho", "eps", "mu²", "eps_alpha")
+            assert part.unit in ("rho", "eps", "mu²", "eps_alpha", "rounds")
             assert (part.spent, part.remaining) == (0.0, part.budget)
 
     def test_accepted_costs_are_priced_admitted_and_spent(self, case: Case) -> None:

@@ -35,6 +35,7 @@ METHOD = {  # Prepared.mechanism name -> the PrivateSession method
     "laplace-noise-reduction": "laplace_noise_reduction",
     "skellam": "skellam",
     "reduced-above-threshold": "reduced_above_threshold",
+    "subsampled-gaussian": "subsampled_gaussian",
 }
 
 

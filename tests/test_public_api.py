@@ -62,6 +62,7 @@ PUBLIC = [
     "NormalMixture",
     "NotAStoppingTime",
     "OpenEpsilonGrid",
+    "PLDFilter",
     "PolynomialStitching",
     "PrivacyBoundary",
     "PrivacyFilter",

@@ -94,6 +94,9 @@ NO_ROUNDING: dict[str, str] = {
     "BrownianFilter.guarantee": "stored (rho, delta)",
     "GaussianDPFilter.delta_budget": "0.0",
     "GaussianDPFilter.guarantee": "stored mu",
+    "PLDFilter.delta_budget": "0.0",
+    "PLDFilter.guarantee": "stored (eps, delta)",
+    "PLDFilter.price": "(1.0, 0.0): one round",
     "filters.Filter.budget": "abstract",
     "filters.Filter.delta_budget": "abstract",
     "filters.Filter.guarantee": "abstract",
@@ -153,6 +156,10 @@ DELEGATES: dict[str, str] = {
     "PrivateSession.remaining": "filters.Filter.remaining",
     "PrivateSession.guarantee": "UnifiedFilter.reported_guarantee",
     "filters.Filter.price": "filters.zcdp.zcdp_price",
+    "PLDFilter.remaining": "filters.Filter.remaining",
+    "GaussianMechanism.cost_for": "GaussianMechanism.cost",
+    "LaplaceMechanism.cost_for": "LaplaceMechanism.cost",  # LaplaceCost(eps): the same eps
+    "mechanisms.SubsampledGaussianMechanism.guarantee": "mechanisms.SubsampledGaussianMechanism.cost",
     "ConcurrentFilter.reported_guarantee": "ConcurrentFilter.guarantee",
     # the smallest eps at which the rounded-up delta (audited) is within the target
     "mechanisms.discrete_gaussian_dp.discrete_gaussian_eps": "loss.eps_for_delta_of",

@@ -49,7 +49,7 @@ from expost import (
     ZCDPCost,
     ZCDPFilter,
 )
-from expost.filters import Filter
+from expost.filters import Filter, LaplaceCost
 from expost.filters._exact import rho_of_brownian, rho_of_eps
 from expost.ledger.records import describe as _describe
 from expost.session import SessionFilter
@@ -145,7 +145,7 @@ def test_methods_return_released_values_and_record_rounds() -> None:
     assert [r.index for r in s.history] == [0, 1, 2, 3]
     assert [r.realised for r in s.history] == [
         GaussianCost(0.5),
-        DPCost(1.0),
+        LaplaceCost(1.0),  # a scalar: the Laplace pair (a DPCost, priced as one)
         BoundedRangeCost(2.0),  # not monotone: range 2·eps
         BrownianCost(20.0, 2.0),
     ]
@@ -217,7 +217,7 @@ def test_what_each_filter_is_charged() -> None:
         s = _session(f)
         s.laplace(0.0, 1.0, 0.2)
         s.exponential_mechanism([0.0, 1.0], 0.2, False)
-        assert [r.realised for r in s.history] == [DPCost(0.2), BoundedRangeCost(0.4)]
+        assert [r.realised for r in s.history] == [LaplaceCost(0.2), BoundedRangeCost(0.4)]
         charged = [f.price(r.realised) for r in s.history]
         assert charged == [f.price(laplace), f.price(exponential)]
         assert rounded_up(_spent(s), exact_sum(a for a, _ in charged))
@@ -378,8 +378,8 @@ def _expected_request(f: SessionFilter, r: Request) -> Cost | None:
         return None
     if isinstance(r, Gauss):
         return GaussianCost(r.rho) if isinstance(f, RHO_FILTERS) else None
-    if isinstance(r, Lap):
-        return DPCost(r.eps)
+    if isinstance(r, Lap):  # a scalar value: the Laplace pair's cost (a DPCost)
+        return LaplaceCost(r.eps)
     if isinstance(r, Expo):
         return BoundedRangeCost(r.eps if r.monotone else 2.0 * r.eps)
     d = r.sensitivity
@@ -980,7 +980,7 @@ def test_ledger_records_are_the_rounds_own_costs(tmp_path: Path) -> None:
     ledger.close()
     assert settled == [
         {"type": "BoundedRangeCost", "eps": 0.1},
-        {"type": "DPCost", "eps": 0.2, "delta": 0.0},
+        {"type": "LaplaceCost", "eps": 0.2, "delta": 0.0},
         {"type": "BrownianCost", "time": run.time, "sensitivity": 1.0, "bound": None, "delta": 0.0},
     ]
     resumed = _session(f, ledger=path)

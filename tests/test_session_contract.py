@@ -17,6 +17,7 @@ _has_a_table_entry`.
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from collections.abc import Callable
 from fractions import Fraction
@@ -52,7 +53,12 @@ from expost.mechanisms import (
 from expost.stopping import AtIndex, Never, RelativeError
 
 NOT_RELEASES = {"guarantee", "refresh", "close"}
-NOT_EXACT_METHODS = {"brownian", "laplace_noise_reduction", "reduced_above_threshold"}
+NOT_EXACT_METHODS = {
+    "brownian",
+    "laplace_noise_reduction",
+    "reduced_above_threshold",
+    "subsampled_gaussian",
+}
 SEED, WARM = 3, 11
 PSI = MixturePrivacyBoundary(10.0, 1e-3)
 SKELLAM_PSI = SkellamPrivacyBoundary(8.0, 1e-6)
@@ -104,6 +110,20 @@ def _oracle_additive(kind: str) -> Callable[[bool, Kwargs, object], None]:
         _check_sum(released, kw["value"], noise, exact)
 
     return check
+
+
+def _oracle_subsampled(exact: bool, kw: Kwargs, released: Any) -> None:
+    """The same seed's Poisson sample (53-bit integers below floor(q·2⁵³)), numpy's own norms
+    for the clipping, then the noise: the release to 1e-12 relative (the sums differ in order)."""
+    x = np.asarray(kw["records"], dtype=np.float64).reshape(len(kw["records"]), -1)
+    d, q = float(kw["sensitivity"]), float(kw["sampling_prob"])
+    rng = np.random.default_rng(SEED)
+    keep = rng.integers(0, 2**53, size=(1, x.shape[0]))[0] < math.floor(Fraction(q) * 2**53)
+    norms = np.linalg.norm(x, axis=1)
+    clip = x * np.minimum(1.0, d * (1 - 2.0**-30) / np.maximum(norms, 1e-300))[:, None]
+    noise = rng.normal(0.0, float(kw["sigma"]) * d, (1, x.shape[1]))[0]
+    want = clip[keep].sum(axis=0) + noise
+    np.testing.assert_allclose(released, want, rtol=1e-12, atol=1e-12 * (1 + np.abs(want).max()))
 
 
 def _oracle_doubling(exact: bool, kw: Kwargs, released: Any) -> None:
@@ -242,6 +262,22 @@ TABLE: dict[str, dict[str, Any]] = {
         "good": _laplace_good,
         "bad": {"value": BAD_VALUES, "sensitivity": BAD_POSITIVE, "eps": BAD_POSITIVE},
         "oracle": _oracle_additive("laplace"),
+    },
+    "subsampled_gaussian": {
+        "filter": _zcdp,
+        "good": lambda exact: {
+            "records": [[3.0, -1.5], [0.5, 0.2], [10.0, 0.0], [-2.0, 2.0]],
+            "sensitivity": 1.0,
+            "sigma": 1.0,
+            "sampling_prob": 0.5,
+        },
+        "bad": {
+            "records": [*BAD_VALUES, np.ones((2, 2, 2)), [[1.0, np.inf]], np.zeros((0, 2))],
+            "sensitivity": BAD_POSITIVE,
+            "sigma": BAD_POSITIVE,
+            "sampling_prob": [*BAD_POSITIVE, 1.0 + 2**-52],
+        },
+        "oracle": _oracle_subsampled,
     },
     "exponential_mechanism": {
         "filter": _zcdp,

@@ -97,6 +97,14 @@ def probability(name: str, value: object) -> float:
     return x
 
 
+def sampling_probability(name: str, value: object) -> float:
+    """A sampling rate q in (0, 1] (Poisson subsampling: each record kept with probability q)."""
+    q = positive(name, value)
+    if q > 1.0:
+        raise InvalidParameter(name, value, "must lie in (0, 1]")
+    return q
+
+
 def open_probability(name: str, value: object) -> float:
     """A failure probability in (0, 1), as needed wherever log(1/delta) appears."""
     x = finite(name, value)

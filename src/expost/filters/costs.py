@@ -17,7 +17,14 @@ from fractions import Fraction
 
 from attrs import field, frozen
 
-from expost._validation import as_float, nonnegative, positive, probability, validator
+from expost._validation import (
+    as_float,
+    nonnegative,
+    positive,
+    probability,
+    sampling_probability,
+    validator,
+)
 from expost.errors import InvalidParameter
 from expost.rounding import up_exact
 
@@ -77,13 +84,6 @@ class GaussianCost(ZCDPCost):
         return math.sqrt(2.0 * self.rho)
 
 
-def _sampling_prob(name: str, value: object) -> float:
-    q = positive(name, value)
-    if q > 1.0:
-        raise InvalidParameter(name, value, "must lie in (0, 1]")
-    return q
-
-
 @frozen
 class SubsampledGaussianCost(GaussianCost):
     """One Poisson-subsampled Gaussian round (a DP-SGD step; THEORY §12): each record kept
@@ -99,7 +99,7 @@ class SubsampledGaussianCost(GaussianCost):
     """
 
     sampling_prob: float = field(
-        default=1.0, kw_only=True, converter=as_float, validator=validator(_sampling_prob)
+        default=1.0, kw_only=True, converter=as_float, validator=validator(sampling_probability)
     )
 
     @classmethod

@@ -15,7 +15,7 @@ A mix of mechanisms is refused: natural filters are free exactly for totally ord
 RenyiFilter, UnifiedFilter or GaussianDPFilter (Gaussian rounds of any σ) price mixes.
 
 Pairs and the dominance orders used (each a post-processing or a monotone closed form, for
-every γ = e^ε' >= 0, so for both neighbour directions; tests/test_pld_filter.py checks each
+every γ = e^ε' >= 0, so for both neighbour directions; tests/test_pld_dominance.py checks each
 numerically against a planted wrong order):
 
 - `GaussianCost` (rho, q = 1), `SubsampledGaussianCost` (rho, q): the Gaussian pair
@@ -66,10 +66,15 @@ from expost.filters.costs import (
 )
 from expost.guarantees import ApproxDP, gdp_mu_for_dp
 
-__all__ = ["MAX_COUNT", "Pair", "PLDFilter", "dominates", "pair_of", "round_count"]
+__all__ = ["MAX_COUNT", "PLDFilter", "Pair", "dominates", "pair_of", "round_count"]
 
-MAX_COUNT = 10**7
+MAX_COUNT = 1 << 20
 """The most rounds a `PLDFilter` counts to (the search for K stops there)."""
+GRID = 5e-4  # = expost.pld.distribution.DEFAULT_VALUE_DISCRETIZATION (imported lazily: scipy)
+"""The default loss grid h of the PLD K is counted by (`expost.pld`'s, 5e-4): the exact counts
+357, 10 and 1,202 in the issue's cases, about 1.5 s each; a finer grid counts more rounds where
+one round's loss is far below h (DP-SGD at q = 0.001: 130,613 at h = 1e-3, 143,691 at 1e-4), at
+a one-off time growing as 1/h."""
 
 MIX = (
     "a counting filter is (eps, delta)-DP only for rounds of one mechanism fixed before the "
@@ -101,7 +106,7 @@ def pair_of(cost: object) -> Pair | None:
         return Pair("gaussian", cost.rho)
     if isinstance(cost, LaplaceCost):
         return Pair("laplace", cost.eps)
-    if isinstance(cost, DPCost) and cost.delta == 0.0 or isinstance(cost, BoundedRangeCost):
+    if (isinstance(cost, DPCost) and cost.delta == 0.0) or isinstance(cost, BoundedRangeCost):
         return Pair("rr", cost.eps)
     return None
 
@@ -118,10 +123,11 @@ def dominates(fixed: Pair, other: Pair) -> bool:
 
 
 @lru_cache(maxsize=256)
-def round_count(pair: Pair, eps: float, delta: float) -> int:
+def round_count(pair: Pair, eps: float, delta: float, grid: float = GRID) -> int:
     """K: the most rounds of ``pair`` whose composition is (eps, delta)-DP in both directions
     (at most `MAX_COUNT`). Gaussian without subsampling: exact, k·mu² <= mu*² in rationals;
-    otherwise the safe-sided PLD (`expost.pld.max_rounds`). Cached: once per (pair, eps, delta)."""
+    otherwise the safe-sided PLD on a loss grid of spacing ``grid`` (`expost.pld.max_rounds`).
+    Cached: once per (pair, eps, delta, grid)."""
     if pair.kind == "gaussian" and pair.q == 1.0:
         mu_star = Fraction(gdp_mu_for_dp(eps, delta))
         return min(MAX_COUNT, math.floor(mu_star**2 / (2 * Fraction(pair.level))))
@@ -129,15 +135,21 @@ def round_count(pair: Pair, eps: float, delta: float) -> int:
 
     if pair.kind == "gaussian":
         sigma = SubsampledGaussianCost(pair.level, sampling_prob=pair.q).sigma
-        pld = PrivacyLossDistribution.gaussian(sigma, 1.0, pair.q)
+        pld = PrivacyLossDistribution.gaussian(sigma, 1.0, pair.q, value_discretization=grid)
     elif pair.kind == "laplace":  # Lap(eps0, 1) against Lap(0, 1): eps0 exactly
-        pld = PrivacyLossDistribution.laplace(1.0, pair.level)
+        pld = PrivacyLossDistribution.laplace(1.0, pair.level, value_discretization=grid)
     else:
-        pld = PrivacyLossDistribution.pure_dp(pair.level)
+        pld = PrivacyLossDistribution.pure_dp(pair.level, value_discretization=grid)
     return max_rounds(pld, eps, delta, limit=MAX_COUNT)
 
 
-def _mechanism(_instance: object, _attribute: object, value: object) -> None:
+def _grid(_instance: object, _attribute: object, value: object) -> None:
+    h = positive("grid", value)
+    if h > 0.1:
+        raise InvalidParameter("grid", value, "must be at most 0.1 (the PLD's loss spacing)")
+
+
+def _mechanism(_instance: object, _attribute: object, value: Cost | None) -> None:
     if value is not None and pair_of(value) is None:
         raise InvalidParameter("mechanism", value, f"must be None or one of {_KINDS}")
 
@@ -147,7 +159,8 @@ class PLDFilter(Filter):
     """(eps, delta)-DP by counting rounds of one mechanism (module docstring; THEORY §12).
 
     ``mechanism``: a cost value (``SubsampledGaussianCost.from_sigma(1.0, 0.01)``,
-    ``LaplaceCost(0.1)``, ...) or None, then the first round fixes it. Admits rounds that
+    ``LaplaceCost(0.1)``, ...) or None, then the first round fixes it; ``grid``: the loss
+    spacing of the PLD K is counted by (`GRID`; finer counts a little more, slower). Admits rounds that
     mechanism dominates while at most `budget` = K rounds are recorded; refuses any other
     round with `InvalidParameter` naming the reason, an admitted kind past K with
     `BudgetExceeded` (in rounds).
@@ -159,6 +172,7 @@ class PLDFilter(Filter):
     eps: float = field(converter=as_float, validator=validator(positive))
     delta: float = field(converter=as_float, validator=validator(open_probability))
     mechanism: Cost | None = field(default=None, validator=_mechanism)
+    grid: float = field(default=GRID, kw_only=True, converter=as_float, validator=_grid)
 
     def __attrs_post_init__(self) -> None:
         if self.mechanism is None and self._realised.size:  # replayed: the first round fixes it
@@ -174,7 +188,9 @@ class PLDFilter(Filter):
     def budget(self) -> float:
         """K in rounds (`round_count`); ``inf`` until the mechanism is fixed."""
         pair = self.pair
-        return math.inf if pair is None else float(round_count(pair, self.eps, self.delta))
+        if pair is None:
+            return math.inf
+        return float(round_count(pair, self.eps, self.delta, self.grid))
 
     @property
     def delta_budget(self) -> float:
@@ -188,7 +204,7 @@ class PLDFilter(Filter):
 
     def _rate(self, cost: Cost) -> Price | None:
         pair, fixed = pair_of(cost), self.pair
-        if pair is None or fixed is not None and not dominates(fixed, pair):
+        if pair is None or (fixed is not None and not dominates(fixed, pair)):
             return None
         return (1.0, 0.0)
 

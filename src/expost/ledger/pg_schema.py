@@ -38,7 +38,8 @@ from typing import Final
 
 __all__ = ["CLIENT_FUNCTIONS", "INSTALL", "SCHEMA_VERSION", "client_grants"]
 
-SCHEMA_VERSION: Final = 3  # 3: every filter kind's budget enforced
+# 3: every filter kind's budget enforced; 4: LaplaceCost, SubsampledGaussianCost priced
+SCHEMA_VERSION: Final = 4
 _SAFE: Final = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 
 CLIENT_FUNCTIONS: Final = (
@@ -96,6 +97,8 @@ BEGIN
     allowed := CASE t
         WHEN 'ZCDPCost' THEN '{rho,delta}' WHEN 'GaussianCost' THEN '{rho,delta}'
         WHEN 'DPCost' THEN '{eps,delta}' WHEN 'BoundedRangeCost' THEN '{eps}'
+        WHEN 'LaplaceCost' THEN '{eps,delta}'
+        WHEN 'SubsampledGaussianCost' THEN '{rho,delta,sampling_prob}'
         WHEN 'BrownianCost' THEN '{time,sensitivity,bound,delta}'
         WHEN 'ExPostCost' THEN '{bound,delta,eps_max}' END;
     IF allowed IS NULL THEN
@@ -113,6 +116,7 @@ BEGIN
             AND (k = 'eps_max' OR k = 'bound' AND t = 'BrownianCost');
         IF jsonb_typeof(v) <> 'number' OR (v::text)::numeric < 0
             OR k = 'delta' AND (v::text)::numeric >= 1
+            OR k = 'sampling_prob' AND NOT (v::text)::numeric BETWEEN 1e-300 AND 1
             OR k IN ('rho', 'eps', 'time', 'sensitivity', 'eps_max') AND (v::text)::numeric <= 0
             -- a double: finite, and not rounded to 0 (the client would fail to decode it)
             OR (v::text)::numeric > 1e308
@@ -120,9 +124,10 @@ BEGIN
             RAISE EXCEPTION 'expost: cost % has an invalid %', c, k;
         END IF;
     END LOOP;
-    IF t = 'GaussianCost' AND coalesce((c->>'delta')::numeric, 0) <> 0
+    IF t IN ('GaussianCost', 'SubsampledGaussianCost', 'LaplaceCost')
+        AND coalesce((c->>'delta')::numeric, 0) <> 0
         OR t = 'BrownianCost' AND c->>'bound' IS NULL AND coalesce((c->>'delta')::numeric, 0) <> 0
-    THEN  -- the cost classes' own checks (GaussianCost, BrownianCost)
+    THEN  -- the cost classes' own checks (GaussianCost and its kin, BrownianCost)
         RAISE EXCEPTION 'expost: cost % has an invalid delta', c;
     END IF;
 END $$"""
@@ -133,7 +138,9 @@ CREATE FUNCTION expost.price(f jsonb, c jsonb, OUT rho numeric, OUT delta numeri
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     ft text := f->>'type';
-    t text := c->>'type';
+    -- priced as their parents by every filter here (costs.py: subclasses)
+    t text := CASE c->>'type' WHEN 'LaplaceCost' THEN 'DPCost'
+        WHEN 'SubsampledGaussianCost' THEN 'GaussianCost' ELSE c->>'type' END;
     d numeric := coalesce((c->>'delta')::numeric, 0);
     e numeric := coalesce((c->>'eps')::numeric, (c->>'eps_max')::numeric);
     s numeric := coalesce((c->>'sensitivity')::numeric, 1);
@@ -208,6 +215,7 @@ SET search_path = pg_catalog, pg_temp AS $$
         AND coalesce((s->>'eps')::numeric <= (r->>'eps')::numeric, true)
         AND coalesce((s->>'delta')::numeric, 0) <= coalesce((r->>'delta')::numeric, 0)
         AND coalesce((s->>'time')::numeric >= (r->>'time')::numeric, true)
+        AND coalesce((s->>'sampling_prob')::numeric <= (r->>'sampling_prob')::numeric, true)
         AND coalesce((s->>'sensitivity')::numeric, 1) = coalesce((r->>'sensitivity')::numeric, 1)
         AND (r->>'eps_max' IS NULL
              OR coalesce((s->>'eps_max')::numeric <= (r->>'eps_max')::numeric, false))

@@ -18,9 +18,8 @@ normal sampler): in the secure mode the session refuses it (`expost.rounds.NOT_E
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +33,7 @@ from expost._validation import (
     generator,
     positive,
     positive_int,
+    sampling_probability,
     validator,
 )
 from expost.errors import InvalidParameter
@@ -47,15 +47,8 @@ __all__ = ["MAX_ENTRIES", "MAX_RECORDS", "SubsampledGaussianMechanism", "records
 MAX_RECORDS = 2**22
 #: Most entries (rows × columns) a release takes (memory and time bound a round's work).
 MAX_ENTRIES = 2**26
-_BITS = 53
+_SCALE = 1 << 53  # uniform integers in [0, 2⁵³)
 _CLIP = 1.0 - 2.0**-30  # rows are clipped to Δ·_CLIP: the float norm's error stays inside Δ
-
-
-def _sampling_prob(name: str, value: object) -> float:
-    q = positive(name, value)
-    if q > 1.0:
-        raise InvalidParameter(name, value, "must lie in (0, 1]")
-    return q
 
 
 def records_array(name: str, value: object) -> npt.NDArray[np.float64]:
@@ -64,7 +57,7 @@ def records_array(name: str, value: object) -> npt.NDArray[np.float64]:
     and n·d <= `MAX_ENTRIES`. Bools, strings, NaN and inf are refused."""
     if isinstance(value, str | bytes):
         raise InvalidParameter(name, value, "must be an array of real numbers, not a string")
-    arr = finite_array(name, value)  # refuses non-numbers (bools too) and NaN/inf
+    arr = finite_array(name, cast("npt.ArrayLike", value))  # non-numbers, bools, NaN/inf refused
     if arr.ndim == 1:
         arr = arr.reshape(-1, 1)
     if arr.ndim != 2 or arr.size == 0:
@@ -87,7 +80,7 @@ class SubsampledGaussianMechanism:
 
     sensitivity: float = field(converter=as_float, validator=validator(positive))
     sigma: float = field(converter=as_float, validator=validator(positive))
-    sampling_prob: float = field(converter=as_float, validator=validator(_sampling_prob))
+    sampling_prob: float = field(converter=as_float, validator=validator(sampling_probability))
 
     def __attrs_post_init__(self) -> None:
         check_scale("sigma", self.sigma, self.noise_std)
@@ -108,7 +101,8 @@ class SubsampledGaussianMechanism:
     @property
     def threshold(self) -> int:
         """floor(q·2⁵³): a row is kept when a uniform integer in [0, 2⁵³) is below it."""
-        return math.floor(Fraction(self.sampling_prob) * 2**_BITS)
+        q = Fraction(self.sampling_prob)
+        return q.numerator * _SCALE // q.denominator
 
     def cost(self) -> SubsampledGaussianCost:
         """`SubsampledGaussianCost.from_sigma(sigma, sampling_prob)` (rho up, σ down)."""
@@ -132,7 +126,8 @@ class SubsampledGaussianMechanism:
 
     def run(self, records: npt.ArrayLike, source: np.random.Generator) -> npt.NDArray[Any]:
         """One release: a float vector of length d (the columns of ``records``)."""
-        return self.run_batch(records, 1, source)[0]
+        out: npt.NDArray[np.float64] = self.run_batch(records, 1, source)[0]
+        return out
 
     def run_batch(
         self, records: npt.ArrayLike, trials: int, source: np.random.Generator
@@ -141,6 +136,7 @@ class SubsampledGaussianMechanism:
         rng = generator(source, "source")
         n = positive_int("trials", trials)
         rows = self.clipped(records)
-        keep = rng.integers(0, 2**_BITS, size=(n, rows.shape[0])) < self.threshold
+        keep = rng.integers(0, _SCALE, size=(n, rows.shape[0])) < self.threshold
         sums = keep.astype(np.float64) @ rows
-        return np.asarray(sums + rng.normal(0.0, self.noise_std, sums.shape))
+        out: npt.NDArray[np.float64] = sums + rng.normal(0.0, self.noise_std, sums.shape)
+        return out
