@@ -49,6 +49,12 @@ def run(args: argparse.Namespace) -> int:
     if seeds < 1:
         print(f"expost reproduce dp-sgd: --seeds must be >= 1, got {seeds}", file=sys.stderr)
         return 2
+    bad = [t for t in args.target or () if not 0.0 < t < 1.0]
+    if bad:
+        print(
+            f"expost reproduce dp-sgd: --target must lie in (0, 1), got {bad[0]}", file=sys.stderr
+        )
+        return 2
     names = args.dataset or ([QUICK_DATASET] if args.quick else list(DATASETS))
     setups = [SETUPS[n] for n in names]
     targets = None if args.target is None else args.target

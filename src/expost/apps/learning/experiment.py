@@ -7,7 +7,6 @@ does not depend on which other runs were made.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -79,10 +78,3 @@ def summarise(runs: Sequence[Run]) -> list[dict[str, Any]]:
             row["stopped_by_budget"] = float(np.mean([r.stopped_by == "budget" for r in members]))
         out.append(row)
     return out
-
-
-def timed(function: Callable[[], list[Run]]) -> tuple[list[Run], float]:
-    """``function()`` and the seconds it took."""
-    start = time.perf_counter()
-    result = function()
-    return result, time.perf_counter() - start
