@@ -101,66 +101,30 @@ def _powers(low: float, high: float) -> tuple[float, ...]:
 
 _CHECKS = geometric_checkpoints(40, 300, 2.0)  # 40, 78, 153, 300
 
+# data set, targets, q, learning rate, σ, σ_c, margin, fixed ε, doubling ε0, oracle grid's ends
+_TABLE = (
+    ("breast_cancer", (0.93, 0.95), 0.05, 1.0, 2.0, 5.0, 0.03, 2.0, 0.25, (0.25, 16.0)),
+    ("digits", (0.80, 0.85), 0.05, 1.0, 2.0, 10.0, 0.02, 2.0, 0.25, (0.25, 16.0)),
+    ("wine", (0.90, 0.95), 0.1, 1.0, 2.0, 3.0, 0.05, 4.0, 0.5, (0.5, 32.0)),
+    ("synthetic", (0.84, 0.86), 0.02, 2.0, 2.5, 16.0, 0.02, 1.0, 0.0625, (0.0625, 4.0)),
+)
+
 SETUPS: dict[str, Setup] = {
-    "breast_cancer": Setup(
-        "breast_cancer",
-        (0.93, 0.95),
-        sampling_prob=0.05,
-        learning_rate=1.0,
+    name: Setup(
+        name,
+        targets,
+        sampling_prob=q,
+        learning_rate=lr,
         steps=300,
-        sigma=2.0,
+        sigma=sigma,
         checkpoints=_CHECKS,
-        check_sigma=5.0,
-        margin=0.03,
-        fixed_eps=2.0,
-        doubling_eps0=0.25,
+        check_sigma=check_sigma,
+        margin=margin,
+        fixed_eps=fixed,
+        doubling_eps0=eps0,
         doubling_attempts=7,
-        oracle_grid=_powers(0.25, 16.0),
-    ),
-    "digits": Setup(
-        "digits",
-        (0.80, 0.85),
-        sampling_prob=0.05,
-        learning_rate=1.0,
-        steps=300,
-        sigma=2.0,
-        checkpoints=_CHECKS,
-        check_sigma=10.0,
-        margin=0.02,
-        fixed_eps=2.0,
-        doubling_eps0=0.25,
-        doubling_attempts=7,
-        oracle_grid=_powers(0.25, 16.0),
-    ),
-    "wine": Setup(
-        "wine",
-        (0.90, 0.95),
-        sampling_prob=0.1,
-        learning_rate=1.0,
-        steps=300,
-        sigma=2.0,
-        checkpoints=_CHECKS,
-        check_sigma=3.0,
-        margin=0.05,
-        fixed_eps=4.0,
-        doubling_eps0=0.5,
-        doubling_attempts=7,
-        oracle_grid=_powers(0.5, 32.0),
-    ),
-    "synthetic": Setup(
-        "synthetic",
-        (0.84, 0.86),
-        sampling_prob=0.02,
-        learning_rate=2.0,
-        steps=300,
-        sigma=2.5,
-        checkpoints=_CHECKS,
-        check_sigma=16.0,
-        margin=0.02,
-        fixed_eps=1.0,
-        doubling_eps0=0.0625,
-        doubling_attempts=7,
-        oracle_grid=_powers(0.0625, 4.0),
-    ),
+        oracle_grid=_powers(*ends),
+    )
+    for name, targets, q, lr, sigma, check_sigma, margin, fixed, eps0, ends in _TABLE
 }
 """Each data set's hyper-parameters (docs/apps/dp-sgd.md says how they were chosen)."""
