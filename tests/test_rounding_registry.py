@@ -193,6 +193,9 @@ DELEGATES: dict[str, str] = {
     # the larger of the two directions' values (each audited)
     "PrivacyLossDistribution.delta": "pld.discrete.DiscreteLoss.delta",
     "PrivacyLossDistribution.eps": "pld.discrete.DiscreteLoss.eps",
+    "apps.learning.accounting.steps_eps": "PrivacyLossDistribution.eps",
+    "apps.learning.CountingGrid.reported": "PrivacyLossDistribution.eps",  # stored, made monotone
+    "apps.learning.ex_post_rdp_eps": "ExPostRDP.probabilistic",
 }
 
 # Open work: rounded to the safe side by the tool the registry names, checked by the tests
@@ -208,6 +211,7 @@ REGISTERED_BY_HAND: dict[str, str] = {
     "UnifiedFilter.from_dp": "a filter whose rho budget is rounded down",
     "GaussianDPFilter.from_dp": "a filter whose mu budget is rounded down",
     "GaussianLoss.from_mechanism": "a loss whose rho is rounded up",
+    "apps.learning.CountingGrid.reported": "the ε of a counting grid at a stop, rounded up",
     "TimeGrid.from_boundary": "a grid whose times each meet their level",
     "pld.max_rounds": "a count of rounds (a budget's share): every count has delta within target",
 }

@@ -289,6 +289,9 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("PrivacyLossDistribution.delta", _UP, "max of the directions' DiscreteLoss.delta"),
     ("PrivacyLossDistribution.eps", _UP, "max of the directions' DiscreteLoss.eps"),
     ("pld.max_rounds", _DOWN, "a count whose composed delta (up) is within the target"),
+    ("apps.learning.accounting.steps_eps", _UP, "PrivacyLossDistribution.eps of the steps"),
+    ("apps.learning.ex_post_rdp_eps", _UP, "ExPostRDP.probabilistic of sum_up of Unit.rdp"),
+    ("apps.learning.CountingGrid.reported", _UP, "PrivacyLossDistribution.eps at δ_j (down)"),
 )
 
 REGISTRY: tuple[Rounded, ...] = tuple(Rounded(n, d, w) for n, d, w in _TABLE)

@@ -27,6 +27,7 @@ __all__ = [
     "ERMData",
     "load_bundled",
     "normalise_rows",
+    "standardise",
     "synthetic_classification",
     "synthetic_regression",
     "synthetic_with_validation",
@@ -192,7 +193,8 @@ def synthetic_with_validation(
     raise InvalidParameter("kind", kind, "must be 'classification' or 'regression'")
 
 
-def _standardise(columns: FloatArray) -> FloatArray:
+def standardise(columns: FloatArray) -> FloatArray:
+    """Each column centred and divided by its standard deviation (constant columns: centred)."""
     sd = columns.std(axis=0)
     out: FloatArray = (columns - columns.mean(axis=0)) / np.where(sd > 0.0, sd, 1.0)
     return out
@@ -218,9 +220,9 @@ def load_bundled(name: str) -> ERMData:
     x, t = (np.asarray(part, dtype=np.float64) for part in loaded)
     if BUNDLED[name] == "classification":
         return ERMData(
-            normalise_rows(_standardise(x)), np.where(t == 1, 1.0, -1.0), name, "classification"
+            normalise_rows(standardise(x)), np.where(t == 1, 1.0, -1.0), name, "classification"
         )
-    rows = normalise_rows(_standardise(np.column_stack([x, t])))
+    rows = normalise_rows(standardise(np.column_stack([x, t])))
     return ERMData(rows[:, :-1], rows[:, -1], name, "regression")
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from expost.cli import erm, lnr_composition, relative_error
+from expost.cli import dp_sgd, erm, lnr_composition, relative_error
 
 __all__ = ["add_parser"]
 
 # Modules with ``add_parser(subparsers)``; each sets ``run`` via ``set_defaults``.
-_EXPERIMENTS: tuple[Any, ...] = (relative_error, erm, lnr_composition)
+_EXPERIMENTS: tuple[Any, ...] = (relative_error, erm, lnr_composition, dp_sgd)
 
 
 def add_parser(sub: Any) -> None:

@@ -14,10 +14,11 @@ from expost.apps.erm.simulation import (
     TaskResult,
 )
 
-__all__ = ["plot_figure2", "plot_figure3"]
+__all__ = ["plot_figure2", "plot_figure3", "pyplot"]
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend; ImportError naming the extra if it is missing."""
     try:
         import matplotlib
     except ImportError as exc:
@@ -40,7 +41,7 @@ _CHECKER_TITLES = {
 
 def plot_figure2(results: list[TaskResult], path: Path) -> None:
     """BNR Figure 2: average loss against the (guaranteed / high-probability) privacy loss."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 4.2), squeeze=False)
     for ax, r in zip(axes[0], results, strict=True):
         for m, res in r.methods.items():
@@ -63,7 +64,7 @@ def plot_figure2(results: list[TaskResult], path: Path) -> None:
 
 def plot_figure3(results: list[TaskResult], path: Path) -> None:
     """BNR Figure 3: ex-post privacy loss at the stop, per checker, BM vs LNR."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(
         len(results), len(CHECKERS), figsize=(5 * len(CHECKERS), 3.6 * len(results)), squeeze=False
     )

@@ -1,0 +1,158 @@
+"""Accuracy-first DP-SGD's parts: data, per-example gradients, the trainer and its release."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from expost import PrivateSession
+from expost.apps.learning.data import LabelledRows, load_rows, split, synthetic_rows
+from expost.apps.learning.models import LogisticRegression, SoftmaxRegression, accuracy
+from expost.apps.learning.sgd import CountCheck, SGDConfig, Trainer
+from expost.errors import InvalidParameter
+from expost.filters import ZCDPCost, ZCDPFilter
+
+
+def _rows(classes: int, n: int = 7, d: int = 4, seed: int = 0) -> LabelledRows:
+    rng = np.random.default_rng(seed)
+    return LabelledRows(rng.normal(size=(n, d)), rng.integers(0, classes, size=n), classes)
+
+
+def _numeric_gradient(
+    model: object, params: npt.NDArray[np.float64], one: LabelledRows
+) -> npt.NDArray[np.float64]:
+    """Central differences of the one-row loss, step 1e-6 (error O(h²) ≈ 1e-12)."""
+    h = 1e-6
+    out = np.empty_like(params)
+    for k in range(params.size):
+        e = np.zeros_like(params)
+        e[k] = h
+        out[k] = (model.loss(params + e, one) - model.loss(params - e, one)) / (2 * h)  # type: ignore[attr-defined]
+    return out
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_per_example_gradients_match_finite_differences(classes: int) -> None:
+    rows = _rows(classes)
+    model = LogisticRegression() if classes == 2 else SoftmaxRegression(classes)
+    params = np.random.default_rng(1).normal(size=model.size(rows.d))
+    grads = model.gradients(params, rows)
+    assert grads.shape == (rows.n, params.size)
+    for i in range(rows.n):
+        one = rows.rows(np.array([i]))
+        np.testing.assert_allclose(grads[i], _numeric_gradient(model, params, one), atol=1e-7)
+
+
+def test_finite_difference_check_catches_a_wrong_gradient() -> None:
+    """Twin: the softmax gradient with the wrong sign of e_y fails the same comparison."""
+    rows = _rows(3)
+    model = SoftmaxRegression(3)
+    params = np.random.default_rng(1).normal(size=model.size(rows.d))
+    one = rows.rows(np.array([0]))
+    wrong = np.einsum("d,k->dk", one.features[0], np.eye(3)[one.labels[0]]).reshape(-1)
+    wrong = model.gradients(params, one)[0] + 2.0 * wrong  # +e_y instead of −e_y
+    assert not np.allclose(wrong, _numeric_gradient(model, params, one), atol=1e-7)
+
+
+def test_logistic_equals_two_class_softmax_predictions() -> None:
+    rows = _rows(2, n=50)
+    w = np.random.default_rng(2).normal(size=rows.d)
+    soft = np.column_stack([np.zeros(rows.d), w]).reshape(-1)
+    assert np.array_equal(
+        LogisticRegression().predict(w, rows.features),
+        SoftmaxRegression(2).predict(soft, rows.features),
+    )
+
+
+def test_rows_are_prepared_and_split_by_seed() -> None:
+    rows = synthetic_rows()
+    norms = np.linalg.norm(rows.features[:, :-1], axis=1)
+    np.testing.assert_allclose(norms, 1.0, rtol=1e-12)
+    assert np.all(rows.features[:, -1] == 1.0)
+    a, b = (split(rows, "synthetic", np.random.default_rng(5)) for _ in range(2))
+    assert np.array_equal(a.train.features, b.train.features)
+    assert a.train.n + a.validation.n + a.test.n == rows.n
+    c = split(rows, "synthetic", np.random.default_rng(6))
+    assert not np.array_equal(a.train.features, c.train.features)
+
+
+@pytest.mark.parametrize(("name", "n", "classes"), [("breast_cancer", 569, 2), ("wine", 178, 3)])
+def test_bundled_sets(name: str, n: int, classes: int) -> None:
+    pytest.importorskip("sklearn")
+    rows = load_rows(name)
+    assert (rows.n, rows.classes) == (n, classes)
+
+
+def test_unknown_dataset_is_refused() -> None:
+    with pytest.raises(InvalidParameter, match="dataset"):
+        load_rows("mnist")
+
+
+class _Recording:
+    """A release that records what the trainer passes and returns zeros."""
+
+    def __init__(self) -> None:
+        self.records: list[npt.NDArray[np.float64]] = []
+
+    def subsampled_gaussian(
+        self, records: npt.ArrayLike, sensitivity: float, sigma: float, sampling_prob: float
+    ) -> npt.NDArray[np.float64]:
+        r = np.asarray(records, dtype=np.float64)
+        self.records.append(r)
+        return np.zeros(r.shape[1])
+
+    def gaussian(
+        self, value: npt.ArrayLike, sensitivity: float, rho: float
+    ) -> npt.NDArray[np.float64]:
+        return np.asarray(value, dtype=np.float64)
+
+
+def test_trainer_passes_raw_per_example_gradients_of_every_row() -> None:
+    """The caller does not clip or sample: every row's raw gradient goes to the release."""
+    rows = LabelledRows(np.full((5, 2), 30.0), np.array([0, 1, 0, 1, 1]), 2)
+    release = _Recording()
+    trainer = Trainer(LogisticRegression(), rows, SGDConfig(1.0, 1.0, 0.5, 0.1))
+    trainer.run(release, 2)
+    assert len(release.records) == 2
+    np.testing.assert_array_equal(
+        release.records[0], LogisticRegression().gradients(np.zeros(2), rows)
+    )
+    assert np.linalg.norm(release.records[0], axis=1).max() > 20.0
+
+
+def test_the_session_release_clips_what_the_trainer_passes() -> None:
+    """With q = 1 and tiny noise the noisy sum of 5 rows of norm ~21 has norm <= 5·C (C = 1)."""
+    rows = LabelledRows(np.full((5, 2), 30.0), np.array([1, 1, 1, 1, 1]), 2)
+    session = PrivateSession(ZCDPFilter(1e15), np.random.default_rng(0))
+    raw = LogisticRegression().gradients(np.zeros(2), rows)
+    released = session.subsampled_gaussian(raw, 1.0, 1e-6, 1.0)
+    assert np.linalg.norm(released) <= 5.0 + 1e-4
+    assert np.linalg.norm(raw.sum(axis=0)) > 100.0  # unclipped it would be far larger
+
+
+def test_training_improves_accuracy_through_a_session() -> None:
+    rows = synthetic_rows()
+    data = split(rows, "synthetic", np.random.default_rng(0))
+    model = LogisticRegression()
+    session = PrivateSession(ZCDPFilter(1e9), np.random.default_rng(1))
+    trainer = Trainer(model, data.train, SGDConfig(1.0, 1.0, 0.01, 2.0))
+    before = accuracy(model, trainer.params + 1e-3, data.test)
+    trainer.run(session, 60)
+    after = accuracy(model, trainer.averaged(), data.test)
+    assert after > max(before, 0.75)
+
+
+def test_count_check_releases_through_the_session() -> None:
+    rows = _rows(2, n=40)
+    session = PrivateSession(ZCDPFilter(10.0), np.random.default_rng(3))
+    check = CountCheck(sigma=2.0, margin=0.01)
+    acc = check.noisy_accuracy(session, LogisticRegression(), np.zeros(rows.d), rows)
+    assert len(session.history) == 1
+    request = session.history[0].request
+    assert isinstance(request, ZCDPCost)
+    assert request.rho <= 1.0 / 8.0
+    assert request.rho == pytest.approx(1.0 / 8.0)
+    assert check.passes(0.9, 0.88)
+    assert not check.passes(0.885, 0.88)
+    assert np.isfinite(acc)
