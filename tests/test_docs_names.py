@@ -112,7 +112,9 @@ def _on_another_class(text: str, start: int) -> bool:
     """Whether the call at ``start`` is an attribute of a class other than the session
     (``PrivacyLossDistribution.gaussian(...)`` is not ``session.gaussian(...)``)."""
     receiver = re.search(r"([A-Za-z_]\w*)\.$", text[:start])
-    return bool(receiver) and receiver[1][0].isupper() and receiver[1] != "PrivateSession"
+    if receiver is None:
+        return False
+    return receiver[1][0].isupper() and receiver[1] != "PrivateSession"
 
 
 def unknown_keywords(
