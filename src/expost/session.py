@@ -104,24 +104,24 @@ class Round:
 class PrivateSession(Spendable):
     """Adaptive private analysis under one filter (FAC Thm 1–2, APC Thm 1–2, 5, Lemma 6.2, B.2).
 
-        ``filter`` is the budget (e.g. ``UnifiedFilter.from_dp(10.0, 1e-6)``), ``rng`` the only
-        source of randomness in float mode (not needed in the secure mode), ``ledger`` an
-        optional SQLite file, or a ``postgresql://…?ledger=NAME`` URL, that makes the spend persistent and shareable between processes (`expost.ledger`): an
-    existing ledger only (`LedgerNotFound` otherwise) unless ``create=True``; ``ledger_id`` pins
-    the id printed when it was created, so a re-created ledger is refused. The private values passed to the methods are
-        used for one release and never stored; results hold only released values.
+    ``filter`` is the budget (e.g. ``UnifiedFilter.from_dp(10.0, 1e-6)``), ``rng`` the only
+    source of randomness in float mode (not needed in the secure mode), ``ledger`` an optional
+    SQLite file, or a ``postgresql://…?ledger=NAME`` URL, that makes the spend persistent and
+    shareable between processes (`expost.ledger`): an existing ledger only (`LedgerNotFound`
+    otherwise) unless ``create=True``; ``ledger_id`` pins the id printed when it was created, so
+    a re-created ledger is refused. The private values passed to the methods are used for one
+    release and never stored; results hold only released values.
 
-        By default releases add float noise from ``rng``: for research and simulation (float
-        samplers leak, docs/releasing-safely.md). ``exact=True`` (bits from the OS CSPRNG) or an
-        explicit ``bits`` source is the secure mode, which draws only from its bits (``rng`` may
-        be left out): ``gaussian``, ``laplace`` and
-        ``exponential_mechanism`` release integers from the exact mechanisms (discrete Gaussian,
-        discrete Laplace, exact exponential mechanism), ``above_threshold`` runs `AboveThreshold` with exact noise, and every
-        other mechanism is refused, naming the
-        alternative, before it spends anything.
+    By default releases add float noise from ``rng``: for research and simulation (float
+    samplers leak, docs/releasing-safely.md). ``exact=True`` (bits from the OS CSPRNG) or an
+    explicit ``bits`` source is the secure mode, which draws only from its bits (``rng`` may be
+    left out): ``gaussian``, ``laplace`` and ``exponential_mechanism`` release integers from the
+    exact mechanisms (discrete Gaussian, discrete Laplace, exact exponential mechanism),
+    ``above_threshold`` runs `AboveThreshold` with exact noise, and every other mechanism is
+    refused, naming the alternative, before it spends anything.
 
-        Threads may share a session (every returned release is charged; docs/session.md,
-        "Threads, copies and pickles"); copying or pickling it raises `NotCopyable`.
+    Threads may share a session (every returned release is charged; docs/session.md, "Threads,
+    copies and pickles"); copying or pickling it raises `NotCopyable`.
     """
 
     _COPY_ADVICE = (
