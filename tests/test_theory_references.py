@@ -4,7 +4,8 @@
 the two-digit number n (docs/theory/12-privacy-loss-distributions.md is §12), "§n.m" a heading of
 that page that names "§n.m", a lettered item "§n (e)" an item marked **(e)** on it; "THEORY.md"
 and "THEORY's" are the section's index. ARCHITECTURE is docs/architecture.md: a quoted name is one
-of its headings, "principle k" its core idea numbered k. The scan covers README.md, docs/ (pages
+of its headings (a capitalised name: `ARCHITECTURE ("expected" …)` quotes a JSON key, not a
+heading), "principle k" its core idea numbered k. The scan covers README.md, docs/ (pages
 and scripts), src/, proofs/, benchmarks/ and tests/; a planted citation of §99 must be reported.
 """
 
@@ -28,7 +29,7 @@ THEORY_CITE = re.compile(
 MORE_SECTIONS = re.compile(r"(?:,|and)\s*§\s*(\d+(?:\.\d+)?)(?:\s*\(([a-z])\))?")
 RANGE = re.compile(r"^\s*[–-]\s*(\d+)")
 LETTERS = re.compile(r"^(?:\s*[–-]\s*\d+)?\s*\(([a-z])\)(?:\s*[–-]\s*\(([a-z])\))?")
-ARCH_NAMED = re.compile(r"ARCHITECTURE(?:\.md)?(?:'s)?[\s,(#]*[\"“]([^\"”]+)[\"”]")
+ARCH_NAMED = re.compile(r"ARCHITECTURE(?:\.md)?(?:'s)?[\s,(#]+[\"“]([A-Z0-9][^\"”]*)[\"”]")
 ARCH_NUMBERED = re.compile(
     r"ARCHITECTURE(?:\.md)?(?:'s)?\s+principles?\s+(\d+(?:\s*(?:,|and|–|-)\s*\d+)*)"
 )
@@ -164,7 +165,7 @@ def test_the_scan_sees_the_citations_the_code_makes() -> None:
         ("(THEORY\n    # §98)", 1),
         ("THEORY §2–3 and THEORY §11 (ex-post), §99 (no such page)", 1),
         ("THEORY §4.7", 1),
-        ("THEORY §12 (a)–(f), THEORY §2–3, THEORY §11 (x), §12", 0),
+        ("THEORY §12 (a)–(f), THEORY §2–3, THEORY §11 (ex-post RDP), §12", 0),
     ],
 )
 def test_planted_twins_are_reported(text: str, reported: int) -> None:
