@@ -21,6 +21,11 @@ def named_paths(text: str) -> list[tuple[str, str | None]]:
     return [(m.group(1), m.group(2)) for m in NAMED.finditer(text)]
 
 
+def defines(path: Path, test: str) -> bool:
+    text = path.read_text(encoding="utf-8")
+    return re.search(rf"^\s*def {re.escape(test)}\(", text, re.MULTILINE) is not None
+
+
 def missing(text: str) -> list[str]:
     out = []
     for path, test in named_paths(text):
@@ -31,9 +36,7 @@ def missing(text: str) -> list[str]:
         target = ROOT / path
         if not target.exists():
             out.append(f"{path}: no such file or folder")
-        elif test is not None and not re.search(
-            rf"^\s*(?:async\s+)?def {re.escape(test)}\(", target.read_text(encoding="utf-8"), re.M
-        ):
+        elif test is not None and not defines(target, test):
             out.append(f"{path}::{test}: no such test in the file")
     return out
 

@@ -185,6 +185,41 @@ def test_planted_architecture_twins_are_reported(text: str, reported: int) -> No
     assert len(unresolved_architecture(text)) == reported
 
 
+def map_rows_without_their_page(text: str, pages: dict[int, Path]) -> list[str]:
+    """Rows of a "## §n" section of the theory map that link no theory page (§n's, where one)."""
+    problems, wanted, heading = [], None, ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            heading = line
+            numbers = re.match(r"## §(\d+)(?:–(\d+))?", line)
+            wanted = None
+            if numbers:
+                low, high = int(numbers.group(1)), int(numbers.group(2) or numbers.group(1))
+                wanted = {n: pages.get(n) for n in range(low, high + 1)}
+        elif wanted is not None and line.startswith("| ") and "---" not in line:
+            if line.startswith("| result "):
+                continue
+            names = [p.name for p in wanted.values() if p is not None]
+            target = names if len(wanted) == 1 else [p.name for p in pages.values()]
+            if not any(f"](theory/{name}" in line for name in target):
+                problems.append(f"{heading[:40]}: {line[:60]}")
+    return problems
+
+
+def test_every_row_of_the_theory_map_links_its_theory_page() -> None:
+    text = (ROOT / "docs" / "theory-map.md").read_text(encoding="utf-8")
+    assert map_rows_without_their_page(text, theory_pages()) == []
+    for section in re.split(r"^## ", text, flags=re.MULTILINE)[1:]:
+        assert "Theory: " in section.split("\n|", 1)[0], section.splitlines()[0]
+
+
+def test_a_map_row_without_its_page_is_reported() -> None:
+    planted = "## §4 Filters\n\n| result | source |\n|---|---|\n| a filter | FAC Thm 1 |\n"
+    assert len(map_rows_without_their_page(planted, theory_pages())) == 1
+    linked = planted.replace("FAC Thm 1", "FAC Thm 1; [§4](theory/04-filters.md)")
+    assert map_rows_without_their_page(linked, theory_pages()) == []
+
+
 def test_theory_and_architecture_pages_are_in_the_nav() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     for page in [*theory_pages().values(), THEORY / "index.md", ARCHITECTURE]:
