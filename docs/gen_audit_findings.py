@@ -40,7 +40,8 @@ SECTIONS: list[tuple[str, tuple[str, ...], str]] = [
         "Printed versus corrected statements",
         ("apc-thm4", "bnr-cor3.7"),
         (
-            "Two statements are audited as printed and as corrected in THEORY.md. The printed forms "
+            "Two statements are audited as printed and as corrected "
+            "([errata](theory/index.md#errata-of-the-papers)). The printed forms "
             "must be refuted (`expected: refuted`), the corrected ones must hold."
         ),
     ),
