@@ -3,7 +3,8 @@
 "THEORY" is the theory section of the site, docs/theory/: "§n" is the page whose name starts with
 the two-digit number n (docs/theory/12-privacy-loss-distributions.md is §12), "§n.m" a heading of
 that page that names "§n.m", a lettered item "§n (e)" an item marked **(e)** on it; "THEORY.md"
-and "THEORY's" are the section's index. ARCHITECTURE is docs/architecture.md: a quoted name is one
+and "THEORY's" are the section's index; any other
+mention of THEORY is reported. ARCHITECTURE is docs/architecture.md: a quoted name is one
 of its headings (a capitalised name: `ARCHITECTURE ("expected" …)` quotes a JSON key, not a
 heading), "principle k" its core idea numbered k. The scan covers README.md, docs/ (pages
 and scripts), src/, proofs/, benchmarks/ and tests/; a planted citation of §99 must be reported.
@@ -93,6 +94,21 @@ def unresolved_theory(text: str, pages: dict[int, Path]) -> list[str]:
     return problems
 
 
+def unreadable_theory_mentions(text: str) -> list[str]:
+    """Mentions of THEORY in no form the mapping defines (e.g. "THEORY section 4")."""
+    flattened = flat(text)
+    out = []
+    for mention in re.finditer(r"\bTHEORY\b", flattened):
+        at = mention.start()
+        rest = flattened[at:]
+        if THEORY_CITE.match(flattened, at) or rest.startswith(("THEORY.md", "THEORY's")):
+            continue
+        if rest.startswith("THEORY §n"):  # the notation itself, where a page explains it
+            continue
+        out.append(rest[:40])
+    return out
+
+
 def architecture_names() -> tuple[set[str], set[int]]:
     names, numbers = set(), set()
     for heading in headings(ARCHITECTURE):
@@ -136,6 +152,26 @@ def test_every_theory_citation_resolves() -> None:
         for problem in unresolved_theory(path.read_text(encoding="utf-8"), pages):
             problems.append(f"{path.relative_to(ROOT)}: {problem}")
     assert problems == []
+
+
+def test_every_mention_of_theory_has_a_form_the_index_defines() -> None:
+    problems = []
+    for path in scanned_files():
+        for mention in unreadable_theory_mentions(path.read_text(encoding="utf-8")):
+            problems.append(f"{path.relative_to(ROOT)}: {mention!r}")
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("text", "reported"),
+    [
+        ("see THEORY section 4", 1),
+        ("THEORY, part 12", 1),
+        ("THEORY §12, THEORY.md §3, THEORY's prototype, THEORY.md, THEORY §n", 0),
+    ],
+)
+def test_an_unreadable_mention_is_reported(text: str, reported: int) -> None:
+    assert len(unreadable_theory_mentions(text)) == reported
 
 
 def test_every_architecture_citation_resolves() -> None:
