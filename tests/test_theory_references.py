@@ -3,11 +3,11 @@
 "THEORY" is the theory section of the site, docs/theory/: "§n" is the page whose name starts with
 the two-digit number n (docs/theory/12-privacy-loss-distributions.md is §12), "§n.m" a heading of
 that page that names "§n.m", a lettered item "§n (e)" an item marked **(e)** on it; "THEORY.md"
-and "THEORY's" are the section's index; any other
-mention of THEORY is reported. ARCHITECTURE is docs/architecture.md: a quoted name is one
-of its headings (a capitalised name: `ARCHITECTURE ("expected" …)` quotes a JSON key, not a
-heading), "principle k" its core idea numbered k. The scan covers README.md, docs/ (pages
-and scripts), src/, proofs/, benchmarks/ and tests/; a planted citation of §99 must be reported.
+and "THEORY's" are the section's index; any other mention of THEORY is reported. ARCHITECTURE is
+docs/architecture.md: a quoted name is one of its headings (a capitalised name: ARCHITECTURE
+("expected" …) quotes a JSON key, not a heading), "principle k" its core idea numbered k. The scan
+covers README.md, docs/ (pages and scripts), src/, proofs/, benchmarks/ and tests/; a planted
+citation of §99 must be reported.
 """
 
 from __future__ import annotations
