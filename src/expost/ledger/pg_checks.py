@@ -10,11 +10,12 @@ rule is what it is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 from expost.ledger.limits import LARGEST_NUMBER, MAX_DIGITS, SMALLEST_NUMBER
 
-__all__ = ["CHECKS", "PRICED_FILTERS"]
+__all__ = ["CHECKS", "PRICED_FILTERS", "PRICED_PARTS", "part_fault", "parts_sql"]
 
 PRICED_FILTERS: Final = (
     "ZCDPFilter",
@@ -27,6 +28,48 @@ PRICED_FILTERS: Final = (
 )
 """The filters whose rounds the server prices: a session ledger of any other is refused at its
 creation (an `RDPFilter`'s price is a minimum over orders that the server does not compute)."""
+
+PRICED_PARTS: Final = {"ConcurrentFilter": {"zcdp": ("ZCDPFilter", "UnifiedFilter"), "ex_post": ("ExPostFilter",)}}
+"""The parts a composite filter may hold (`ConcurrentFilter` validates the same): the server
+prices its ``zcdp`` part as a zCDP filter and its ``ex_post`` part as an `ExPostFilter`, and no
+client can build one with another part (a `PLDFilter` or a Rényi filter), so a ledger describing
+one is refused at its creation on every backend and by ``expost.create_ledger``."""
+
+_PART_ADVICE: Final = "use a PLDFilter, RDPFilter or RenyiFilter on its own, in a SQLite file"
+
+
+def part_fault(description: object) -> str | None:
+    """Why the filter ``description`` (a ledger configuration's ``filter``) holds a part that
+    no client could build and the server would not price, or None."""
+    if not isinstance(description, Mapping):
+        return None
+    for part, allowed in PRICED_PARTS.get(str(description.get("type")), {}).items():
+        held = description.get(part)
+        kind = held.get("type") if isinstance(held, Mapping) else held
+        if kind not in allowed:
+            return (
+                f"a {description['type']}'s {part} part must be {' or '.join(allowed)}, "
+                f"not {kind}: {_PART_ADVICE}"
+            )
+    return None
+
+
+def parts_sql(config: str) -> str:
+    """The PL/pgSQL that raises `part_fault`'s refusal for the configuration ``config`` (an SQL
+    jsonb expression) in ``expost.create_ledger``."""
+    checks = []
+    for composite, parts in PRICED_PARTS.items():
+        for part, allowed in parts.items():
+            kind = f"({config} -> 'filter' -> '{part}' ->> 'type')"
+            checks.append(
+                f"""IF {config} -> 'filter' ->> 'type' = '{composite}'
+            AND NOT coalesce({kind} = ANY ('{{{",".join(allowed)}}}'::text[]), false) THEN
+            RAISE EXCEPTION 'expost: a {composite}''s {part} part must be {" or ".join(allowed)}, not %: {_PART_ADVICE}',
+                coalesce({kind}, 'missing') USING ERRCODE = '0A000';
+        END IF;"""
+            )
+    return "\n        ".join(checks)
+
 
 _CHECK_COST: Final = rf"""
 CREATE OR REPLACE FUNCTION expost.check_cost(c jsonb) RETURNS void LANGUAGE plpgsql IMMUTABLE

@@ -43,7 +43,7 @@ from expost.ledger.limits import (
     MAX_NAME_CHARS,
     MAX_RECORD_CHARS,
 )
-from expost.ledger.pg_checks import CHECKS, PRICED_FILTERS
+from expost.ledger.pg_checks import CHECKS, PRICED_FILTERS, parts_sql
 
 __all__ = [
     "CLIENT_FUNCTIONS",
@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: Final = 3  # 3: every filter kind's budget enforced (the tables and records)
-SERVER_VERSION: Final = 4  # 4: limits, settle rules, the lock's hold limit (the functions)
+SERVER_VERSION: Final = 5  # 5: the hold limit in expost.settings, holders ended by observation
 _SAFE: Final = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 _LOCK_CLASS: Final = 0x65787074  # "expt": the first key of a ledger's advisory lock
 
@@ -67,6 +67,17 @@ CLIENT_FUNCTIONS: Final = (
     "expost.append_round(text, uuid, text, text, uuid)",
 )
 """The functions a client role needs (with their argument types, as GRANT names them)."""
+
+_SETTINGS: Final = (
+    # the database's settings, changed by the schema's owner (UPDATE): no custom parameter, so
+    # no GRANT SET ON PARAMETER (PostgreSQL 15+) and no superuser needed
+    f"""CREATE TABLE IF NOT EXISTS expost.settings (
+        one_row boolean PRIMARY KEY DEFAULT true CHECK (one_row),
+        hold_limit_s numeric NOT NULL DEFAULT {HOLD_LIMIT_S}
+            CHECK (hold_limit_s > 0 AND hold_limit_s <= 86400))""",
+    "INSERT INTO expost.settings DEFAULT VALUES ON CONFLICT DO NOTHING",
+    "REVOKE ALL ON expost.settings FROM PUBLIC",
+)
 
 _TABLES: Final = (
     """CREATE TABLE expost.ledgers (
@@ -89,6 +100,7 @@ _TABLES: Final = (
         spent_eps numeric,
         spent_eps_delta numeric,
         PRIMARY KEY (ledger, id))""",
+    *_SETTINGS,
     "CREATE UNIQUE INDEX rounds_reserved ON expost.rounds (ledger, round) WHERE kind = 'reserve'",
     "CREATE UNIQUE INDEX rounds_settled ON expost.rounds (ledger, round) WHERE kind = 'settle'",
 )
@@ -99,46 +111,72 @@ _TRIGGERS: Final = tuple(
     for table in ("ledgers", "rounds")
 )
 
+_HELD: Final = f"""l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()
+                AND l.database = (SELECT d.oid FROM pg_database d
+                                  WHERE d.datname = current_database())
+                AND l.classid = {_LOCK_CLASS}::oid AND l.objid = v_key::oid AND l.objsubid = 2"""
+"""Which rows of pg_locks are the ledger's lock held by another backend."""
+
 _LOCK: Final = f"""
 CREATE OR REPLACE FUNCTION expost.take_lock(p_name text) RETURNS void
-LANGUAGE plpgsql {_SAFE} SET expost.hold_limit = '{HOLD_LIMIT_S}' AS $$
+LANGUAGE plpgsql {_SAFE} AS $$
 DECLARE
     v_key integer := hashtext(p_name) & 2147483647;
-    v_limit interval := make_interval(secs => current_setting('expost.hold_limit')::numeric);
+    v_limit interval := make_interval(secs => coalesce(
+        (SELECT s.hold_limit_s FROM expost.settings s), {HOLD_LIMIT_S}));
     v_caller text := current_setting('lock_timeout');  -- the caller's wait, restored after
     v_deadline timestamptz := CASE WHEN v_caller::interval > '0' THEN
                                    clock_timestamp() + v_caller::interval END;
-    v_wait interval;
+    v_wait interval := v_limit;
+    v_seen integer[];  -- the backends that held it when this wait began
+    v_since timestamptz;
+    v_holder record;
 BEGIN
+    IF pg_try_advisory_xact_lock({_LOCK_CLASS}, v_key) THEN  -- free (and no one queued)
+        RETURN;
+    END IF;
     LOOP
-        v_wait := greatest(least(v_limit, coalesce(v_deadline - clock_timestamp(), v_limit)),
+        v_wait := greatest(least(v_wait, coalesce(v_deadline - clock_timestamp(), v_wait)),
                            interval '1 millisecond');
+        SELECT array_agg(l.pid), clock_timestamp() INTO v_seen, v_since
+            FROM pg_locks l WHERE {_HELD};
         PERFORM set_config('lock_timeout',
                            ceil(extract(epoch FROM v_wait) * 1000)::bigint::text, true);
         BEGIN
-            PERFORM pg_advisory_xact_lock({_LOCK_CLASS}, v_key);
+            PERFORM pg_advisory_xact_lock({_LOCK_CLASS}, v_key);  -- the fair queue
             PERFORM set_config('lock_timeout', v_caller, true);
             RETURN;
         EXCEPTION WHEN lock_not_available THEN
             NULL;
         END;
-        -- whoever has held it past the limit loses its transaction (and connection)
-        BEGIN
-            PERFORM pg_terminate_backend(a.pid)
-                FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-                WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()
-                    AND l.database = (SELECT d.oid FROM pg_database d
-                                      WHERE d.datname = current_database())
-                    AND l.classid = {_LOCK_CLASS}::oid AND l.objid = v_key::oid
-                    AND l.objsubid = 2
-                    AND coalesce(a.xact_start, a.state_change) < clock_timestamp() - v_limit;
-        EXCEPTION WHEN insufficient_privilege THEN
-            RAISE EXCEPTION 'expost: ledger % is held past the % limit, and the owner of schema expost may not end that transaction (GRANT pg_signal_backend, pg_read_all_stats TO it)',
-                p_name, v_limit;
-        END;
+        -- A holder past the limit loses its transaction and connection (its work rolls back):
+        -- one that held the lock through this whole wait of the limit (a session-level lock
+        -- kept with keep-alives, whatever its transactions) or whose transaction began more
+        -- than the limit ago. pg_locks is read live, pg_stat_activity as of now (it is
+        -- otherwise a snapshot frozen for the whole transaction).
+        PERFORM pg_stat_clear_snapshot();
+        FOR v_holder IN
+            SELECT l.pid, a.xact_start,
+                   l.pid = ANY (v_seen) AND clock_timestamp() - v_since >= v_limit AS through
+                FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid WHERE {_HELD}
+        LOOP
+            IF v_holder.through OR v_holder.xact_start <= clock_timestamp() - v_limit THEN
+                BEGIN
+                    PERFORM pg_terminate_backend(v_holder.pid);
+                EXCEPTION WHEN insufficient_privilege THEN
+                    RAISE EXCEPTION 'expost: ledger % is held past the % limit, and the owner of schema expost may not end that transaction (GRANT pg_signal_backend, pg_read_all_stats TO it)',
+                        p_name, v_limit USING ERRCODE = '42501';
+                END;
+                v_wait := least(v_limit, interval '1 second');
+            ELSE  -- until it reaches the limit (a whole limit if its start is not visible)
+                v_wait := least(v_limit,
+                                coalesce(v_holder.xact_start + v_limit - clock_timestamp(),
+                                         v_limit));
+            END IF;
+        END LOOP;
         IF v_deadline IS NOT NULL AND clock_timestamp() >= v_deadline THEN
             PERFORM set_config('lock_timeout', v_caller, true);
-            RAISE EXCEPTION 'expost: ledger % was busy for the whole lock_timeout (%); a holder past the hold limit (%) is ended only if the owner of schema expost may see and end other backends (pg_read_all_stats, pg_signal_backend)',
+            RAISE EXCEPTION 'expost: ledger % was busy for the whole lock_timeout (%); a holder past the hold limit (%) is ended only if the owner of schema expost may end other backends (pg_signal_backend)',
                 p_name, v_caller, v_limit USING ERRCODE = '55P03';
         END IF;
     END LOOP;
@@ -191,6 +229,7 @@ _READ: Final = (
             RAISE EXCEPTION 'expost: the server cannot price rounds of a % ledger (it prices {", ".join(PRICED_FILTERS)}): keep it in a SQLite file', v_filter
                 USING ERRCODE = '0A000';
         END IF;
+        {parts_sql("p_config::jsonb")}
         INSERT INTO expost.ledgers VALUES (p_name, v_id, 'expost-ledger', {SCHEMA_VERSION},
             p_config, extract(epoch FROM clock_timestamp()));
         RETURN v_id;
@@ -351,6 +390,7 @@ INSTALL: Final = (
 
 UPGRADE: Final = (
     "DROP FUNCTION IF EXISTS expost.at_most(jsonb, jsonb)",
+    *_SETTINGS,
     *FUNCTIONS,
     "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA expost FROM PUBLIC",
     _VERSION_FOR_ALL,

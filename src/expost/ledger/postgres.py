@@ -118,12 +118,32 @@ def shown_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+_HINTS: Final = (  # insufficient_privilege: which role lacks what, by PostgreSQL's message
+    (
+        re.compile(r"permission denied (for schema expost|for function)"),
+        "a client role needs USAGE on schema expost and EXECUTE on its functions"
+        " (client_grants); creating a ledger needs EXECUTE on expost.create_ledger or the"
+        " schema owner's role",
+    ),
+    (
+        re.compile(r"permission denied (for database|to create)"),
+        "the role that installs the schema (the administrator) needs CREATE on the database:"
+        " GRANT CREATE ON DATABASE … TO it",
+    ),
+    (
+        re.compile(r"must be owner"),
+        "only the role that owns schema expost (the administrator) may do this",
+    ),
+)
+
+
 def _error(where: str, exc: Exception) -> LedgerError:
     hint = ""
     if getattr(exc, "sqlstate", None) == "42501":  # insufficient_privilege
-        hint = (
-            " (a client role needs USAGE on schema expost and EXECUTE on its functions:"
-            " docs/sharing-a-budget.md, 'Deployment')"
+        said = str(exc)
+        hint = next(
+            (f" ({h}: docs/sharing-a-budget.md, 'Deployment')" for p, h in _HINTS if p.search(said)),
+            "" if "owner of schema expost" in said else " (docs/sharing-a-budget.md, 'Deployment')",
         )
     return LedgerError(f"PostgreSQL ledger {where!r} could not be used: {exc}{hint}".strip())
 
