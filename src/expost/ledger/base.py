@@ -22,7 +22,13 @@ from typing import Any, Protocol, Self, runtime_checkable
 from attrs import field, frozen
 
 from expost.errors import InvalidParameter, LedgerCorrupted
-from expost.ledger.limits import MAX_CONFIG_CHARS, MAX_NAME_CHARS, MAX_RECORD_CHARS, check_text
+from expost.ledger.limits import (
+    MAX_CONFIG_CHARS,
+    MAX_NAME_CHARS,
+    MAX_RECORD_CHARS,
+    check_cost,
+    check_text,
+)
 
 __all__ = [
     "ClosesOnExit",
@@ -85,8 +91,12 @@ def canonical(name: str, value: object) -> str:
 
 
 def record_text(record: object) -> str:
-    """A round's record as canonical JSON, within `MAX_RECORD_CHARS` (`expost.ledger.limits`)."""
-    return check_text("record", canonical("record", record), MAX_RECORD_CHARS)
+    """A round's record as canonical JSON, within `MAX_RECORD_CHARS` and, for a session round's
+    ``cost``, within the number limits (`expost.ledger.limits`: what the server accepts)."""
+    text = check_text("record", canonical("record", record), MAX_RECORD_CHARS)
+    if isinstance(record, Mapping):
+        check_cost(record.get("cost"))
+    return text
 
 
 def config_text(config: object) -> str:

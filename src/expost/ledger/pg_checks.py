@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from expost.ledger.limits import LARGEST_NUMBER, MAX_DIGITS, SMALLEST_NUMBER
+from expost.ledger.limits import (
+    BELOW,
+    LARGEST_NUMBER,
+    MAX_DIGITS,
+    POSITIVE_FIELDS,
+    SMALLEST_NUMBER,
+)
 
 __all__ = ["CHECKS", "PRICED_FILTERS", "PRICED_PARTS", "part_fault", "parts_sql"]
 
@@ -71,6 +77,12 @@ def parts_sql(config: str) -> str:
     return "\n        ".join(checks)
 
 
+_BELOW_SQL: Final = " ".join(
+    f"OR k = '{field}' AND n {'>=' if excluded else '>'} {bound!r}"
+    for field, (bound, excluded) in BELOW.items()
+)
+"""The bounds of `expost.ledger.limits.BELOW` (what `number_fault` checks on the Python side)."""
+
 _CHECK_COST: Final = rf"""
 CREATE OR REPLACE FUNCTION expost.check_cost(c jsonb) RETURNS void LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp AS $$
@@ -111,8 +123,8 @@ BEGIN
         -- what the client decodes to a finite double other than 0 (ledger.limits), and prices
         IF n < 0 OR n > {LARGEST_NUMBER!r} OR n > 0 AND n < {SMALLEST_NUMBER!r}
             OR length(rtrim(ltrim(replace(n::text, '.', ''), '0'), '0')) > {MAX_DIGITS}
-            OR k = 'delta' AND n >= 1 OR k = 'sampling_prob' AND n > 1
-            OR k IN ('rho', 'eps', 'time', 'sensitivity', 'eps_max', 'sampling_prob') AND n = 0
+            {_BELOW_SQL}
+            OR k IN ({", ".join(f"'{f}'" for f in POSITIVE_FIELDS)}) AND n = 0
         THEN
             RAISE EXCEPTION 'expost: cost % has an invalid % (numbers: 0 or in [%, %], at most % significant digits)',
                 c, k, {SMALLEST_NUMBER!r}, {LARGEST_NUMBER!r}, {MAX_DIGITS};
