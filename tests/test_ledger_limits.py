@@ -10,6 +10,7 @@ refuses — the copy that failed.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 import expost as ep
 from expost.cli import main
 from expost.errors import InvalidParameter, LedgerCorrupted
-from expost.ledger import init_ledger, open_ledger
+from expost.ledger import LedgerEntry, init_ledger, open_ledger
 from expost.ledger.base import canonical, record_text
 from expost.ledger.limits import LARGEST_NUMBER, MAX_RECORD_CHARS, SMALLEST_NUMBER, check_text
 from expost.ledger.records import decode, session_config
@@ -130,6 +131,10 @@ def test_a_refused_number_writes_nothing_on_sqlite(tmp_path: Path) -> None:
         assert ledger.entries() == ()
 
 
+def _fixed(record: dict[str, Any]) -> Callable[[tuple[LedgerEntry, ...]], dict[str, Any]]:
+    return lambda entries: record
+
+
 def test_a_ledger_at_the_extremes_copies_into_postgres(tmp_path: Path, pg_server: Any) -> None:
     budget = ep.UnifiedFilter(rho=1.0, delta=0.5)
     path = str(tmp_path / "extremes.sqlite")
@@ -158,7 +163,7 @@ def test_a_ledger_at_the_extremes_copies_into_postgres(tmp_path: Path, pg_server
                 },
             ),
         ):
-            ledger.append(kind, lambda entries, r=record: r)
+            ledger.append(kind, _fixed(record))
         assert len(ledger.entries()) == n + 2
     target = pg_ledger_url(pg_server, f"extremes_{abs(hash(path)) % 10**8}")
     assert main(["ledger", "copy", path, target]) == 0

@@ -50,7 +50,7 @@ def at_server(url: str, server: Any) -> str:
     page, ours = urlsplit(url), urlsplit(server.get_uri())
     query = urlencode([*parse_qsl(ours.query), *parse_qsl(page.query)])
     netloc = f"{page.username}@{ours.netloc.rsplit('@', 1)[-1]}"
-    return urlunsplit(ours._replace(netloc=netloc, path=page.path, query=query))
+    return str(urlunsplit(ours._replace(netloc=netloc, path=page.path, query=query)))
 
 
 def run_sql(server: Any, role: str, database: str, code: str) -> None:
@@ -100,7 +100,9 @@ def test_the_recipe_runs_as_written(server: Any, capsys: pytest.CaptureFixture[s
     run_sql(server, "a superuser", "postgres", roles)
     argv = shlex.split(init.replace("\\\n", " "), comments=True)
     assert argv[:3] == ["expost", "ledger", "init"]
-    assert main([at_server(a, server) if a.startswith("postgresql://") else a for a in argv[1:]]) == 0
+    assert (
+        main([at_server(a, server) if a.startswith("postgresql://") else a for a in argv[1:]]) == 0
+    )
     printed = capsys.readouterr().out
     ledger_id = re.search(r"with id ([0-9a-f-]{36})", printed)
     assert ledger_id is not None, printed
@@ -164,7 +166,7 @@ def test_planted_twin_a_custom_parameter_needs_a_grant_the_admin_lacks(server: A
         if conn.info.server_version < 150000:
             pytest.skip("PostgreSQL before 15 let any role set a placeholder parameter")
         conn.execute("CREATE SCHEMA twin")
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="expost.hold_limit"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match=r"expost\.hold_limit"):
             conn.execute(
                 "CREATE FUNCTION twin.f() RETURNS int LANGUAGE sql"
                 " SET expost.hold_limit = '10' AS 'SELECT 1'"

@@ -29,6 +29,7 @@ from expost.ledger.limits import (
     check_cost,
     check_text,
 )
+from expost.ledger.pg_checks import part_fault
 
 __all__ = [
     "ClosesOnExit",
@@ -100,8 +101,14 @@ def record_text(record: object) -> str:
 
 
 def config_text(config: object) -> str:
-    """A ledger's configuration as canonical JSON, within `MAX_CONFIG_CHARS`."""
-    return check_text("config", canonical("config", config), MAX_CONFIG_CHARS)
+    """A ledger's configuration as canonical JSON, within `MAX_CONFIG_CHARS`, its filter
+    without a part no client could build (`expost.ledger.pg_checks.part_fault`)."""
+    text = check_text("config", canonical("config", config), MAX_CONFIG_CHARS)
+    described = config.get("filter") if isinstance(config, Mapping) else None
+    if (fault := part_fault(described)) is not None:
+        kind = described.get("type") if isinstance(described, Mapping) else None
+        raise InvalidParameter("filter", kind, fault)
+    return text
 
 
 def valid_kind(kind: object) -> str:

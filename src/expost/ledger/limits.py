@@ -71,7 +71,7 @@ def number_fault(field: str, value: object) -> str | None:
     bound, excluded = BELOW.get(field, (LARGEST_NUMBER, False))
     if value == 0:
         return "must not be 0" if field in POSITIVE_FIELDS else None
-    if not SMALLEST_NUMBER <= value <= bound or excluded and value == bound:
+    if not SMALLEST_NUMBER <= value <= bound or (excluded and value == bound):
         top = f"{bound!r})" if excluded else f"{bound!r}]"
         return f"a ledger records 0 or numbers in [{SMALLEST_NUMBER!r}, {top}"
     if isinstance(value, int) and len(str(value).strip("0")) > MAX_DIGITS:  # a float's repr fits

@@ -35,7 +35,9 @@ PRICED_FILTERS: Final = (
 """The filters whose rounds the server prices: a session ledger of any other is refused at its
 creation (an `RDPFilter`'s price is a minimum over orders that the server does not compute)."""
 
-PRICED_PARTS: Final = {"ConcurrentFilter": {"zcdp": ("ZCDPFilter", "UnifiedFilter"), "ex_post": ("ExPostFilter",)}}
+PRICED_PARTS: Final = {
+    "ConcurrentFilter": {"zcdp": ("ZCDPFilter", "UnifiedFilter"), "ex_post": ("ExPostFilter",)}
+}
 """The parts a composite filter may hold (`ConcurrentFilter` validates the same): the server
 prices its ``zcdp`` part as a zCDP filter and its ``ex_post`` part as an `ExPostFilter`, and no
 client can build one with another part (a `PLDFilter` or a Rényi filter), so a ledger describing

@@ -121,14 +121,18 @@ def shown_url(url: str) -> str:
 _HINTS: Final = (  # insufficient_privilege: which role lacks what, by PostgreSQL's message
     (
         re.compile(r"permission denied (for schema expost|for function)"),
-        "a client role needs USAGE on schema expost and EXECUTE on its functions"
-        " (client_grants); creating a ledger needs EXECUTE on expost.create_ledger or the"
-        " schema owner's role",
+        (
+            "a client role needs USAGE on schema expost and EXECUTE on its functions"
+            " (client_grants); creating a ledger needs EXECUTE on expost.create_ledger or the"
+            " schema owner's role"
+        ),
     ),
     (
         re.compile(r"permission denied (for database|to create)"),
-        "the role that installs the schema (the administrator) needs CREATE on the database:"
-        " GRANT CREATE ON DATABASE … TO it",
+        (
+            "the role that installs the schema (the administrator) needs CREATE on the"
+            " database: GRANT CREATE ON DATABASE … TO it"
+        ),
     ),
     (
         re.compile(r"must be owner"),
@@ -142,7 +146,11 @@ def _error(where: str, exc: Exception) -> LedgerError:
     if getattr(exc, "sqlstate", None) == "42501":  # insufficient_privilege
         said = str(exc)
         hint = next(
-            (f" ({h}: docs/sharing-a-budget.md, 'Deployment')" for p, h in _HINTS if p.search(said)),
+            (
+                f" ({h}: docs/sharing-a-budget.md, 'Deployment')"
+                for p, h in _HINTS
+                if p.search(said)
+            ),
             "" if "owner of schema expost" in said else " (docs/sharing-a-budget.md, 'Deployment')",
         )
     return LedgerError(f"PostgreSQL ledger {where!r} could not be used: {exc}{hint}".strip())

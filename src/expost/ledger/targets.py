@@ -50,7 +50,9 @@ def servable(target: object, config: Mapping[str, Any]) -> None:
         # lazily: records imports this module; every client builds the filter to open it
         from expost.ledger.records import configuration, filter_from_description
 
-        filter_from_description(configuration(described))
+        plain = configuration(described)
+        if isinstance(plain, Mapping):
+            filter_from_description(plain)
     if session and kind not in PRICED_FILTERS and _is_postgres(target):
         raise InvalidParameter(
             "filter",
