@@ -26,11 +26,14 @@ exactly its reservation). For every filter kind it decides admission itself (``e
 ``expost.within``), in exact decimals of the recorded numbers, against running totals kept in
 each entry, with a relative slack of 1e-9 so it never refuses what the filter admits.
 
-The lock (``expost.take_lock``) is a transaction-level advisory lock; a transaction that has
-held it longer than the hold limit (``expost.hold_limit``, `HOLD_LIMIT_S` seconds unless the
-owner alters the function) is ended by the next client that waits for it, so no client can hold
-a ledger past that limit (docs/sharing-a-budget.md, "How the PostgreSQL ledger locks"). What
-it trusts: the realised cost a client reports for its own round, within those rules.
+The lock (``expost.take_lock``) is a transaction-level advisory lock. Any role can take that key
+too (at session level, kept with keep-alives), so a client that has waited the hold limit
+(``expost.settings.hold_limit_s``, `HOLD_LIMIT_S` seconds unless the owner updates it: a table
+row, not a custom parameter, which a least-privileged owner could not set on PostgreSQL 15+)
+ends every backend that held the lock through its whole wait, and every holder whose
+transaction began more than the limit ago (a fresh ``pg_stat_activity``); so no connection
+holds a ledger past that limit (docs/sharing-a-budget.md, "How the PostgreSQL ledger locks").
+What it trusts: the realised cost a client reports for its own round, within those rules.
 """
 
 from __future__ import annotations
@@ -164,7 +167,7 @@ BEGIN
                 BEGIN
                     PERFORM pg_terminate_backend(v_holder.pid);
                 EXCEPTION WHEN insufficient_privilege THEN
-                    RAISE EXCEPTION 'expost: ledger % is held past the % limit, and the owner of schema expost may not end that transaction (GRANT pg_signal_backend, pg_read_all_stats TO it)',
+                    RAISE EXCEPTION 'expost: ledger % is held past the % limit, and the owner of schema expost may not end other backends (GRANT pg_signal_backend TO it)',
                         p_name, v_limit USING ERRCODE = '42501';
                 END;
                 v_wait := least(v_limit, interval '1 second');
@@ -397,8 +400,8 @@ UPGRADE: Final = (
 )
 """The statements that bring a schema of an earlier `SERVER_VERSION` to this one (its owner, in
 one transaction): the tables and the rounds stay, every function is replaced; the grants of the
-client functions stay (their signatures are unchanged), and a changed ``expost.hold_limit`` is
-reset to its default."""
+client functions stay (their signatures are unchanged), and ``expost.settings`` is created if
+missing (with the default hold limit), else kept."""
 
 
 def client_grants(role: str) -> tuple[str, ...]:
