@@ -171,3 +171,26 @@ def test_planted_twin_a_custom_parameter_needs_a_grant_the_admin_lacks(server: A
                 "CREATE FUNCTION twin.f() RETURNS int LANGUAGE sql"
                 " SET expost.hold_limit = '10' AS 'SELECT 1'"
             )
+
+
+def test_a_privilege_error_names_the_role_that_lacks_it(
+    server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The recipe with a step left out: without CREATE on the database the administrator's
+    ``init`` names the administrator's grant; a client without the client grants is told those
+    (the hint once blamed the client's grants for every privilege error)."""
+    roles = recipe()[0][2]
+    run_sql(server, "a superuser", "postgres", roles.replace("GRANT CREATE ON DATABASE", "--"))
+    ledger = "postgresql://expost_admin@db.example.org/privacy?ledger=census_2026"
+    init = ["ledger", "init", at_server(ledger, server), "--filter", "ZCDPFilter(1.0)"]
+    assert main(init) == 2
+    said = capsys.readouterr().out
+    assert "permission denied for database" in said
+    assert "the administrator needs CREATE on the DB" in said
+    assert "client role" not in said
+    run_sql(server, "a superuser", "postgres", "GRANT CREATE ON DATABASE privacy TO expost_admin")
+    assert main(init) == 0
+    alice = at_server(ledger.replace("expost_admin@", "alice@"), server)
+    with pytest.raises(ep.LedgerError, match=r"a client role needs USAGE on schema expost") as info:
+        ep.PrivateSession(ep.ZCDPFilter(1.0), np.random.default_rng(0), ledger=alice)
+    assert "administrator" not in str(info.value)
