@@ -159,11 +159,11 @@ def old_rule_db(pg_server: Any, pg_client: str) -> Iterator[tuple[str, str]]:
     admin, url = _database(pg_server, "holders_twin", TWIN_LIMIT_S)
     old = _LOCK
     for new, previous in (
-        ("PERFORM pg_stat_clear_snapshot();", ""),
-        ("SELECT l.pid, a.xact_start,", "SELECT l.pid, a.xact_start, a.state_change,"),
+        ("IF clock_timestamp() - v_since >= v_limit THEN", "IF true THEN"),
         (
-            "IF v_holder.through OR v_holder.xact_start <=",
-            "IF coalesce(v_holder.xact_start, v_holder.state_change) <=",
+            "AND l.pid = ANY (v_seen)",
+            "AND (SELECT coalesce(a.xact_start, a.state_change) FROM pg_stat_activity a"
+            " WHERE a.pid = l.pid) < clock_timestamp() - v_limit",
         ),
     ):
         assert old.count(new) == 1, new

@@ -30,9 +30,9 @@ The lock (``expost.take_lock``) is a transaction-level advisory lock. Any role c
 too (at session level, kept with keep-alives), so a client that has waited the hold limit
 (``expost.settings.hold_limit_s``, `HOLD_LIMIT_S` seconds unless the owner updates it: a table
 row, not a custom parameter, which a least-privileged owner could not set on PostgreSQL 15+)
-ends every backend that held the lock through its whole wait, and every holder whose
-transaction began more than the limit ago (a fresh ``pg_stat_activity``); so no connection
-holds a ledger past that limit (docs/sharing-a-budget.md, "How the PostgreSQL ledger locks").
+ends every backend that held the lock through its whole wait (what it saw in ``pg_locks``, never
+the holder's transaction or query start, which keep-alives refresh); so no connection holds a
+ledger past that limit (docs/sharing-a-budget.md, "How the PostgreSQL ledger locks").
 What it trusts: the realised cost a client reports for its own round, within those rules.
 """
 
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: Final = 3  # 3: every filter kind's budget enforced (the tables and records)
-SERVER_VERSION: Final = 5  # 5: the hold limit in expost.settings, holders ended by observation
+SERVER_VERSION: Final = 5  # 5: the hold limit in expost.settings; holders ended as observed
 _SAFE: Final = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 _LOCK_CLASS: Final = 0x65787074  # "expt": the first key of a ledger's advisory lock
 
@@ -130,16 +130,16 @@ DECLARE
     v_caller text := current_setting('lock_timeout');  -- the caller's wait, restored after
     v_deadline timestamptz := CASE WHEN v_caller::interval > '0' THEN
                                    clock_timestamp() + v_caller::interval END;
-    v_wait interval := v_limit;
+    v_wait interval;
     v_seen integer[];  -- the backends that held it when this wait began
     v_since timestamptz;
-    v_holder record;
+    v_pid integer;
 BEGIN
     IF pg_try_advisory_xact_lock({_LOCK_CLASS}, v_key) THEN  -- free (and no one queued)
         RETURN;
     END IF;
     LOOP
-        v_wait := greatest(least(v_wait, coalesce(v_deadline - clock_timestamp(), v_wait)),
+        v_wait := greatest(least(v_limit, coalesce(v_deadline - clock_timestamp(), v_limit)),
                            interval '1 millisecond');
         SELECT array_agg(l.pid), clock_timestamp() INTO v_seen, v_since
             FROM pg_locks l WHERE {_HELD};
@@ -152,31 +152,22 @@ BEGIN
         EXCEPTION WHEN lock_not_available THEN
             NULL;
         END;
-        -- A holder past the limit loses its transaction and connection (its work rolls back):
-        -- one that held the lock through this whole wait of the limit (a session-level lock
-        -- kept with keep-alives, whatever its transactions) or whose transaction began more
-        -- than the limit ago. pg_locks is read live, pg_stat_activity as of now (it is
-        -- otherwise a snapshot frozen for the whole transaction).
-        PERFORM pg_stat_clear_snapshot();
-        FOR v_holder IN
-            SELECT l.pid, a.xact_start,
-                   l.pid = ANY (v_seen) AND clock_timestamp() - v_since >= v_limit AS through
-                FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid WHERE {_HELD}
-        LOOP
-            IF v_holder.through OR v_holder.xact_start <= clock_timestamp() - v_limit THEN
+        -- Whoever held the lock when this wait began and holds it still, a whole hold limit
+        -- later, has held it that long, whatever it did meanwhile (idled in its transaction,
+        -- sent keep-alives, held the key at session level): it loses its connection, and its
+        -- work rolls back. Only what this waiter saw counts, never how the holder looks (its
+        -- transaction's or last query's start, which keep-alives refresh).
+        IF clock_timestamp() - v_since >= v_limit THEN
+            FOR v_pid IN SELECT l.pid FROM pg_locks l WHERE {_HELD} AND l.pid = ANY (v_seen)
+            LOOP
                 BEGIN
-                    PERFORM pg_terminate_backend(v_holder.pid);
+                    PERFORM pg_terminate_backend(v_pid);
                 EXCEPTION WHEN insufficient_privilege THEN
                     RAISE EXCEPTION 'expost: ledger % is held past the % limit, and the owner of schema expost may not end other backends (GRANT pg_signal_backend TO it)',
                         p_name, v_limit USING ERRCODE = '42501';
                 END;
-                v_wait := least(v_limit, interval '1 second');
-            ELSE  -- until it reaches the limit (a whole limit if its start is not visible)
-                v_wait := least(v_limit,
-                                coalesce(v_holder.xact_start + v_limit - clock_timestamp(),
-                                         v_limit));
-            END IF;
-        END LOOP;
+            END LOOP;
+        END IF;
         IF v_deadline IS NOT NULL AND clock_timestamp() >= v_deadline THEN
             PERFORM set_config('lock_timeout', v_caller, true);
             RAISE EXCEPTION 'expost: ledger % was busy for the whole lock_timeout (%); a holder past the hold limit (%) is ended only if the owner of schema expost may end other backends (pg_signal_backend)',
