@@ -162,8 +162,10 @@ def old_rule_db(pg_server: Any, pg_client: str) -> Iterator[tuple[str, str]]:
         ("IF clock_timestamp() - v_since >= v_limit THEN", "IF true THEN"),
         (
             "AND l.pid = ANY (v_seen)",
-            "AND (SELECT coalesce(a.xact_start, a.state_change) FROM pg_stat_activity a"
-            " WHERE a.pid = l.pid) < clock_timestamp() - v_limit",
+            (
+                "AND (SELECT coalesce(a.xact_start, a.state_change) FROM pg_stat_activity a"
+                " WHERE a.pid = l.pid) < clock_timestamp() - v_limit"
+            ),
         ),
     ):
         assert old.count(new) == 1, new
