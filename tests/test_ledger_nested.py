@@ -11,6 +11,7 @@ the part and what to use; nothing is created.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import typing
 from pathlib import Path
@@ -103,3 +104,22 @@ def test_copy_refuses_a_forged_source(tmp_path: Path, pg_server: Any, capsys: An
         assert "must be ZCDPFilter or UnifiedFilter, not PLDFilter" in capsys.readouterr().out
     assert not (tmp_path / "copy.sqlite").exists()
     assert _psql(pg_server.get_uri(), "SELECT count(*) FROM expost.header('forged_copy')") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "ConcurrentFilter(PLDFilter(1.0, 1e-6), ExPostFilter(1.0, 0.01), delta_second=1e-6)",
+        "ConcurrentFilter(ZCDPFilter(1.0), ex_post=RenyiFilter(1.0, 1e-6, 2.0))",
+        json.dumps(_nested("RDPFilter")["filter"]),
+    ],
+    ids=["call", "keyword", "json"],
+)
+def test_the_cli_names_the_part_and_what_to_use(
+    tmp_path: Path, spec: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = str(tmp_path / "n.sqlite")
+    assert main(["ledger", "init", target, "--filter", spec]) == 2
+    said = capsys.readouterr().out
+    assert re.search(REFUSAL, said), said
+    assert not Path(target).exists()

@@ -21,7 +21,7 @@ from expost.ledger.limits import (
     SMALLEST_NUMBER,
 )
 
-__all__ = ["CHECKS", "PRICED_FILTERS", "PRICED_PARTS", "part_fault", "parts_sql"]
+__all__ = ["CHECKS", "PART_ADVICE", "PRICED_FILTERS", "PRICED_PARTS", "part_fault", "parts_sql"]
 
 PRICED_FILTERS: Final = (
     "ZCDPFilter",
@@ -43,7 +43,7 @@ prices its ``zcdp`` part as a zCDP filter and its ``ex_post`` part as an `ExPost
 client can build one with another part (a `PLDFilter` or a Rényi filter), so a ledger describing
 one is refused at its creation on every backend and by ``expost.create_ledger``."""
 
-_PART_ADVICE: Final = "use a PLDFilter, RDPFilter or RenyiFilter on its own, in a SQLite file"
+PART_ADVICE: Final = "use a PLDFilter, RDPFilter or RenyiFilter on its own, in a SQLite file"
 
 
 def part_fault(description: object) -> str | None:
@@ -57,7 +57,7 @@ def part_fault(description: object) -> str | None:
         if kind not in allowed:
             return (
                 f"a {description['type']}'s {part} part must be {' or '.join(allowed)}, "
-                f"not {kind}: {_PART_ADVICE}"
+                f"not {kind}: {PART_ADVICE}"
             )
     return None
 
@@ -72,7 +72,7 @@ def parts_sql(config: str) -> str:
             checks.append(
                 f"""IF {config} -> 'filter' ->> 'type' = '{composite}'
             AND NOT coalesce({kind} = ANY ('{{{",".join(allowed)}}}'::text[]), false) THEN
-            RAISE EXCEPTION 'expost: a {composite}''s {part} part must be {" or ".join(allowed)}, not %: {_PART_ADVICE}',
+            RAISE EXCEPTION 'expost: a {composite}''s {part} part must be {" or ".join(allowed)}, not %: {PART_ADVICE}',
                 coalesce({kind}, 'missing') USING ERRCODE = '0A000';
         END IF;"""
             )
