@@ -9,9 +9,11 @@ pinned with ``@example`` in the test that found it. ``HYPOTHESIS_PROFILE`` picks
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +44,66 @@ def pg_server() -> Iterator[Any]:
     except Exception as exc:  # noqa: BLE001  # any failure to start the server: a skip, with why
         shutil.rmtree(pgdata, ignore_errors=True)
         pytest.skip(f"pgserver could not start PostgreSQL here: {exc}")
+    yield server
+    server.cleanup()
+    shutil.rmtree(pgdata, ignore_errors=True)
+
+
+class _DistroServer:
+    """A throwaway cluster of the distribution's PostgreSQL (its own data directory and unix
+    socket, trust authentication, no TCP), shaped like pgserver's server for the tests."""
+
+    def __init__(self, bindir: Path, pgdata: Path, user: str | None) -> None:
+        self.bindir, self.pgdata, self.user = bindir, pgdata, user
+        data = pgdata / "data"
+        run = functools.partial(subprocess.run, check=True, capture_output=True, user=user)
+        run([bindir / "initdb", "-D", data, "--auth=trust", "-U", "postgres", "-E", "utf8"])
+        options = f"-k {pgdata} -c listen_addresses=''"
+        run([bindir / "pg_ctl", "-D", data, "-l", pgdata / "log", "-w", "-o", options, "start"])
+
+    def get_uri(self) -> str:
+        return f"postgresql://postgres:@/postgres?host={self.pgdata}"
+
+    def cleanup(self) -> None:
+        subprocess.run(
+            [self.bindir / "pg_ctl", "-D", self.pgdata / "data", "-m", "fast", "-w", "stop"],
+            capture_output=True,
+            check=False,  # stopping is best effort: its data directory is removed next
+            user=self.user,
+        )
+
+
+@pytest.fixture(scope="session")
+def distro_pg_server() -> Iterator[Any]:
+    """The distribution's PostgreSQL server (Debian's ``postgresql`` package, its binaries in
+    /usr/lib/postgresql/N/bin; .ci/run installs it where it can), started throwaway for the
+    test session; a skip, with the reason, where it is not installed or cannot start. As root it
+    runs as the package's system user ``postgres`` (initdb refuses root)."""
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    found = sorted(
+        (int(p.parent.parent.name), p.parent)
+        for p in Path("/usr/lib/postgresql").glob("*/bin/pg_ctl")
+        if p.parent.parent.name.isdigit()
+    )
+    if not found:
+        pytest.skip("no distribution PostgreSQL server (apt-get install postgresql)")
+    user = None
+    pgdata = Path(tempfile.mkdtemp(prefix="expost-distro-pg-"))
+    if os.geteuid() == 0:
+        import pwd
+
+        try:
+            entry = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("the distribution's server has no system user postgres to run as")
+        os.chown(pgdata, entry.pw_uid, entry.pw_gid)
+        user = "postgres"
+    try:
+        server = _DistroServer(found[-1][1], pgdata, user)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        shutil.rmtree(pgdata, ignore_errors=True)
+        detail = getattr(exc, "stderr", b"") or b""
+        pytest.skip(f"the distribution's PostgreSQL could not start: {exc} {detail[-300:]!r}")
     yield server
     server.cleanup()
     shutil.rmtree(pgdata, ignore_errors=True)

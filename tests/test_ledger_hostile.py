@@ -184,14 +184,14 @@ def test_the_python_side_refuses_what_the_server_would(tmp_path: Any) -> None:
 
 @pytest.fixture(scope="module")
 def held(pg_server: Any, pg_client: str) -> tuple[str, str, str]:
-    """A database of its own whose lock hold limit is 1 s (the administrator's ALTER FUNCTION):
+    """A database of its own whose lock hold limit is 1 s (the administrator's UPDATE):
     (the administrator's URL, the client role's URL, the ledger's name)."""
     admin = pg_server.get_uri()
     _psql(admin, "DROP DATABASE IF EXISTS held WITH (FORCE)")
     _psql(admin, "CREATE DATABASE held")
     admin = admin.replace("/postgres?", "/held?", 1)
     init_ledger(_with_ledger(admin, "budget"), ep.ZCDPFilter(1.0))
-    _psql(admin, "ALTER FUNCTION expost.take_lock(text) SET expost.hold_limit = '1'")
+    _psql(admin, "UPDATE expost.settings SET hold_limit_s = 1")
     client_role(pg_server.get_uri(), ROLE)  # the role (cluster-wide), then its grants here
     for grant in client_grants(ROLE):
         _psql(admin, grant)
@@ -245,7 +245,7 @@ def test_planted_twin_without_the_limit_the_idle_holder_blocks(held: tuple[str, 
     """The same idle holder with the hold limit at an hour: the honest client waits its whole
     lock_timeout (1 s, from the URL) and is refused — the limit is what frees the ledger."""
     admin, url, _ = held
-    _psql(admin, "ALTER FUNCTION expost.take_lock(text) SET expost.hold_limit = '3600'")
+    _psql(admin, "UPDATE expost.settings SET hold_limit_s = 3600")
     try:
         waiting = url + "&options=-c%20lock_timeout%3D1000"
         honest = ep.PrivateSession(ep.ZCDPFilter(1.0), np.random.default_rng(0), ledger=waiting)
@@ -255,7 +255,7 @@ def test_planted_twin_without_the_limit_the_idle_holder_blocks(held: tuple[str, 
         hostile.close()
         honest.close()
     finally:
-        _psql(admin, "ALTER FUNCTION expost.take_lock(text) SET expost.hold_limit = '1'")
+        _psql(admin, "UPDATE expost.settings SET hold_limit_s = 1")
 
 
 # ----------------------------------------------------------------------------- settlements

@@ -20,9 +20,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from expost.errors import ExpostError, InvalidParameter
 from expost.filters import PrivacyFilter
 from expost.ledger import LedgerEntry, PostgresLedger, open_ledger, stored_config
+from expost.ledger.pg_checks import PRICED_PARTS, part_fault
 from expost.ledger.postgres import is_postgres_url, shown_url
 from expost.ledger.records import (
     DESCRIBABLE,
@@ -110,6 +113,8 @@ def parse_filter(spec: str) -> PrivacyFilter:
             description = json.loads(spec)
         except ValueError as exc:
             raise InvalidParameter("filter", spec, f"is not valid JSON ({exc})") from exc
+        if (fault := part_fault(description)) is not None:
+            raise InvalidParameter("filter", description.get("type"), fault)
         return filter_from_description(description)
     try:
         tree = ast.parse(spec.strip(), mode="eval")
@@ -145,14 +150,24 @@ def _build(spec: str, node: ast.expr) -> Any:
             kwargs = {str(k.arg): _build(spec, k.value) for k in node.keywords}
             try:
                 return maker(*args, **kwargs)
-            except TypeError as exc:
-                raise InvalidParameter("filter", spec, str(exc)) from exc
+            except TypeError as exc:  # attrs' validators: a composite's part named plainly
+                said = _part_fault(maker, args, kwargs) or str(exc.args[0] if exc.args else exc)
+                raise InvalidParameter("filter", spec, said) from exc
     raise InvalidParameter(
         "filter",
         spec,
         f"may hold only calls of {', '.join(DESCRIBABLE)} (or their from_… constructors), "
         "numbers and strings",
     )
+
+
+def _part_fault(maker: Any, args: list[Any], kwargs: dict[str, Any]) -> str | None:
+    """`part_fault` for the call of a composite filter (a `ConcurrentFilter`) on these values."""
+    if getattr(maker, "__name__", None) not in PRICED_PARTS or not attrs.has(maker):
+        return None
+    given = dict(zip([a.alias for a in attrs.fields(maker) if a.init], args, strict=False))
+    parts = {k: {"type": type(v).__name__} for k, v in (given | kwargs).items()}
+    return part_fault({"type": maker.__name__, **parts})
 
 
 def _shown(target: str) -> str:

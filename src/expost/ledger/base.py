@@ -22,7 +22,14 @@ from typing import Any, Protocol, Self, runtime_checkable
 from attrs import field, frozen
 
 from expost.errors import InvalidParameter, LedgerCorrupted
-from expost.ledger.limits import MAX_CONFIG_CHARS, MAX_NAME_CHARS, MAX_RECORD_CHARS, check_text
+from expost.ledger.limits import (
+    MAX_CONFIG_CHARS,
+    MAX_NAME_CHARS,
+    MAX_RECORD_CHARS,
+    check_cost,
+    check_text,
+)
+from expost.ledger.pg_checks import part_fault
 
 __all__ = [
     "ClosesOnExit",
@@ -85,13 +92,23 @@ def canonical(name: str, value: object) -> str:
 
 
 def record_text(record: object) -> str:
-    """A round's record as canonical JSON, within `MAX_RECORD_CHARS` (`expost.ledger.limits`)."""
-    return check_text("record", canonical("record", record), MAX_RECORD_CHARS)
+    """A round's record as canonical JSON, within `MAX_RECORD_CHARS` and, for a session round's
+    ``cost``, within the number limits (`expost.ledger.limits`: what the server accepts)."""
+    text = check_text("record", canonical("record", record), MAX_RECORD_CHARS)
+    if isinstance(record, Mapping):
+        check_cost(record.get("cost"))
+    return text
 
 
 def config_text(config: object) -> str:
-    """A ledger's configuration as canonical JSON, within `MAX_CONFIG_CHARS`."""
-    return check_text("config", canonical("config", config), MAX_CONFIG_CHARS)
+    """A ledger's configuration as canonical JSON, within `MAX_CONFIG_CHARS`, its filter
+    without a part no client could build (`expost.ledger.pg_checks.part_fault`)."""
+    text = check_text("config", canonical("config", config), MAX_CONFIG_CHARS)
+    described = config.get("filter") if isinstance(config, Mapping) else None
+    if (fault := part_fault(described)) is not None:
+        kind = described.get("type") if isinstance(described, Mapping) else None
+        raise InvalidParameter("filter", kind, fault)
+    return text
 
 
 def valid_kind(kind: object) -> str:

@@ -12,19 +12,24 @@ prices in bounded time (`expost.rounding.up_ratio`).
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Final
 
 from expost.errors import InvalidParameter
 
 __all__ = [
+    "BELOW",
     "HOLD_LIMIT_S",
     "LARGEST_NUMBER",
     "MAX_CONFIG_CHARS",
     "MAX_DIGITS",
     "MAX_NAME_CHARS",
     "MAX_RECORD_CHARS",
+    "POSITIVE_FIELDS",
     "SMALLEST_NUMBER",
+    "check_cost",
     "check_text",
+    "number_fault",
 ]
 
 MAX_RECORD_CHARS: Final = 4096
@@ -46,9 +51,43 @@ would decode to 0.0, which no cost accepts)."""
 LARGEST_NUMBER: Final = sys.float_info.max
 """The largest number a session record may hold (a larger one decodes to inf)."""
 
+POSITIVE_FIELDS: Final = ("rho", "eps", "time", "sensitivity", "eps_max", "sampling_prob")
+"""Cost fields that are never 0 (a zero would make a price infinite or a round free)."""
+
+BELOW: Final = {"delta": (1.0, True), "sampling_prob": (1.0, False)}
+"""Cost fields with an upper bound below `LARGEST_NUMBER`: (the bound, whether it is excluded)."""
+
 HOLD_LIMIT_S: Final = 10
 """Seconds a transaction may hold a PostgreSQL ledger's lock before the next client waiting for
 it ends that transaction (the server's default; an administrator may change it per database)."""
+
+
+def number_fault(field: str, value: object) -> str | None:
+    """Why the number ``value`` of a cost's ``field`` is one no record may hold (the same rules
+    as the server's ``expost.check_cost``, generated from these constants), or None; a
+    non-number is the cost class's concern."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    bound, excluded = BELOW.get(field, (LARGEST_NUMBER, False))
+    if value == 0:
+        return "must not be 0" if field in POSITIVE_FIELDS else None
+    if not SMALLEST_NUMBER <= value <= bound or (excluded and value == bound):
+        top = f"{bound!r})" if excluded else f"{bound!r}]"
+        return f"a ledger records 0 or numbers in [{SMALLEST_NUMBER!r}, {top}"
+    if isinstance(value, int) and len(str(value).strip("0")) > MAX_DIGITS:  # a float's repr fits
+        return f"a ledger records numbers of at most {MAX_DIGITS} significant digits"
+    return None
+
+
+def check_cost(cost: object) -> None:
+    """`InvalidParameter` for a recorded cost (a mapping with a ``type``) holding a number that
+    `number_fault` refuses: refused before it is written, on either backend, so a ledger copied
+    between them never meets a refusal there."""
+    if not isinstance(cost, Mapping):
+        return
+    for field, value in cost.items():
+        if (fault := number_fault(field, value)) is not None:
+            raise InvalidParameter(f"{cost.get('type')}.{field}", value, fault)
 
 
 def check_text(name: str, text: str, limit: int) -> str:

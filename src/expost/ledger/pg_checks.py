@@ -10,11 +10,18 @@ rule is what it is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
-from expost.ledger.limits import LARGEST_NUMBER, MAX_DIGITS, SMALLEST_NUMBER
+from expost.ledger.limits import (
+    BELOW,
+    LARGEST_NUMBER,
+    MAX_DIGITS,
+    POSITIVE_FIELDS,
+    SMALLEST_NUMBER,
+)
 
-__all__ = ["CHECKS", "PRICED_FILTERS"]
+__all__ = ["CHECKS", "PART_ADVICE", "PRICED_FILTERS", "PRICED_PARTS", "part_fault", "parts_sql"]
 
 PRICED_FILTERS: Final = (
     "ZCDPFilter",
@@ -27,6 +34,56 @@ PRICED_FILTERS: Final = (
 )
 """The filters whose rounds the server prices: a session ledger of any other is refused at its
 creation (an `RDPFilter`'s price is a minimum over orders that the server does not compute)."""
+
+PRICED_PARTS: Final = {
+    "ConcurrentFilter": {"zcdp": ("ZCDPFilter", "UnifiedFilter"), "ex_post": ("ExPostFilter",)}
+}
+"""The parts a composite filter may hold (`ConcurrentFilter` validates the same): the server
+prices its ``zcdp`` part as a zCDP filter and its ``ex_post`` part as an `ExPostFilter`, and no
+client can build one with another part (a `PLDFilter` or a Rényi filter), so a ledger describing
+one is refused at its creation on every backend and by ``expost.create_ledger``."""
+
+PART_ADVICE: Final = "use a PLDFilter, RDPFilter or RenyiFilter on its own, in a SQLite file"
+
+
+def part_fault(description: object) -> str | None:
+    """Why the filter ``description`` (a ledger configuration's ``filter``) holds a part that
+    no client could build and the server would not price, or None."""
+    if not isinstance(description, Mapping):
+        return None
+    for part, allowed in PRICED_PARTS.get(str(description.get("type")), {}).items():
+        held = description.get(part)
+        kind = held.get("type") if isinstance(held, Mapping) else held
+        if kind not in allowed:
+            return (
+                f"a {description['type']}'s {part} part must be {' or '.join(allowed)}, "
+                f"not {kind}: {PART_ADVICE}"
+            )
+    return None
+
+
+def parts_sql(config: str) -> str:
+    """The PL/pgSQL that raises `part_fault`'s refusal for the configuration ``config`` (an SQL
+    jsonb expression) in ``expost.create_ledger``."""
+    checks = []
+    for composite, parts in PRICED_PARTS.items():
+        for part, allowed in parts.items():
+            kind = f"({config} -> 'filter' -> '{part}' ->> 'type')"
+            checks.append(
+                f"""IF {config} -> 'filter' ->> 'type' = '{composite}'
+            AND NOT coalesce({kind} = ANY ('{{{",".join(allowed)}}}'::text[]), false) THEN
+            RAISE EXCEPTION 'expost: a {composite}''s {part} part must be {" or ".join(allowed)}, not %: {PART_ADVICE}',
+                coalesce({kind}, 'missing') USING ERRCODE = '0A000';
+        END IF;"""
+            )
+    return "\n        ".join(checks)
+
+
+_BELOW_SQL: Final = " ".join(
+    f"OR k = '{field}' AND n {'>=' if excluded else '>'} {bound!r}"
+    for field, (bound, excluded) in BELOW.items()
+)
+"""The bounds of `expost.ledger.limits.BELOW` (what `number_fault` checks on the Python side)."""
 
 _CHECK_COST: Final = rf"""
 CREATE OR REPLACE FUNCTION expost.check_cost(c jsonb) RETURNS void LANGUAGE plpgsql IMMUTABLE
@@ -68,8 +125,8 @@ BEGIN
         -- what the client decodes to a finite double other than 0 (ledger.limits), and prices
         IF n < 0 OR n > {LARGEST_NUMBER!r} OR n > 0 AND n < {SMALLEST_NUMBER!r}
             OR length(rtrim(ltrim(replace(n::text, '.', ''), '0'), '0')) > {MAX_DIGITS}
-            OR k = 'delta' AND n >= 1 OR k = 'sampling_prob' AND n > 1
-            OR k IN ('rho', 'eps', 'time', 'sensitivity', 'eps_max', 'sampling_prob') AND n = 0
+            {_BELOW_SQL}
+            OR k IN ({", ".join(f"'{f}'" for f in POSITIVE_FIELDS)}) AND n = 0
         THEN
             RAISE EXCEPTION 'expost: cost % has an invalid % (numbers: 0 or in [%, %], at most % significant digits)',
                 c, k, {SMALLEST_NUMBER!r}, {LARGEST_NUMBER!r}, {MAX_DIGITS};

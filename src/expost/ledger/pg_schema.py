@@ -26,11 +26,14 @@ exactly its reservation). For every filter kind it decides admission itself (``e
 ``expost.within``), in exact decimals of the recorded numbers, against running totals kept in
 each entry, with a relative slack of 1e-9 so it never refuses what the filter admits.
 
-The lock (``expost.take_lock``) is a transaction-level advisory lock; a transaction that has
-held it longer than the hold limit (``expost.hold_limit``, `HOLD_LIMIT_S` seconds unless the
-owner alters the function) is ended by the next client that waits for it, so no client can hold
-a ledger past that limit (docs/sharing-a-budget.md, "How the PostgreSQL ledger locks"). What
-it trusts: the realised cost a client reports for its own round, within those rules.
+The lock (``expost.take_lock``) is a transaction-level advisory lock. Any role can take that key
+too (at session level, kept with keep-alives), so a client that has waited the hold limit
+(``expost.settings.hold_limit_s``, `HOLD_LIMIT_S` seconds unless the owner updates it: a table
+row, not a custom parameter, which a least-privileged owner could not set on PostgreSQL 15+)
+ends every backend that held the lock through its whole wait (what it saw in ``pg_locks``, never
+the holder's transaction or query start, which keep-alives refresh); so no connection holds a
+ledger past that limit (docs/sharing-a-budget.md, "How the PostgreSQL ledger locks").
+What it trusts: the realised cost a client reports for its own round, within those rules.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from expost.ledger.limits import (
     MAX_NAME_CHARS,
     MAX_RECORD_CHARS,
 )
-from expost.ledger.pg_checks import CHECKS, PRICED_FILTERS
+from expost.ledger.pg_checks import CHECKS, PRICED_FILTERS, parts_sql
 
 __all__ = [
     "CLIENT_FUNCTIONS",
@@ -56,7 +59,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: Final = 3  # 3: every filter kind's budget enforced (the tables and records)
-SERVER_VERSION: Final = 4  # 4: limits, settle rules, the lock's hold limit (the functions)
+SERVER_VERSION: Final = 5  # 5: the hold limit in expost.settings; holders ended as observed
 _SAFE: Final = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 _LOCK_CLASS: Final = 0x65787074  # "expt": the first key of a ledger's advisory lock
 
@@ -67,6 +70,17 @@ CLIENT_FUNCTIONS: Final = (
     "expost.append_round(text, uuid, text, text, uuid)",
 )
 """The functions a client role needs (with their argument types, as GRANT names them)."""
+
+_SETTINGS: Final = (
+    # the database's settings, changed by the schema's owner (UPDATE): no custom parameter, so
+    # no GRANT SET ON PARAMETER (PostgreSQL 15+) and no superuser needed
+    f"""CREATE TABLE IF NOT EXISTS expost.settings (
+        one_row boolean PRIMARY KEY DEFAULT true CHECK (one_row),
+        hold_limit_s numeric NOT NULL DEFAULT {HOLD_LIMIT_S}
+            CHECK (hold_limit_s > 0 AND hold_limit_s <= 86400))""",
+    "INSERT INTO expost.settings DEFAULT VALUES ON CONFLICT DO NOTHING",
+    "REVOKE ALL ON expost.settings FROM PUBLIC",
+)
 
 _TABLES: Final = (
     """CREATE TABLE expost.ledgers (
@@ -89,6 +103,7 @@ _TABLES: Final = (
         spent_eps numeric,
         spent_eps_delta numeric,
         PRIMARY KEY (ledger, id))""",
+    *_SETTINGS,
     "CREATE UNIQUE INDEX rounds_reserved ON expost.rounds (ledger, round) WHERE kind = 'reserve'",
     "CREATE UNIQUE INDEX rounds_settled ON expost.rounds (ledger, round) WHERE kind = 'settle'",
 )
@@ -99,46 +114,63 @@ _TRIGGERS: Final = tuple(
     for table in ("ledgers", "rounds")
 )
 
+_HELD: Final = f"""l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()
+                AND l.database = (SELECT d.oid FROM pg_database d
+                                  WHERE d.datname = current_database())
+                AND l.classid = {_LOCK_CLASS}::oid AND l.objid = v_key::oid AND l.objsubid = 2"""
+"""Which rows of pg_locks are the ledger's lock held by another backend."""
+
 _LOCK: Final = f"""
 CREATE OR REPLACE FUNCTION expost.take_lock(p_name text) RETURNS void
-LANGUAGE plpgsql {_SAFE} SET expost.hold_limit = '{HOLD_LIMIT_S}' AS $$
+LANGUAGE plpgsql {_SAFE} AS $$
 DECLARE
     v_key integer := hashtext(p_name) & 2147483647;
-    v_limit interval := make_interval(secs => current_setting('expost.hold_limit')::numeric);
+    v_limit interval := make_interval(secs => coalesce(
+        (SELECT s.hold_limit_s FROM expost.settings s), {HOLD_LIMIT_S}));
     v_caller text := current_setting('lock_timeout');  -- the caller's wait, restored after
     v_deadline timestamptz := CASE WHEN v_caller::interval > '0' THEN
                                    clock_timestamp() + v_caller::interval END;
     v_wait interval;
+    v_seen integer[];  -- the backends that held it when this wait began
+    v_since timestamptz;
+    v_pid integer;
 BEGIN
+    IF pg_try_advisory_xact_lock({_LOCK_CLASS}, v_key) THEN  -- free (and no one queued)
+        RETURN;
+    END IF;
     LOOP
         v_wait := greatest(least(v_limit, coalesce(v_deadline - clock_timestamp(), v_limit)),
                            interval '1 millisecond');
+        SELECT array_agg(l.pid), clock_timestamp() INTO v_seen, v_since
+            FROM pg_locks l WHERE {_HELD};
         PERFORM set_config('lock_timeout',
                            ceil(extract(epoch FROM v_wait) * 1000)::bigint::text, true);
         BEGIN
-            PERFORM pg_advisory_xact_lock({_LOCK_CLASS}, v_key);
+            PERFORM pg_advisory_xact_lock({_LOCK_CLASS}, v_key);  -- the fair queue
             PERFORM set_config('lock_timeout', v_caller, true);
             RETURN;
         EXCEPTION WHEN lock_not_available THEN
             NULL;
         END;
-        -- whoever has held it past the limit loses its transaction (and connection)
-        BEGIN
-            PERFORM pg_terminate_backend(a.pid)
-                FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-                WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()
-                    AND l.database = (SELECT d.oid FROM pg_database d
-                                      WHERE d.datname = current_database())
-                    AND l.classid = {_LOCK_CLASS}::oid AND l.objid = v_key::oid
-                    AND l.objsubid = 2
-                    AND coalesce(a.xact_start, a.state_change) < clock_timestamp() - v_limit;
-        EXCEPTION WHEN insufficient_privilege THEN
-            RAISE EXCEPTION 'expost: ledger % is held past the % limit, and the owner of schema expost may not end that transaction (GRANT pg_signal_backend, pg_read_all_stats TO it)',
-                p_name, v_limit;
-        END;
+        -- Whoever held the lock when this wait began and holds it still, a whole hold limit
+        -- later, has held it that long, whatever it did meanwhile (idled in its transaction,
+        -- sent keep-alives, held the key at session level): it loses its connection, and its
+        -- work rolls back. Only what this waiter saw counts, never how the holder looks (its
+        -- transaction's or last query's start, which keep-alives refresh).
+        IF clock_timestamp() - v_since >= v_limit THEN
+            FOR v_pid IN SELECT l.pid FROM pg_locks l WHERE {_HELD} AND l.pid = ANY (v_seen)
+            LOOP
+                BEGIN
+                    PERFORM pg_terminate_backend(v_pid);
+                EXCEPTION WHEN insufficient_privilege THEN
+                    RAISE EXCEPTION 'expost: ledger % is held past the % limit, and the owner of schema expost may not end other backends (GRANT pg_signal_backend TO it)',
+                        p_name, v_limit USING ERRCODE = '42501';
+                END;
+            END LOOP;
+        END IF;
         IF v_deadline IS NOT NULL AND clock_timestamp() >= v_deadline THEN
             PERFORM set_config('lock_timeout', v_caller, true);
-            RAISE EXCEPTION 'expost: ledger % was busy for the whole lock_timeout (%); a holder past the hold limit (%) is ended only if the owner of schema expost may see and end other backends (pg_read_all_stats, pg_signal_backend)',
+            RAISE EXCEPTION 'expost: ledger % was busy for the whole lock_timeout (%); a holder past the hold limit (%) is ended only if the owner of schema expost may end other backends (pg_signal_backend)',
                 p_name, v_caller, v_limit USING ERRCODE = '55P03';
         END IF;
     END LOOP;
@@ -191,6 +223,7 @@ _READ: Final = (
             RAISE EXCEPTION 'expost: the server cannot price rounds of a % ledger (it prices {", ".join(PRICED_FILTERS)}): keep it in a SQLite file', v_filter
                 USING ERRCODE = '0A000';
         END IF;
+        {parts_sql("p_config::jsonb")}
         INSERT INTO expost.ledgers VALUES (p_name, v_id, 'expost-ledger', {SCHEMA_VERSION},
             p_config, extract(epoch FROM clock_timestamp()));
         RETURN v_id;
@@ -351,14 +384,15 @@ INSTALL: Final = (
 
 UPGRADE: Final = (
     "DROP FUNCTION IF EXISTS expost.at_most(jsonb, jsonb)",
+    *_SETTINGS,
     *FUNCTIONS,
     "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA expost FROM PUBLIC",
     _VERSION_FOR_ALL,
 )
 """The statements that bring a schema of an earlier `SERVER_VERSION` to this one (its owner, in
 one transaction): the tables and the rounds stay, every function is replaced; the grants of the
-client functions stay (their signatures are unchanged), and a changed ``expost.hold_limit`` is
-reset to its default."""
+client functions stay (their signatures are unchanged), and ``expost.settings`` is created if
+missing (with the default hold limit), else kept."""
 
 
 def client_grants(role: str) -> tuple[str, ...]:

@@ -118,14 +118,20 @@ def shown_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+_CLIENT: Final = "USAGE on schema expost and EXECUTE on its functions (client_grants)"
+_HINTS: Final = (  # insufficient_privilege: which role lacks what, by PostgreSQL's message
+    ("permission denied for (schema expost|function)", f"a client role needs {_CLIENT}"),
+    ("permission denied (for database|to create)", "the administrator needs CREATE on the DB"),
+    ("must be owner", "only the role that owns schema expost may do this"),
+)
+
+
 def _error(where: str, exc: Exception) -> LedgerError:
-    hint = ""
-    if getattr(exc, "sqlstate", None) == "42501":  # insufficient_privilege
-        hint = (
-            " (a client role needs USAGE on schema expost and EXECUTE on its functions:"
-            " docs/sharing-a-budget.md, 'Deployment')"
-        )
-    return LedgerError(f"PostgreSQL ledger {where!r} could not be used: {exc}{hint}".strip())
+    hint, said = "", str(exc)
+    if getattr(exc, "sqlstate", None) == "42501" and "owner of schema expost" not in said:
+        why = next((h for p, h in _HINTS if re.search(p, said)), "a role lacks a privilege")
+        hint = f" ({why}: docs/sharing-a-budget.md, 'Deployment')"
+    return LedgerError(f"PostgreSQL ledger {where!r} could not be used: {said}{hint}".strip())
 
 
 class PostgresLedger(ClosesOnExit, Spendable):

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerError
-from expost.ledger.pg_checks import PRICED_FILTERS
+from expost.ledger.pg_checks import PRICED_FILTERS, part_fault
 from expost.ledger.postgres import PostgresLedger, is_postgres_url
 from expost.ledger.sqlite import Ledger
 
@@ -36,12 +36,23 @@ def _is_postgres(target: object) -> bool:
 
 
 def servable(target: object, config: Mapping[str, Any]) -> None:
-    """`InvalidParameter` for a session ledger the PostgreSQL server could not price (an
-    `RDPFilter`'s: a minimum over orders it does not compute): refused before anything is
-    created, naming SQLite as the place for it (the server refuses it too)."""
+    """`InvalidParameter` for a session ledger no client could open (a filter description the
+    library cannot build, such as a `ConcurrentFilter` holding a `PLDFilter`), on either
+    backend, or one the PostgreSQL server could not price (an `RDPFilter`'s: a minimum over
+    orders it does not compute): refused before anything is created, naming what to use (the
+    server refuses both too)."""
     described = config.get("filter")
     kind = described.get("type") if isinstance(described, Mapping) else None
     session = str(config.get("format", "")).startswith("expost-session/")
+    if (fault := part_fault(described)) is not None:
+        raise InvalidParameter("filter", kind, fault)
+    if session and isinstance(described, Mapping):
+        # lazily: records imports this module; every client builds the filter to open it
+        from expost.ledger.records import configuration, filter_from_description
+
+        plain = configuration(described)
+        if isinstance(plain, Mapping):
+            filter_from_description(plain)
     if session and kind not in PRICED_FILTERS and _is_postgres(target):
         raise InvalidParameter(
             "filter",
