@@ -147,7 +147,7 @@ def _float_price(cost: _Round, alpha: float) -> float:
 @audits("filters.rdp.rdp_price")
 def test_rdp_prices_round_up(rounded: Rounded) -> None:
     """α·Δ²/(2t) (two exact roundings up: < 3 ulps of the exact value), α·rho (one rounding),
-    the exact pure-DP curve (an interval enclosure within a few ulps, `expost.renyi`), at
+    the exact pure-DP curve (an interval enclosure within a few ulps, `expost.rdp_curves`), at
     ordinary and at subnormal-to-largest parameters."""
     rng = np.random.default_rng(32)
     extreme = extreme_rounds()

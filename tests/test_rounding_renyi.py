@@ -1,6 +1,6 @@
 """Rounding audit of the mechanisms' RDP curves and the one-order RDP filter (THEORY §12; issue 35).
 
-`expost.renyi`'s curves are interval enclosures rounded up, within a few ulps: audited against a
+`expost.rdp_curves`'s curves are interval enclosures rounded up, within a few ulps: audited against a
 50-digit evaluation of the same formula (randomised response's and Mironov's Laplace closed
 forms; the subsampled Gaussian's sum Σ C(n,k)(1−q)^(n−k) q^k e^((k²−k)·rho) with exact binomials
 and one exp per term, the convexity line between integer orders). `RenyiFilter.budget` (CKS
@@ -17,7 +17,7 @@ import mpmath as mp
 import numpy as np
 
 from expost.filters.renyi import RenyiFilter
-from expost.renyi import laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
+from expost.rdp_curves import laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
 from expost.rounding_registry import Rounded
 from tests.rounding_audit import DIGITS, Mp, N, audit, audits, log_uniform
 

@@ -13,7 +13,7 @@ One order and no split of delta over orders: DP-SGD steps (q = 0.01, σ = 1) at 
 879 times at α = 8, against 0 for `RDPFilter` with its 12 default orders (docs/filters.md).
 
 Prices are `expost.filters.rdp.rdp_price` at α (exact RDP of the subsampled Gaussian, the Laplace
-mechanism and pure DP; α·rho for zCDP rounds; `expost.renyi`). Realised ex-post costs
+mechanism and pure DP; α·rho for zCDP rounds; `expost.rdp_curves`). Realised ex-post costs
 (`BrownianCost`, `ExPostCost`) are refused: `RDPFilter` prices them (Markov at each order, THEORY
 §11), as it does rounds whose order must be chosen after they run.
 """

@@ -19,7 +19,7 @@ item "Realised privacy at a data-dependent stop"):
     2021's filters-to-odometer argument). Tight at every unit up to the split of δ.
 (ii) ex-post RDP (THEORY §11): unit j has RDP ε_α,j = m_j·ε_α(step) + α/(2σ_c²) (the step's
     exact subsampled-Gaussian RDP at integer orders, Mironov, Talwar & Zhang 2019, via
-    `expost.renyi`); exp((α−1)(L_k − Σ_(j<=k) ε_α,j)) is a supermartingale, so the stopped run
+    `expost.rdp_curves`); exp((α−1)(L_k − Σ_(j<=k) ε_α,j)) is a supermartingale, so the stopped run
     has ex-post RDP Σ_(j<=τ) ε_α,j, converted by Markov with δ split over the orders fixed in
     advance (`ExPostRDP.probabilistic`). Immune to post-processing, but looser.
 """
@@ -37,7 +37,7 @@ from expost._validation import as_float, open_probability, positive, positive_in
 from expost.errors import InvalidParameter
 from expost.ex_post_rdp import ExPostRDP
 from expost.pld import PrivacyLossDistribution
-from expost.renyi import subsampled_gaussian_renyi
+from expost.rdp_curves import subsampled_gaussian_renyi
 from expost.rounding import sum_up, up_exact
 
 __all__ = [
