@@ -96,9 +96,11 @@ def probability(name: str, value: object) -> float:
 
 
 def sampling_probability(name: str, value: object) -> float:
-    """A sampling rate q in (0, 1] (Poisson subsampling: each record kept with probability q)."""
-    q = positive(name, value)
-    if q > 1.0:
+    """A sampling rate q in (0, 1] (Poisson subsampling: each record kept with probability q).
+
+    The one check of a sampling rate: mechanisms, costs, PLDs, Rényi curves and DP-SGD use it."""
+    q = finite(name, value)
+    if not 0.0 < q <= 1.0:
         raise InvalidParameter(name, value, "must lie in (0, 1]")
     return q
 

@@ -65,12 +65,13 @@ from expost.filters.costs import (
     SubsampledGaussianCost,
 )
 from expost.guarantees import ApproxDP, gdp_mu_for_dp
+from expost.pld.distribution import DEFAULT_VALUE_DISCRETIZATION
 
 __all__ = ["MAX_COUNT", "PLDFilter", "Pair", "dominates", "pair_of", "round_count"]
 
 MAX_COUNT = 1 << 20
 """The most rounds a `PLDFilter` counts to (the search for K stops there)."""
-GRID = 5e-4  # = expost.pld.distribution.DEFAULT_VALUE_DISCRETIZATION (imported lazily: scipy)
+GRID = DEFAULT_VALUE_DISCRETIZATION
 """The default loss grid h of the PLD K is counted by (`expost.pld`'s, 5e-4): the exact counts
 357, 10 and 1,202 in the issue's cases, about 1.5 s each; a finer grid counts more rounds where
 one round's loss is far below h (DP-SGD at q = 0.001: 130,613 at h = 1e-3, 143,691 at 1e-4), at
