@@ -52,7 +52,6 @@ __all__ = [
     "real_parameter",
     "release_values",
     "strictly_decreasing",
-    "strictly_increasing",
     "validator",
 ]
 
@@ -199,16 +198,6 @@ def strictly_decreasing(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float
         raise InvalidParameter(name, value, "must be a non-empty 1-d sequence")
     if np.any(np.diff(arr) >= 0):
         raise InvalidParameter(name, value, "must be strictly decreasing")
-    return arr
-
-
-def strictly_increasing(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """A non-empty 1-d finite array, strictly increasing."""
-    arr = finite_array(name, value)
-    if arr.ndim != 1 or arr.size == 0:
-        raise InvalidParameter(name, value, "must be a non-empty 1-d sequence")
-    if np.any(np.diff(arr) <= 0):
-        raise InvalidParameter(name, value, "must be strictly increasing")
     return arr
 
 

@@ -127,7 +127,7 @@ class LaplaceCost(DPCost):
 
     It is a `DPCost` (every filter prices it as one) that also says where it comes from: it is
     dominated by the Laplace pair (Lap(Δ, b), Lap(0, b)) (THEORY §12), tighter than the
-    randomised-response pair that bounds a general eps-DP round, which PLD filters use. Vector
+    randomised-response pair that bounds a general eps-DP round, which counting filters use. Vector
     Laplace releases and discrete (exact) Laplace noise are plain `DPCost`. Its delta is 0.
     """
 

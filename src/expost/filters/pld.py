@@ -1,4 +1,4 @@
-"""The counting (natural) filter: rounds of one mechanism fixed in advance, counted (THEORY §12).
+"""The counting filter: rounds of one mechanism fixed in advance, counted (THEORY §12).
 
 `PLDFilter(eps, delta, mechanism)` admits rounds that ``mechanism`` dominates, at most
 K = max{k : δ_k(eps) <= delta} of them, δ_k the profile of the k-fold composition of the
@@ -10,8 +10,10 @@ which the K-fold product pair dominates (Zhu, Dong & Wang 2022 Thm 10; THEORY §
 mechanism is fixed before the first round: given when the filter is made, or taken from the
 first round when none is given (a ledger replays it from its first record).
 
-A mix of mechanisms is refused: natural filters are free exactly for totally ordered families
-(Regehr et al., arXiv 2602.15815), and for adaptively chosen mixes they can fail; RDPFilter,
+The literature's *natural filter* (admit a round while the composed PLD of the rounds so far
+fits) is this filter when every round is the one mechanism. A mix of mechanisms is refused:
+natural filters are free exactly for totally ordered families (Regehr et al., arXiv
+2602.15815), and for adaptively chosen mixes they can fail; RDPFilter,
 RenyiFilter, UnifiedFilter or GaussianDPFilter (Gaussian rounds of any σ) price mixes.
 
 Pairs and the dominance orders used (each a post-processing or a monotone closed form, for
@@ -157,7 +159,8 @@ def _mechanism(_instance: object, _attribute: object, value: Cost | None) -> Non
 
 @frozen
 class PLDFilter(Filter):
-    """(eps, delta)-DP by counting rounds of one mechanism (module docstring; THEORY §12).
+    """The counting filter: (eps, delta)-DP by counting rounds of one mechanism (module
+    docstring; THEORY §12). The literature's natural filter on rounds of one mechanism.
 
     ``mechanism``: a cost value (``SubsampledGaussianCost.from_sigma(1.0, 0.01)``,
     ``LaplaceCost(0.1)``, ...) or None, then the first round fixes it; ``grid``: the loss

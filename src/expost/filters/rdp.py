@@ -124,7 +124,8 @@ def rdp_price(cost: RoundCost, alpha: float) -> float | None:
 
 @frozen
 class RDPFilter:
-    """(eps, delta)-DP for an interaction of ex-post RDP, RDP and zCDP rounds (THEORY §11).
+    """(eps, delta)-DP for an interaction of ex-post RDP, RDP and zCDP rounds, budgeted at
+    **many** orders with delta split over them (THEORY §11; `RenyiFilter`: one order, no split).
 
     Budgets B_α = eps − log(k/delta)/(α−1) at the k ``orders`` (rounded down: `budgets`). A
     round is admitted iff, with its price added, the exact sum stays within B_α at some order;

@@ -72,7 +72,8 @@ def _fixed_curve(cost: object) -> bool:
 
 @frozen
 class RenyiFilter(Filter):
-    """(eps, delta)-DP for rounds with fixed RDP curves, budgeted at one order ``alpha``.
+    """(eps, delta)-DP for rounds with fixed RDP curves, budgeted at **one** order ``alpha``
+    (`RDPFilter`: many orders, delta split over them, realised ex-post RDP costs).
 
     Admits a round iff the exact sum of the rounds' ε_α, its price included, is at most
     `budget` B (module docstring); unit ε_α (``spent``, ``remaining``, `BudgetExceeded`). A
