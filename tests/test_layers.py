@@ -21,7 +21,7 @@ import pytest
 from tests.test_import_graph import GRAPH
 
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("errors", "confidence"),  # no library import at all
+    ("errors", "confidence", "_lazy"),  # no library import at all
     ("exact", "rounding", "rounding_registry", "spendable", "symbolic"),  # integers, safe rounding
     ("_validation",),  # argument checks (exact: integer checks)
     (  # the mathematics: what mechanisms, filters and audits are made of
