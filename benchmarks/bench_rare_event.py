@@ -20,8 +20,8 @@ import numpy as np
 from scipy import stats
 
 from expost.audit import ALPHA_AUDIT, betting_bounds
-from expost.audit._paper import grid_times, neighbours
-from expost.audit.deploy_brownian import Drift, crossing_weights, weight_bound
+from expost.audit._shared import grid_times, neighbours
+from expost.audit.deploy.brownian import Drift, crossing_weights, weight_bound
 from expost.boundaries import LinearPrivacyBoundary
 
 __all__ = ["main"]

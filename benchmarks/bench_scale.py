@@ -28,12 +28,12 @@ import attrs
 import numpy as np
 from timing import median_seconds  # benchmarks/timing.py, a sibling module
 
-from expost.audit.brownian import bm_ex_post
-from expost.audit.claims import clopper_pearson_lower, clopper_pearson_upper
 from expost.audit.core import Audit, run_audits
+from expost.audit.paper.brownian import bm_ex_post
 from expost.audit.registry import default_registry
 from expost.audit.report import AuditReport
 from expost.backends import ArrayBackend
+from expost.confidence import clopper_pearson_lower, clopper_pearson_upper
 from expost.execution import Execution
 from expost.processes import sample_brownian_grid
 from expost.processes.brownian import sample_brownian_grid_on

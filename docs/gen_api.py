@@ -74,7 +74,7 @@ def render() -> str:
     """The page, as markdown."""
     names = [
         n
-        for n in expost.__all__
+        for n in vars(expost)["__all__"]
         if not n.startswith("__") and not isinstance(getattr(expost, n), types.ModuleType)
     ]
     by_section: dict[str, list[str]] = {title: [] for title, _ in SECTIONS}

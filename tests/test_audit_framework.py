@@ -34,11 +34,11 @@ from expost.audit import (
     audit_seed,
     clopper_pearson_upper,
     eps_lower_bound,
-    examples,
     register,
     run_audit,
     run_audits,
 )
+from expost.audit.paper import examples
 from expost.cli import main
 from expost.cli.audit import ProgressBar
 from expost.errors import InvalidParameter

@@ -27,7 +27,7 @@ from expost.testing import (
     statdp_pairs,
 )
 from expost.testing import reference as ref
-from expost.testing.pairs import NEIGHBOURS, candidate_pairs, difference
+from expost.testing.neighbours import NEIGHBOURS, candidate_pairs, difference
 from tests.stats import rate_is_at_most
 
 SMALL = 20_000

@@ -26,9 +26,8 @@ from expost.audit import (
     default_registry,
     run_audits,
 )
-from expost.audit._paper import grid_times, neighbours, tuned_boundary
-from expost.audit.brownian import LossAbove, ex_post_exceeds
-from expost.audit.deploy_brownian import (
+from expost.audit._shared import grid_times, neighbours, tuned_boundary
+from expost.audit.deploy.brownian import (
     Drift,
     HalfNormalMixture,
     crossing_weights,
@@ -36,7 +35,8 @@ from expost.audit.deploy_brownian import (
     ville_weights,
     weight_bound,
 )
-from expost.audit.martingale import odometer_sequence_exceeds, ville_product_crosses
+from expost.audit.paper.brownian import LossAbove, ex_post_exceeds
+from expost.audit.paper.martingale import odometer_sequence_exceeds, ville_product_crosses
 from expost.audit.rare_event import ImportanceClaim
 from expost.boundaries import LinearPrivacyBoundary, MixturePrivacyBoundary
 from expost.grids import TimeGrid

@@ -21,10 +21,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from expost.audit import EValueClaim, deploy_filters, deploy_odometers, deploy_tails, run_audits
-from expost.audit.deploy_filters import Kind, claim_tilt, tilted_filter_run
-from expost.audit.deploy_odometers import mixture_tilts, tilted_odometer_run
-from expost.audit.deploy_tails import lemma21_eps, pdp_eps, tilted_gaussian_tail
+from expost.audit import EValueClaim, run_audits
+from expost.audit.deploy import filters as deploy_filters
+from expost.audit.deploy import odometers as deploy_odometers
+from expost.audit.deploy import tails as deploy_tails
+from expost.audit.deploy.filters import Kind, claim_tilt, tilted_filter_run
+from expost.audit.deploy.odometers import mixture_tilts, tilted_odometer_run
+from expost.audit.deploy.tails import lemma21_eps, pdp_eps, tilted_gaussian_tail
 from expost.audit.rare_event import ImportanceClaim, betting_bounds
 from expost.audit.tilting import bound, chernoff_tilt, laplace_log_mgf
 from expost.filters import ApproxDPFilter, BrownianFilter, UnifiedFilter, ZCDPFilter
@@ -235,7 +238,7 @@ def test_shared_filter_states_match_the_paper_interaction() -> None:
     (two-sided Fisher test, level ALPHA); planted bug: the half-charged filter differs."""
     from scipy import stats
 
-    from expost.audit.composition import filter_interaction_exceeds
+    from expost.audit.paper.composition import filter_interaction_exceeds
 
     filt = UnifiedFilter(0.5, 0.0, 0.1)
     eps = zcdp_to_dp(ZCDP(0.5), 0.1).eps

@@ -1,4 +1,4 @@
-"""The Gaussian-DP filter's deploy audit (`expost.audit.deploy_gaussian_dp`, issue 16 point 3).
+"""The Gaussian-DP filter's deploy audit (`expost.audit.deploy.gaussian_dp`, issue 16 point 3).
 
 Estimator check at delta = 1e-2 and 1e-3: the importance estimate of the hockey-stick mean
 E[(1 − e^(eps − L))⁺] and plain Monte Carlo of the same interaction (θ = 0, w = 1) must have
@@ -18,8 +18,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from expost.audit import EValueClaim, deploy_gaussian_dp
-from expost.audit.deploy_filters import (
+from expost.audit import EValueClaim
+from expost.audit.deploy import gaussian_dp as deploy_gaussian_dp
+from expost.audit.deploy.filters import (
     EM_SHARES,
     SIZING,
     Kind,
@@ -27,7 +28,7 @@ from expost.audit.deploy_filters import (
     em_range,
     tilted_losses,
 )
-from expost.audit.deploy_gaussian_dp import EPS, hockey_stick_run, hockey_stick_tilting
+from expost.audit.deploy.gaussian_dp import EPS, hockey_stick_run, hockey_stick_tilting
 from expost.audit.rare_event import ImportanceClaim, betting_bounds
 from expost.audit.tilting import ROUNDING_MARGIN, hockey_stick_bound, hockey_stick_tilt
 from expost.filters import BoundedRangeCost, GaussianDPFilter

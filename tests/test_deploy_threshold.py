@@ -1,4 +1,4 @@
-"""BNR Cor 5.2 at deployment deltas (`expost.audit.deploy_threshold`) checked (issue 13).
+"""BNR Cor 5.2 at deployment deltas (`expost.audit.deploy.threshold`) checked (issue 13).
 
 At delta = 1e-2 the importance-sampled estimate of P(E) (betting bounds) and plain Monte Carlo
 of the same event by the paper suite's simulator (`reduced_above_threshold_exceeds`,
@@ -23,10 +23,10 @@ from expost.audit import (
     default_registry,
     run_audits,
 )
-from expost.audit._paper import gaussian_loss, neighbours
-from expost.audit.deploy_brownian import Drift, tilted_paths
-from expost.audit.deploy_threshold import NominalLevel, threshold_claim
-from expost.audit.threshold import (
+from expost.audit._shared import gaussian_loss, neighbours
+from expost.audit.deploy.brownian import Drift, tilted_paths
+from expost.audit.deploy.threshold import NominalLevel, threshold_claim
+from expost.audit.paper.threshold import (
     reduced_above_threshold_exceeds,
     released_loss_above,
     threshold_times,

@@ -20,6 +20,7 @@ import pytest
 import expost
 import expost.errors
 
+PUBLIC: list[str] = vars(expost)["__all__"]  # read from the stub at run time (not typed)
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 INLINE = re.compile(r"`([^`\n]+)`")
@@ -56,7 +57,7 @@ def named_errors(texts: dict[str, str], classes: dict[str, type[BaseException]])
 def test_every_error_the_docs_name_is_importable_from_expost() -> None:
     named = named_errors(TEXTS, error_classes())
     assert {"BudgetExceeded", "InvalidParameter", "LedgerError"} <= named  # the scan sees them
-    missing = sorted(n for n in named if n not in expost.__all__)
+    missing = sorted(n for n in named if n not in PUBLIC)
     assert missing == [], f"errors the docs name but `import expost` does not export: {missing}"
     assert all(getattr(expost, n) is getattr(expost.errors, n) for n in named)
 
@@ -164,3 +165,32 @@ def test_a_class_method_of_the_same_name_is_not_a_session_call() -> None:
     assert list(unknown_keywords(texts, session_callables())) == []
     texts = {"s.md": "`session.gaussian(1.0, sampling_prob=0.1)`"}  # twin: a session call
     assert list(unknown_keywords(texts, session_callables())) == ["s.md: gaussian(sampling_prob=)"]
+
+
+# ----------------------------------------------------------------------------- ep.<name>
+
+TOP_NAME = re.compile(r"(?<![\w.])(?:ep\.([A-Za-z_]\w*)|expost\.([A-Z]\w*))")
+
+
+def unresolved_top_names(texts: dict[str, str]) -> list[str]:
+    """``page: ep.Name`` for each top-level name a page uses (``ep.name``, ``expost.Name``;
+    ``expost.lower`` is also the SQL schema's) that ``import expost`` does not have. The
+    changelog is history: it names what the package had then."""
+    return sorted(
+        f"{page}: ep.{short or long}"
+        for page, text in texts.items()
+        if not page.endswith("changelog.md")
+        for short, long in set(TOP_NAME.findall(text))
+        if not hasattr(expost, short or long)
+    )
+
+
+def test_every_top_level_name_the_docs_use_is_importable_from_expost() -> None:
+    assert {"PrivateSession", "RDPFilter"} <= set(PUBLIC)
+    assert unresolved_top_names(TEXTS) == []
+
+
+def test_the_top_name_scan_finds_a_planted_name() -> None:
+    texts = {"p.md": "`ep.planted_call(1.0)`, `expost.PlantedFilter`, `expost.filters.X`"}
+    assert unresolved_top_names(texts) == ["p.md: ep.PlantedFilter", "p.md: ep.planted_call"]
+    assert unresolved_top_names({"p.md": "`expost.take_lock(...)`, `ep.filters`"}) == []

@@ -20,8 +20,7 @@ from expost import (
     LaplaceNoiseReduction,
     SkellamNoiseReduction,
 )
-from expost.audit.ex_post_rdp import bucket_rdp_samples, gaussian_bucket
-from expost.audit.post_processing import bucket_factor, fixed_time_factor
+from expost.audit.paper.ex_post_rdp import bucket_rdp_samples, gaussian_bucket
 from expost.errors import InvalidParameter
 from expost.ex_post_rdp import DEFAULT_ORDERS, markov_bound
 from expost.filters.costs import (
@@ -37,6 +36,7 @@ from expost.grids import TimeGrid
 from expost.guarantees import ExPost
 from expost.rounding import down_exact
 from expost.stopping import AtIndex, RelativeError
+from expost.studies.post_processing import bucket_factor, fixed_time_factor
 from tests.safe_side import rounded_up
 
 ALPHAS = (1.5, 2.0, 4.0, 8.0)
@@ -266,7 +266,7 @@ def test_brownian_boundary_absorbs_the_coarsening() -> None:
 
 def test_lattice_matches_the_exact_bucket_at_a_fixed_time() -> None:
     """margin = ∞ stops every run at the first grid time: a single Gaussian release there."""
-    from expost.audit._paper import grid_times, tuned_boundary
+    from expost.audit._shared import grid_times, tuned_boundary
 
     psi = tuned_boundary("linear", 1.0, 0.05)
     t = float(grid_times(psi)[0])

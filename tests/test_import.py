@@ -17,6 +17,10 @@ import pytest
 
 import expost
 import expost.errors
+from expost._lazy import stub_names
+
+PUBLIC: list[str] = vars(expost)["__all__"]  # read from the stub at run time (not typed)
+HOME: dict[str, str] = vars(expost)["_HOME"]  # public name -> its home module
 
 HEAVY = ("scipy.stats", "scipy.optimize", "sympy", "matplotlib")
 
@@ -73,7 +77,7 @@ def test_cli_help_does_not_import_sympy() -> None:
 
 # ----------------------------------------------------------------------------- the lazy top level
 
-LIGHT = {"expost", "expost.errors"}  # all that ``import expost`` may load of the library
+LIGHT = {"expost", "expost._lazy", "expost.errors"}  # all ``import expost`` may load of it
 
 
 def test_import_expost_loads_only_the_error_types() -> None:
@@ -96,57 +100,65 @@ def test_a_name_loads_its_module_on_first_use() -> None:
 
 
 def test_every_public_name_is_its_home_modules_object() -> None:
-    for name in expost.__all__:
+    for name in PUBLIC:
         if name == "__version__":
             continue
-        home = expost._HOME.get(name)
+        home = HOME[name]
         value = getattr(expost, name)
-        if home is not None:
-            assert value is getattr(importlib.import_module(home), name), name
-        elif name in ("exact", "stopping"):
+        if home == "expost":  # a submodule: ``expost.exact``
             assert value is importlib.import_module(f"expost.{name}")
         else:
-            assert value is getattr(expost.errors, name), name  # loaded eagerly
-    assert set(expost.__all__) <= set(dir(expost))
+            assert value is getattr(importlib.import_module(home), name), name
+            assert name in importlib.import_module(home).__all__, name  # public in its home
+    assert set(PUBLIC) <= set(dir(expost))
+    eager = {n for n, home in HOME.items() if home == "expost.errors"}
+    assert eager
+    assert eager <= set(vars(expost))
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
+    unknown = "NoSuchName"  # type checkers refuse ``expost.NoSuchName`` already (the stub)
     with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
-        _ = expost.NoSuchName
+        getattr(expost, unknown)
     assert not hasattr(expost, "no_such_module")
     assert not hasattr(expost, "__wrapped__")
 
 
-def typed_imports(source: str) -> dict[str, tuple[str, ...]]:
-    """Module -> names imported under ``if TYPE_CHECKING:`` in ``source`` (submodules of
-    ``expost`` itself left out: they load as submodules)."""
-    found: dict[str, tuple[str, ...]] = {}
+STUB = Path(expost.__file__).with_suffix(".pyi").read_text(encoding="utf-8")
+
+
+def reexports(source: str) -> dict[str, str]:
+    """Name → module of each ``from module import name as name`` in ``source``, by ``ast``:
+    what a type checker reads as the stub's re-exports."""
+    found: dict[str, str] = {}
     for node in ast.parse(source).body:
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            for item in node.body:
-                if isinstance(item, ast.ImportFrom) and item.module not in (None, "expost"):
-                    found[item.module] = (
-                        *found.get(item.module, ()),
-                        *(a.name for a in item.names),
-                    )
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.asname == alias.name and node.module is not None:
+                    found[alias.name] = node.module
     return found
 
 
-INIT = Path(expost.__file__).read_text(encoding="utf-8")
+def test_the_loader_reads_the_stub_as_type_checkers_do() -> None:
+    assert stub_names(STUB) == reexports(STUB) == HOME  # one list, read alike
+    assert sorted(PUBLIC) == sorted([*reexports(STUB), "__version__"])
+    assert sorted(PUBLIC) == PUBLIC
 
 
-def test_the_type_checking_imports_are_the_lazy_table() -> None:
-    typed = typed_imports(INIT)
-    assert typed == expost._LAZY  # what checkers see is what __getattr__ loads
-    lazy = {name for names in expost._LAZY.values() for name in names}
-    eager = {n for n in expost.__all__ if n in vars(expost.errors)}
-    assert lazy | eager | {"exact", "stopping", "__version__"} == set(expost.__all__)
-
-
-def test_a_planted_disagreement_is_found() -> None:
-    # a name the table loads but type checkers would not see
-    typed = "from expost.exact import GeneratorBits, SecureBits"
-    assert INIT.count(typed) == 1
-    planted = typed_imports(INIT.replace(typed, "from expost.exact import GeneratorBits"))
-    assert planted != expost._LAZY
-    assert planted["expost.exact"] == ("GeneratorBits",)
+def test_the_stub_reader_handles_every_import_form() -> None:
+    planted = (
+        '"""from nowhere import Fake as Fake"""\n'  # a docstring line, not an import
+        "from typing import Any\n"  # the stub's own import, not public
+        "from a.b import (  # comment\n"
+        "    C as C,\n"
+        "    D as D,  # note\n"
+        "    E,\n"
+        "    F as G,\n"
+        ")\n"
+        "from a import sub as sub\n"
+        "from h import I as I, J as J\n"
+    )
+    expected = {"C": "a.b", "D": "a.b", "sub": "a", "I": "h", "J": "h"}
+    assert stub_names(planted) == expected
+    assert reexports(planted) == expected  # the twin: Python's own parser agrees
+    assert stub_names(planted.replace("D as D", "D as Dee")) != expected  # a broken line is seen

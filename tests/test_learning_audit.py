@@ -6,7 +6,7 @@ import numpy as np
 
 from expost.audit.claims import EValueClaim
 from expost.audit.core import ALPHA_AUDIT
-from expost.audit.dp_sgd import SCHEDULE, dp_sgd_rdp_samples
+from expost.audit.paper.dp_sgd import SCHEDULE, dp_sgd_rdp_samples
 from expost.audit.registry import PAPER, default_registry
 
 N = 3_000  # runs per check: a 1e-6-level betting test; the twin's mean is about e^(ε_α/2) >> 1
@@ -30,7 +30,7 @@ def test_the_stop_depends_on_the_data() -> None:
     from expost.apps.learning.methods import train_until
     from expost.apps.learning.models import LogisticRegression
     from expost.apps.learning.sgd import CountCheck, SGDConfig, Trainer
-    from expost.audit import dp_sgd
+    from expost.audit.paper import dp_sgd
 
     stops = set()
     rng = np.random.default_rng(13)

@@ -1,5 +1,5 @@
 """BNR Lemma A.3's one-sided crossing: the bridge-corrected upper estimate behind the audit of the
-printed "= delta" (`expost.audit.mixture_crossing`)."""
+printed "= delta" (`expost.audit.paper.mixture_crossing`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit.mixture_crossing import (
+from expost.audit.paper.mixture_crossing import (
     brownian_paths,
     crossing_bound,
     never_crossed_lower,

@@ -13,8 +13,9 @@ from fractions import Fraction
 import numpy as np
 from scipy.stats import norm
 
-from expost.audit.counting_filter import laplace_stopping, mixed_menu
-from expost.audit.pld_profile import gaussian_excess, laplace_excess, tilted_gaussian_excess
+from expost.audit.deploy.pld_profile import tilted_gaussian_excess
+from expost.audit.paper.counting_filter import laplace_stopping, mixed_menu
+from expost.audit.paper.pld_profile import gaussian_excess, laplace_excess
 from expost.audit.tilting import hockey_stick_bound
 
 N = 200_000

@@ -1,4 +1,4 @@
-"""The RDP curves of `expost.renyi` against the divergences they bound (THEORY §12; issue 35).
+"""The RDP curves of `expost.rdp_curves` against the divergences they bound (THEORY §12; issue 35).
 
 - The Poisson-subsampled Gaussian against direct numerical integration (mpmath quad, 30 digits)
   of the Rényi divergence of the mixture pair in *both* directions, remove
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from expost.errors import InvalidParameter
-from expost.renyi import MAX_ORDER, laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
+from expost.rdp_curves import MAX_ORDER, laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
 from expost.rounding import up_exact
 
 Mp = Any

@@ -18,6 +18,7 @@ from expost.loss import (
     GaussianLoss,
     LaplaceLoss,
     LaplaceNoiseReductionLoss,
+    rho_of_sigma,
 )
 from expost.rounding_registry import Rounded
 from tests.rounding_audit import DIGITS, N, audit, audits, log_uniform
@@ -74,7 +75,9 @@ def test_gaussian_eps_for_delta_is_an_upper_bound(rounded: Rounded) -> None:
     audit(got, want, rounded.up, ulps=8, twin=twin, twin_want=want[:300])
 
 
-@audits("GaussianLoss.renyi", "BrownianLoss.rho", "GaussianLoss.from_mechanism")
+@audits(
+    "GaussianLoss.renyi", "BrownianLoss.rho", "GaussianLoss.from_mechanism", "loss.rho_of_sigma"
+)
 def test_gaussian_and_brownian_levels_are_upper_bounds(rounded: Rounded) -> None:
     """renyi = alpha·rho, from_mechanism's rho = Δ²/(2σ²), BrownianLoss.rho = Δ²/(2t): exact
     rationals, so the answer is the smallest float >= them (0 or 1 ulp above)."""
@@ -93,6 +96,10 @@ def test_gaussian_and_brownian_levels_are_upper_bounds(rounded: Rounded) -> None
             exact = [Fraction(d) ** 2 / (2 * Fraction(t)) for d, t in pairs]
             want = [mp.mpf(q.numerator) / q.denominator for q in exact]
             twin = [d**2 / (2.0 * t) for d, t in pairs]
+        elif rounded.name == "loss.rho_of_sigma":
+            got = [rho_of_sigma(s, d) for d, s in pairs]
+            want = [mp.mpf(d) ** 2 / (2 * mp.mpf(s) ** 2) for d, s in pairs]
+            twin = [d**2 / (2.0 * s**2) for d, s in pairs]
         else:
             got = [GaussianLoss.from_mechanism(s, d).rho for d, s in pairs]
             want = [mp.mpf(d) ** 2 / (2 * mp.mpf(s) ** 2) for d, s in pairs]

@@ -1,6 +1,6 @@
 """Rounding audit of the mechanisms' RDP curves and the one-order RDP filter (THEORY §12; issue 35).
 
-`expost.renyi`'s curves are interval enclosures rounded up, within a few ulps: audited against a
+`expost.rdp_curves`'s curves are interval enclosures rounded up, within a few ulps: audited against a
 50-digit evaluation of the same formula (randomised response's and Mironov's Laplace closed
 forms; the subsampled Gaussian's sum Σ C(n,k)(1−q)^(n−k) q^k e^((k²−k)·rho) with exact binomials
 and one exp per term, the convexity line between integer orders). `RenyiFilter.budget` (CKS
@@ -17,7 +17,7 @@ import mpmath as mp
 import numpy as np
 
 from expost.filters.renyi import RenyiFilter
-from expost.renyi import laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
+from expost.rdp_curves import laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
 from expost.rounding_registry import Rounded
 from tests.rounding_audit import DIGITS, Mp, N, audit, audits, log_uniform
 
@@ -69,10 +69,10 @@ def _pure_inputs(seed: int, n: int) -> list[tuple[float, float]]:
     return [(float(e), float(a)) for e, a in zip(eps, alpha, strict=True)]
 
 
-@audits("renyi.pure_dp_renyi", "renyi.laplace_renyi")
+@audits("rdp_curves.pure_dp_renyi", "rdp_curves.laplace_renyi")
 def test_pure_dp_and_laplace_renyi_round_up(rounded: Rounded) -> None:
     """eps log-uniform in [1e-6, 30], α − 1 in [1e-3, 1e4]; twin: the reference to nearest."""
-    pure = rounded.name == "renyi.pure_dp_renyi"
+    pure = rounded.name == "rdp_curves.pure_dp_renyi"
     function, reference = (pure_dp_renyi, ref_pure_dp) if pure else (laplace_renyi, ref_laplace)
     cases = _pure_inputs(3501 if pure else 3502, N)
     got = [function(e, a) for e, a in cases]
@@ -81,7 +81,7 @@ def test_pure_dp_and_laplace_renyi_round_up(rounded: Rounded) -> None:
     audit(got, want, rounded.up, ulps=6, twin=[float(w) for w in want])
 
 
-@audits("renyi.subsampled_gaussian_renyi")
+@audits("rdp_curves.subsampled_gaussian_renyi")
 def test_subsampled_gaussian_renyi_rounds_up(rounded: Rounded) -> None:
     """σ log-uniform in [0.3, 30] (rho = 1/(2σ²)), q in [1e-5, 1], orders up to 64: integers
     half the time (the exact sum), else fractional (the convexity line)."""

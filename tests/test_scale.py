@@ -23,11 +23,11 @@ import pytest
 
 from expost.apps import relative_error as re
 from expost.apps.erm import ERMTask, LogisticRegression, run_task
-from expost.audit import examples
-from expost.audit.brownian import bm_ex_post, bnr_cor37_time_map
 from expost.audit.claims import ProbabilityClaim, Tally
 from expost.audit.core import Audit, audit_seed, run_audits
-from expost.audit.dp_lower_bounds import gaussian_loss_exceeds, gaussian_pdp_exact
+from expost.audit.paper import examples
+from expost.audit.paper.brownian import bm_ex_post, bnr_cor37_time_map
+from expost.audit.paper.dp_lower_bounds import gaussian_loss_exceeds, gaussian_pdp_exact
 from expost.audit.report import AuditReport
 from expost.backends import ArrayBackend
 from expost.cli import main

@@ -7,8 +7,10 @@ import math
 import numpy as np
 
 from expost.audit import default_registry, run_audits
+from expost.audit.deploy.skellam import _mixture_runs
+from expost.audit.paper.skellam import _paper_runs
+from expost.audit.paper.skellam import boundary_grid as _grid
 from expost.audit.registry import DEPLOY_QUICK, QUICK
-from expost.audit.skellam import _grid, _mixture_runs, _paper_runs
 from expost.skellam.boundary import SkellamPrivacyBoundary
 from tests.stats import z_two_sided
 

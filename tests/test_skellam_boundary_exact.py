@@ -17,8 +17,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from expost.audit.deploy.skellam import _mixture_runs
+from expost.audit.paper.skellam import _paper_runs
 from expost.audit.rare_event import betting_bounds
-from expost.audit.skellam import _mixture_runs, _paper_runs
 from expost.skellam.boundary import SkellamPrivacyBoundary
 from expost.skellam.crossing import SkellamCrossing, skellam_boundary_crossing
 

@@ -1,5 +1,5 @@
 """Ex-post RDP of Skellam noise reduction by THEORY §11's supermartingale condition
-(expost.audit.supermartingale; issue 29, item 6).
+(expost.skellam.supermartingale; issue 29, item 6).
 
 - The bridge kernel the checker sums over is the law of binomial thinning given the released
   difference (Monte Carlo by rejection, alpha = 1e-6); a kernel with the times swapped is rejected.
@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from expost import SkellamLoss
-from expost.audit.supermartingale import (
+from expost.errors import InvalidParameter
+from expost.skellam.supermartingale import (
     _bridge_mean,
     _g,
     _pmf,
@@ -28,7 +29,6 @@ from expost.audit.supermartingale import (
     gaussian_shaped,
     worst_stopping_mean,
 )
-from expost.errors import InvalidParameter
 from tests import stats as st
 
 GRID = (8.0, 4.0, 2.0, 1.0)

@@ -52,7 +52,6 @@ __all__ = [
     "real_parameter",
     "release_values",
     "strictly_decreasing",
-    "strictly_increasing",
     "validator",
 ]
 
@@ -96,9 +95,11 @@ def probability(name: str, value: object) -> float:
 
 
 def sampling_probability(name: str, value: object) -> float:
-    """A sampling rate q in (0, 1] (Poisson subsampling: each record kept with probability q)."""
-    q = positive(name, value)
-    if q > 1.0:
+    """A sampling rate q in (0, 1] (Poisson subsampling: each record kept with probability q).
+
+    The one check of a sampling rate: mechanisms, costs, PLDs, Rényi curves and DP-SGD use it."""
+    q = finite(name, value)
+    if not 0.0 < q <= 1.0:
         raise InvalidParameter(name, value, "must lie in (0, 1]")
     return q
 
@@ -197,16 +198,6 @@ def strictly_decreasing(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float
         raise InvalidParameter(name, value, "must be a non-empty 1-d sequence")
     if np.any(np.diff(arr) >= 0):
         raise InvalidParameter(name, value, "must be strictly decreasing")
-    return arr
-
-
-def strictly_increasing(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """A non-empty 1-d finite array, strictly increasing."""
-    arr = finite_array(name, value)
-    if arr.ndim != 1 or arr.size == 0:
-        raise InvalidParameter(name, value, "must be a non-empty 1-d sequence")
-    if np.any(np.diff(arr) <= 0):
-        raise InvalidParameter(name, value, "must be strictly increasing")
     return arr
 
 

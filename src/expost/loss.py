@@ -56,6 +56,8 @@ __all__ = [
     "LaplaceNoiseReductionLoss",
     "PrivacyLoss",
     "eps_for_delta_of",
+    "rho_of_sigma",
+    "sigma_of_rho",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -136,6 +138,30 @@ def eps_for_delta_of(
     return nudge_up(root, lambda e: delta_for_eps(e) <= d)
 
 
+def rho_of_sigma(sigma: float, sensitivity: float = 1.0) -> float:
+    """rho = Δ²/(2σ²), rounded up exactly: Gaussian noise of standard deviation σ on a query of
+    ℓ2 sensitivity Δ is rho-zCDP (Bun & Steinke 2016, Prop. 1.6). The one σ → rho conversion."""
+    return up_exact(Fraction(sensitivity) ** 2 / (2 * Fraction(sigma) ** 2))
+
+
+def sigma_of_rho(rho: float, sensitivity: float = 1.0, *, up: bool = True) -> float:
+    """σ = Δ/sqrt(2·rho) as a float, the one rho → σ conversion: the float estimate stepped
+    ``up`` until Δ²/(2σ²) <= rho exactly (noise that meets the budget), else down until
+    Δ²/(2σ²) >= rho (a round that dominates the rho-zCDP one). 0 or inf as computed when not
+    representable (callers refuse them)."""
+    sigma = sensitivity / math.sqrt(2.0 * rho)
+    if not 0.0 < sigma < math.inf:
+        return sigma
+    square, budget = Fraction(sensitivity) ** 2, 2 * Fraction(rho)
+    if up:
+        while square > budget * Fraction(sigma) ** 2:
+            sigma = math.nextafter(sigma, math.inf)
+    else:
+        while square < budget * Fraction(sigma) ** 2:
+            sigma = math.nextafter(sigma, 0.0)
+    return sigma
+
+
 @frozen
 class GaussianLoss:
     """Loss of the Gaussian mechanism at neighbour distance = sensitivity: L ~ N(rho, 2rho).
@@ -161,7 +187,7 @@ class GaussianLoss:
         dist = positive("sensitivity", sensitivity)
         if distance is not None:
             dist = positive("distance", distance)
-        return cls(up_exact(Fraction(dist) ** 2 / (2 * Fraction(s) ** 2)))  # rounded up
+        return cls(rho_of_sigma(s, dist))
 
     @property
     def mean(self) -> float:

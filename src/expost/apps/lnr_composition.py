@@ -43,7 +43,7 @@ import numpy.typing as npt
 from attrs import frozen
 
 from expost._validation import generator, open_probability, positive, positive_int
-from expost.audit.claims import clopper_pearson_lower
+from expost.confidence import clopper_pearson_lower
 from expost.errors import InvalidParameter
 from expost.mechanisms.noise_reduction import LaplaceNoiseReduction
 from expost.stopping import AtIndex, RelativeError, StoppingRule, WhenPublicUtility

@@ -50,26 +50,22 @@ Runs are drawn in chunks of ``Audit.chunk_size`` with generators from
 name, the same in every process): results are bit-identical for a seed whatever
 ``--workers`` is, and an audit draws the same runs alone (``--only``) or in its suite.
 
-Where audits live: every public module of this package other than the framework's (``core``:
-audits and running them, ``verdict``, ``claims``, ``rare_event``, ``report``, ``registry``;
-the command is `expost.cli.audit`) is imported when a suite is built (`default_registry`); so adding
-``expost/audit/apc.py`` with ``@register(...)`` factories is all it takes. A downstream project registers its own audits
-in its own module and runs ``expost audit --module its.module --suite its-suite``.
-Run them from Python with `run_audits` (an `AuditReport`: ``.table()``, ``.to_json()``,
+Where audits live: this package is the framework (``core``: audits and running them,
+``verdict``, ``claims``, ``rare_event``, ``tilting``, ``report``, ``registry``; ``_shared``: the
+papers' mechanisms, neighbours and exact losses that audits share; the command is
+`expost.cli.audit`). The audits live in two rooms, imported when a suite is built
+(`default_registry`): ``expost.audit.paper`` (the papers' claims at their deltas: ``quick``,
+``paper``) and ``expost.audit.deploy`` (deployment deltas: ``deploy``, ``deploy-quick``); adding
+``expost/audit/paper/apc.py`` with ``@register(...)`` factories is all it takes. A downstream
+project registers its own audits in its own module and runs
+``expost audit --module its.module --suite its-suite``. Run them from Python with `run_audits` (an `AuditReport`: ``.table()``, ``.to_json()``,
 ``.exit_code``), or from the shell with ``expost audit [--suite quick|paper] [--only NAME]
 [--json FILE] [--seed S] [--workers N]`` (exit 0 all as expected, 1 otherwise, 2 bad usage).
 """
 
 from __future__ import annotations
 
-from expost.audit.claims import (
-    DPClaim,
-    EValueClaim,
-    ProbabilityClaim,
-    clopper_pearson_lower,
-    clopper_pearson_upper,
-    eps_lower_bound,
-)
+from expost.audit.claims import DPClaim, EValueClaim, ProbabilityClaim
 from expost.audit.core import ALPHA_AUDIT, Audit, Simulator, Twin, audit_seed, run_audit, run_audits
 from expost.audit.rare_event import ImportanceClaim, betting_bounds, effective_sample_size
 from expost.audit.registry import (
@@ -87,6 +83,7 @@ from expost.audit.registry import (
 )
 from expost.audit.report import AuditReport, AuditResult, TwinResult
 from expost.audit.verdict import Claim, Verdict
+from expost.confidence import clopper_pearson_lower, clopper_pearson_upper, eps_lower_bound
 
 __all__ = [
     "ALPHA_AUDIT",

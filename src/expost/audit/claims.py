@@ -12,6 +12,9 @@ bound exceeds the claimed value.
   and, by Ville's inequality, ``P(max_n K_n >= 1/alpha) <= alpha``. No moment beyond the mean is
   needed, so it stays valid for heavy tails (a t-test does not).
 - `DPClaim`: "the mechanism is eps-DP" by a distinguishing test on neighbouring inputs.
+
+The statistics themselves (Clopper–Pearson limits, the betting test's wealth and its inversion,
+eps lower bounds) live in `expost.confidence`, which the applications use too.
 """
 
 from __future__ import annotations
@@ -32,6 +35,13 @@ from expost._validation import (
     validator,
 )
 from expost.audit.verdict import Verdict
+from expost.confidence import (
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    eps_lower_bound,
+    evalue_lower_bound,
+    max_log_wealth,
+)
 from expost.errors import InvalidParameter
 
 __all__ = [
@@ -40,30 +50,9 @@ __all__ = [
     "EValueClaim",
     "ProbabilityClaim",
     "Tally",
-    "clopper_pearson_lower",
-    "clopper_pearson_upper",
-    "eps_lower_bound",
 ]
 
 FloatArray = npt.NDArray[np.float64]
-
-
-def clopper_pearson_lower(hits: int, n: int, alpha: float) -> float:
-    """One-sided lower confidence bound (level 1 − alpha) for a binomial proportion."""
-    from scipy import stats  # lazy: keeps the `expost` command fast
-
-    return 0.0 if hits <= 0 else float(stats.beta.ppf(alpha, hits, n - hits + 1))
-
-
-def clopper_pearson_upper(hits: int, n: int, alpha: float) -> float:
-    """One-sided upper confidence bound (level 1 − alpha) for a binomial proportion.
-
-    The upper alpha-quantile by ``beta.isf(alpha, …)``: ``ppf(1 − alpha, …)`` would round
-    1 − alpha to a double, off by up to 2x in the tail mass for alpha near 1e-16.
-    """
-    from scipy import stats  # lazy: keeps the `expost` command fast
-
-    return 1.0 if hits >= n else float(stats.beta.isf(alpha, hits + 1, n - hits))
 
 
 def _alpha(alpha: object) -> float:
@@ -122,58 +111,6 @@ class ProbabilityClaim:
         return Verdict(n, hits / n, lower, self.delta, lower > self.delta, detail)
 
 
-# Bets of the mixture test; mixing over several λ keeps power for large and small effects.
-_LAMBDAS = np.array([0.9, 0.75, 0.5, 0.25, 0.125, 1 / 16, 1 / 32, 1 / 64, 1 / 128])
-_BLOCK = 65_536
-
-
-def _max_log_wealth(x: FloatArray, mean: float) -> float:
-    """log of ``max_(1<=n<=N) K_n`` for the betting test of ``E[X] <= mean`` (module docstring).
-
-    n = 0 (K_0 = 1) is left out: it never reaches 1/alpha > 1, and without it the function
-    has no flat part, which keeps the root search of the lower bound fast.
-    """
-    lam = _LAMBDAS[:, None]
-    carry = np.zeros((_LAMBDAS.size, 1))
-    best = -math.inf
-    for start in range(0, x.size, _BLOCK):
-        with np.errstate(over="ignore", divide="ignore"):
-            steps = np.log1p(lam * (x[None, start : start + _BLOCK] / mean - 1.0))
-        np.cumsum(steps, axis=1, out=steps)
-        steps += carry
-        carry = steps[:, -1:]
-        top = steps.max(axis=0)
-        finite = np.isfinite(top)
-        if not np.all(finite):
-            return math.inf
-        with np.errstate(under="ignore"):
-            mixed = top + np.log(np.exp(steps - top).mean(axis=0))
-        best = max(best, float(mixed.max()))
-    return best
-
-
-def _evalue_lower_bound(x: FloatArray, threshold: float) -> float:
-    """``inf{m > 0 : max_n K_n(m) < 1/alpha}``: K_n(m) is continuous and decreasing in m."""
-    if not np.any(x > 0.0):
-        return 0.0
-
-    def excess(log_m: float) -> float:
-        # asinh tames the steep rise at small m, so Brent's method converges in few steps
-        return math.asinh(_max_log_wealth(x, math.exp(log_m)) - threshold)
-
-    hi = math.log(max(float(x.mean()), 1e-300))
-    while excess(hi) >= 0.0:
-        hi += math.log(2.0)
-    lo = hi - math.log(2.0)
-    while excess(lo) < 0.0:
-        lo -= math.log(2.0)
-        if lo < math.log(1e-300):
-            return 0.0
-    from scipy import optimize  # lazy: keeps the `expost` command fast
-
-    return math.exp(float(optimize.brentq(excess, lo, hi, xtol=1e-5)))
-
-
 @frozen
 class EValueClaim:
     """``E[X] <= bound`` for nonnegative X (an e-value when bound = 1), by the betting test.
@@ -197,8 +134,8 @@ class EValueClaim:
             bad = x[~(np.isfinite(x) & (x >= 0.0))][:3]
             raise InvalidParameter("samples", bad, "must be finite and nonnegative")
         threshold = math.log(1.0 / a)
-        wealth = _max_log_wealth(x, self.bound)
-        lower = _evalue_lower_bound(x, threshold)
+        wealth = max_log_wealth(x, self.bound)
+        lower = evalue_lower_bound(x, threshold)
         detail = f"max log-wealth {wealth:.4g} vs log(1/alpha) = {threshold:.4g}"
         return Verdict(x.size, float(x.mean()), lower, self.bound, wealth >= threshold, detail)
 
@@ -220,37 +157,6 @@ def _event_counts(a: FloatArray, b: FloatArray, cuts: FloatArray) -> tuple[Any, 
     first = np.stack([ha, m - ha, hb, m - hb])
     second = np.stack([hb, m - hb, ha, m - ha])
     return first, second, m
-
-
-def eps_lower_bound(
-    hits_x: npt.ArrayLike,
-    n_x: int,
-    hits_x_prime: npt.ArrayLike,
-    n_x_prime: int,
-    alpha: float,
-    delta: float = 0.0,
-) -> FloatArray:
-    """``log((CP_lower(P(E|x)) − delta) / CP_upper(P(E|x')))``, each limit at alpha/2, elementwise.
-
-    For an (eps, delta)-DP mechanism P(E|x) <= e^eps P(E|x') + delta (the hockey-stick form), so
-    with probability >= 1 − alpha (Bonferroni over the two exact one-sided limits) the value is
-    <= eps for a fixed event E. −inf where the lower limit does not exceed delta. Hit counts may
-    be non-integer (scaled counts predict a later test's bound). The upper limit is taken by
-    ``beta.isf(alpha/2, …)``, exact for tiny alpha (see `clopper_pearson_upper`).
-    """
-    from scipy import stats  # lazy: keeps the `expost` command fast
-
-    a = np.asarray(hits_x, dtype=np.float64)
-    b = np.asarray(hits_x_prime, dtype=np.float64)
-    lower = np.where(a > 0, stats.beta.ppf(alpha / 2, np.maximum(a, 1e-12), n_x - a + 1), 0.0)
-    upper = np.where(
-        b < n_x_prime,
-        stats.beta.isf(alpha / 2, b + 1, np.maximum(n_x_prime - b, 1e-12)),
-        1.0,
-    )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        result: FloatArray = np.where(lower > delta, np.log(lower - delta) - np.log(upper), -np.inf)
-    return result
 
 
 _EVENTS = (

@@ -5,9 +5,10 @@ several. A *delta factory* (``@register_at_deltas("deploy", "deploy-quick")``) t
 name and a delta and is called once per delta of the suite (`DEPLOY_DELTAS` for ``deploy``,
 1e-9 for ``deploy-quick``, or the deltas given to `Registry.suite` — ``expost audit --delta``);
 its audits' names must carry the delta (`delta_tag`). Every registered audit must have a
-planted-bug twin. The default registry loads the
-audit modules of this package (every public submodule of ``expost.audit`` other than the
-framework's own) the first time it is asked for a suite.
+planted-bug twin. The default registry loads the library's audits by room the first time it is
+asked for a suite: every public module of ``expost.audit.paper`` (the papers' claims at their
+deltas: the ``quick`` and ``paper`` suites) and of ``expost.audit.deploy`` (the claims at
+deployment deltas: the ``deploy`` suites).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "PAPER",
     "QUICK",
     "REGISTRY",
+    "ROOMS",
     "SUITES",
     "AuditFactory",
     "DeltaAuditFactory",
@@ -37,6 +39,7 @@ __all__ = [
     "delta_tag",
     "register",
     "register_at_deltas",
+    "room_modules",
 ]
 
 QUICK = "quick"
@@ -50,7 +53,8 @@ AuditFactory = Callable[[str], Audit | Iterable[Audit]]
 DeltaAuditFactory = Callable[[str, float], Audit | Iterable[Audit]]
 _F = TypeVar("_F", bound=AuditFactory)
 _D = TypeVar("_D", bound=DeltaAuditFactory)
-_FRAMEWORK = frozenset({"claims", "core", "rare_event", "registry", "report", "verdict"})
+ROOMS = ("paper", "deploy")
+"""The packages of ``expost.audit`` whose every public module registers audits."""
 
 
 def delta_tag(delta: float) -> str:
@@ -130,6 +134,13 @@ class Registry:
 
         return decorate
 
+    def origins(self, name: str) -> tuple[str, ...]:
+        """The modules that registered the factories of suite ``name``, in registration order."""
+        return tuple(
+            (f.factory if isinstance(f, _AtDeltas) else f).__module__
+            for f in self._factories.get(name, [])
+        )
+
     def suites(self) -> tuple[str, ...]:
         """The suite names with at least one factory, sorted."""
         return tuple(sorted(self._factories))
@@ -193,14 +204,22 @@ register_at_deltas = REGISTRY.register_at_deltas
 _loaded = False
 
 
+def room_modules() -> tuple[str, ...]:
+    """The audit modules of the library: every public module of each room in `ROOMS`."""
+    here = Path(__file__).parent  # the rooms, found without importing them from below
+    return tuple(
+        f"expost.audit.{room}.{info.name}"
+        for room in ROOMS
+        for info in pkgutil.iter_modules([str(here / room)])
+        if not info.name.startswith("_")
+    )
+
+
 def default_registry() -> Registry:
-    """`REGISTRY`, after importing every audit module of the ``expost.audit`` package."""
+    """`REGISTRY`, after importing every audit module of the rooms (`room_modules`)."""
     global _loaded
     if not _loaded:
-        here = [str(Path(__file__).parent)]  # this package, without importing it from below
-
-        for info in pkgutil.iter_modules(here):
-            if not info.name.startswith("_") and info.name not in _FRAMEWORK:
-                importlib.import_module(f"expost.audit.{info.name}")
+        for module in room_modules():
+            importlib.import_module(module)
         _loaded = True
     return REGISTRY

@@ -44,7 +44,7 @@ import numpy.typing as npt
 from attrs import frozen
 
 from expost._validation import nonnegative, positive
-from expost.audit._paper import gaussian_loss
+from expost.audit._shared import gaussian_loss
 from expost.audit.core import Audit, Simulator, Twin
 from expost.audit.rare_event import ImportanceClaim
 from expost.audit.registry import DEPLOY, delta_tag

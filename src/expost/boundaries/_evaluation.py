@@ -22,7 +22,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.rounding import iv_eval, up_array, up_iv
+from expost.rounding import up_array, up_iv
 
 __all__ = [
     "DELTA",
@@ -71,11 +71,6 @@ def shaped(value: object, out: FloatArray) -> float | FloatArray:
     if isinstance(value, int | float | np.number):
         return float(out)
     return out
-
-
-def _iv(compute: Any) -> Any:
-    """``compute(iv)`` evaluated in mpmath's interval context at _IV_PREC bits."""
-    return iv_eval(compute, _IV_PREC)
 
 
 def iv_up(compute: Any) -> float:

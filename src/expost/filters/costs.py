@@ -13,7 +13,6 @@ ex-post function can take. As *realised* (after it ran) it is what the round did
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 from attrs import field, frozen
 
@@ -26,7 +25,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.rounding import up_exact
+from expost.loss import rho_of_sigma, sigma_of_rho
 
 __all__ = [
     "BoundedRangeCost",
@@ -105,17 +104,13 @@ class SubsampledGaussianCost(GaussianCost):
     @classmethod
     def from_sigma(cls, sigma: float, sampling_prob: float) -> SubsampledGaussianCost:
         """The round with noise multiplier ``sigma`` and Poisson rate ``sampling_prob``."""
-        s = positive("sigma", sigma)
-        return cls(up_exact(1 / (2 * Fraction(s) ** 2)), sampling_prob=sampling_prob)
+        return cls(rho_of_sigma(positive("sigma", sigma)), sampling_prob=sampling_prob)
 
     @property
     def sigma(self) -> float:
         """The noise multiplier, rounded down: the largest float s with 1/(2s²) >= rho (a
         smaller σ is a dominating round, so pricing at it is safe)."""
-        s = 1.0 / math.sqrt(2.0 * self.rho)
-        while 1 / (2 * Fraction(s) ** 2) < Fraction(self.rho):
-            s = math.nextafter(s, 0.0)
-        return s
+        return sigma_of_rho(self.rho, up=False)
 
 
 @frozen
@@ -132,7 +127,7 @@ class LaplaceCost(DPCost):
 
     It is a `DPCost` (every filter prices it as one) that also says where it comes from: it is
     dominated by the Laplace pair (Lap(Δ, b), Lap(0, b)) (THEORY §12), tighter than the
-    randomised-response pair that bounds a general eps-DP round, which PLD filters use. Vector
+    randomised-response pair that bounds a general eps-DP round, which counting filters use. Vector
     Laplace releases and discrete (exact) Laplace noise are plain `DPCost`. Its delta is 0.
     """
 

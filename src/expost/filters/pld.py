@@ -1,4 +1,4 @@
-"""The counting (natural) filter: rounds of one mechanism fixed in advance, counted (THEORY §12).
+"""The counting filter: rounds of one mechanism fixed in advance, counted (THEORY §12).
 
 `PLDFilter(eps, delta, mechanism)` admits rounds that ``mechanism`` dominates, at most
 K = max{k : δ_k(eps) <= delta} of them, δ_k the profile of the k-fold composition of the
@@ -10,8 +10,10 @@ which the K-fold product pair dominates (Zhu, Dong & Wang 2022 Thm 10; THEORY §
 mechanism is fixed before the first round: given when the filter is made, or taken from the
 first round when none is given (a ledger replays it from its first record).
 
-A mix of mechanisms is refused: natural filters are free exactly for totally ordered families
-(Regehr et al., arXiv 2602.15815), and for adaptively chosen mixes they can fail; RDPFilter,
+The literature's *natural filter* (admit a round while the composed PLD of the rounds so far
+fits) is this filter when every round is the one mechanism. A mix of mechanisms is refused:
+natural filters are free exactly for totally ordered families (Regehr et al., arXiv
+2602.15815), and for adaptively chosen mixes they can fail; RDPFilter,
 RenyiFilter, UnifiedFilter or GaussianDPFilter (Gaussian rounds of any σ) price mixes.
 
 Pairs and the dominance orders used (each a post-processing or a monotone closed form, for
@@ -65,12 +67,13 @@ from expost.filters.costs import (
     SubsampledGaussianCost,
 )
 from expost.guarantees import ApproxDP, gdp_mu_for_dp
+from expost.pld.distribution import DEFAULT_VALUE_DISCRETIZATION
 
 __all__ = ["MAX_COUNT", "PLDFilter", "Pair", "dominates", "pair_of", "round_count"]
 
 MAX_COUNT = 1 << 20
 """The most rounds a `PLDFilter` counts to (the search for K stops there)."""
-GRID = 5e-4  # = expost.pld.distribution.DEFAULT_VALUE_DISCRETIZATION (imported lazily: scipy)
+GRID = DEFAULT_VALUE_DISCRETIZATION
 """The default loss grid h of the PLD K is counted by (`expost.pld`'s, 5e-4): the exact counts
 357, 10 and 1,202 in the issue's cases, about 1.5 s each; a finer grid counts more rounds where
 one round's loss is far below h (DP-SGD at q = 0.001: 130,613 at h = 1e-3, 143,691 at 1e-4), at
@@ -156,7 +159,8 @@ def _mechanism(_instance: object, _attribute: object, value: Cost | None) -> Non
 
 @frozen
 class PLDFilter(Filter):
-    """(eps, delta)-DP by counting rounds of one mechanism (module docstring; THEORY §12).
+    """The counting filter: (eps, delta)-DP by counting rounds of one mechanism (module
+    docstring; THEORY §12). The literature's natural filter on rounds of one mechanism.
 
     ``mechanism``: a cost value (``SubsampledGaussianCost.from_sigma(1.0, 0.01)``,
     ``LaplaceCost(0.1)``, ...) or None, then the first round fixes it; ``grid``: the loss

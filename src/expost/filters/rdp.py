@@ -13,8 +13,8 @@ Prices per order (`rdp_price`, every number rounded up): `RDPCost` (an `ExPostRD
 its ε_α; a Brownian round α·Δ²/(2t) (the `UnifiedFilter` price Δ²/(2t) times α, APC Thm 5;
 THEORY §11: that zCDP price is the release's ex-post zCDP); a zCDP or Gaussian round with delta 0
 α·rho; a Poisson-subsampled Gaussian round (a DP-SGD step) its exact RDP (Mironov–Talwar–Zhang
-2019, `expost.renyi.subsampled_gaussian_renyi`); a pure eps-DP round randomised response's exact
-RDP (`expost.renyi.pure_dp_renyi`, at most min(eps, α·eps²/2) of Bun–Steinke 2016 Prop 3.3), a
+2019, `expost.rdp_curves.subsampled_gaussian_renyi`); a pure eps-DP round randomised response's exact
+RDP (`expost.rdp_curves.pure_dp_renyi`, at most min(eps, α·eps²/2) of Bun–Steinke 2016 Prop 3.3), a
 scalar Laplace round the Laplace mechanism's (Mironov 2017 Prop 6), a bounded-range round the
 smaller of the pure-DP RDP and α·eps²/8 (Cesar–Rogers 2021): constants, so the smaller is a
 valid bound; a pure ex-post round (Laplace noise reduction, ``ExPostCost`` with delta 0) its
@@ -49,7 +49,7 @@ from expost.filters.costs import (
     ZCDPCost,
 )
 from expost.guarantees import ApproxDP
-from expost.renyi import laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
+from expost.rdp_curves import laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
 from expost.rounding import SMALLEST, down_exact, sum_down, up_exact
 
 __all__ = ["RDPCost", "RDPFilter", "ex_post_rdp_of", "rdp_price"]
@@ -124,7 +124,8 @@ def rdp_price(cost: RoundCost, alpha: float) -> float | None:
 
 @frozen
 class RDPFilter:
-    """(eps, delta)-DP for an interaction of ex-post RDP, RDP and zCDP rounds (THEORY §11).
+    """(eps, delta)-DP for an interaction of ex-post RDP, RDP and zCDP rounds, budgeted at
+    **many** orders with delta split over them (THEORY §11; `RenyiFilter`: one order, no split).
 
     Budgets B_α = eps − log(k/delta)/(α−1) at the k ``orders`` (rounded down: `budgets`). A
     round is admitted iff, with its price added, the exact sum stays within B_α at some order;

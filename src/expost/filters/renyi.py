@@ -13,7 +13,7 @@ One order and no split of delta over orders: DP-SGD steps (q = 0.01, σ = 1) at 
 879 times at α = 8, against 0 for `RDPFilter` with its 12 default orders (docs/filters.md).
 
 Prices are `expost.filters.rdp.rdp_price` at α (exact RDP of the subsampled Gaussian, the Laplace
-mechanism and pure DP; α·rho for zCDP rounds; `expost.renyi`). Realised ex-post costs
+mechanism and pure DP; α·rho for zCDP rounds; `expost.rdp_curves`). Realised ex-post costs
 (`BrownianCost`, `ExPostCost`) are refused: `RDPFilter` prices them (Markov at each order, THEORY
 §11), as it does rounds whose order must be chosen after they run.
 """
@@ -72,7 +72,8 @@ def _fixed_curve(cost: object) -> bool:
 
 @frozen
 class RenyiFilter(Filter):
-    """(eps, delta)-DP for rounds with fixed RDP curves, budgeted at one order ``alpha``.
+    """(eps, delta)-DP for rounds with fixed RDP curves, budgeted at **one** order ``alpha``
+    (`RDPFilter`: many orders, delta split over them, realised ex-post RDP costs).
 
     Admits a round iff the exact sum of the rounds' ε_α, its price included, is at most
     `budget` B (module docstring); unit ε_α (``spent``, ``remaining``, `BudgetExceeded`). A

@@ -42,7 +42,7 @@ from expost.exact.bits import BitSource
 from expost.exact.samplers import discrete_gaussian, discrete_laplace
 from expost.filters.costs import DPCost, GaussianCost, LaplaceCost, ZCDPCost
 from expost.guarantees import ZCDP, PureDP
-from expost.loss import GaussianLoss, LaplaceLoss
+from expost.loss import GaussianLoss, LaplaceLoss, sigma_of_rho
 from expost.mechanisms.discrete_gaussian_dp import discrete_gaussian_delta, discrete_gaussian_eps
 from expost.mechanisms.exact_additive import add_exact, integers
 from expost.rounding import sqrt_up_exact, up_exact
@@ -143,17 +143,6 @@ class _Additive(ABC):
         return f + self._noise(cast("np.random.Generator", src), (n, *f.shape))
 
 
-def _rounded_up_sigma(sensitivity: float, rho: float) -> float:
-    """The least float σ >= Δ/sqrt(2·rho) with Δ²/(2σ²) <= rho exactly (`GaussianMechanism.sigma`);
-    0 or inf as computed when not representable (the constructor's check refuses them)."""
-    sigma = sensitivity / math.sqrt(2.0 * rho)
-    if not 0.0 < sigma < math.inf:
-        return sigma
-    while Fraction(sensitivity) ** 2 > 2 * Fraction(rho) * Fraction(sigma) ** 2:
-        sigma = math.nextafter(sigma, math.inf)
-    return sigma
-
-
 @frozen
 class GaussianMechanism(_Additive):
     """f(x) + noise of variance σ² = Δ2²/(2·rho) per coordinate: rho-zCDP for ℓ2 sensitivity Δ2.
@@ -183,7 +172,7 @@ class GaussianMechanism(_Additive):
             object.__setattr__(self, "_sigma", None)
             object.__setattr__(self, "_sigma2", sigma2)
             return
-        sigma = _rounded_up_sigma(self.sensitivity, self.rho)
+        sigma = sigma_of_rho(self.rho, self.sensitivity)
         object.__setattr__(self, "_sigma", sigma)
         check_scale("rho", self.rho, sigma)
         object.__setattr__(self, "_sigma2", Fraction(sigma) ** 2)

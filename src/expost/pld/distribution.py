@@ -14,12 +14,12 @@ from attrs import field, frozen
 from attrs.validators import instance_of
 
 from expost._validation import (
-    finite,
     nonnegative,
     open_probability,
     positive,
     positive_int,
     probability,
+    sampling_probability,
 )
 from expost.errors import InvalidParameter
 from expost.pld.discrete import DiscreteLoss
@@ -43,13 +43,6 @@ DEFAULT_VALUE_DISCRETIZATION = 5e-4  # grid spacing h of the losses (connect the
 DEFAULT_TAIL_MASS = 1e-16  # mass each cut tail may hold (the upper one goes to +∞: into δ)
 _CACHE = 256  # constructors: small arrays
 _COMPOSED_CACHE = 32  # compositions and powers: arrays up to a few MB each
-
-
-def _sampling(q: object) -> float:
-    x = finite("sampling_prob", q)
-    if not 0.0 < x <= 1.0:
-        raise InvalidParameter("sampling_prob", q, "must lie in (0, 1]")
-    return x
 
 
 def _grid(h: object, tail: object) -> tuple[float, float]:
@@ -98,7 +91,7 @@ class PrivacyLossDistribution:
         optionally on a Poisson sample at rate ``sampling_prob`` (Zhu, Dong & Wang Thm 11)."""
         mu = ratio_up(positive("sensitivity", sensitivity), positive("sigma", sigma))
         step, tail = _grid(value_discretization, tail_mass)
-        return _gaussian(mu, _sampling(sampling_prob), step, tail)
+        return _gaussian(mu, sampling_probability("sampling_prob", sampling_prob), step, tail)
 
     @classmethod
     def laplace(
@@ -114,7 +107,7 @@ class PrivacyLossDistribution:
         Poisson sample at rate ``sampling_prob``."""
         eps0 = ratio_up(positive("sensitivity", sensitivity), positive("scale", scale))
         step, tail = _grid(value_discretization, tail_mass)
-        return _laplace(eps0, _sampling(sampling_prob), step, tail)
+        return _laplace(eps0, sampling_probability("sampling_prob", sampling_prob), step, tail)
 
     @classmethod
     def pure_dp(

@@ -4,7 +4,7 @@ Y ~ Skellam(mu1, mu2) = P1 − P2 for independent Poisson variables of means mu1
 p(y) = exp(−(√mu1 − √mu2)²)·(mu1/mu2)^(y/2)·ive(|y|, x), x = 2√(mu1·mu2) (Skellam 1946), with
 ive(n, x) = I_n(x)·e^(−x). Used by `expost.skellam.loss.SkellamLoss` (its safe-sided
 hockey-stick and Rényi divergences), `expost.skellam.boundary`, `expost.skellam.crossing` and
-the audits (`expost.audit.skellam`).
+the audits (`expost.audit.paper.skellam`).
 
 Floats: `log_ive` (scipy's ive, Debye's expansion where it underflows, so log p is finite
 for every integer y), `log_pmf`, `pmf`, `SkellamLogPmf` (a cached window of the symmetric

@@ -19,7 +19,7 @@ from expost.testing.assertions import (
     assert_ex_post,
 )
 from expost.testing.blackbox import BlackBoxResult, Witness, assert_private, audit_mechanism
-from expost.testing.pairs import statdp_pairs
+from expost.testing.neighbours import statdp_pairs
 
 if TYPE_CHECKING:
     from expost.testing.strategies import (

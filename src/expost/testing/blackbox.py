@@ -34,11 +34,11 @@ import numpy as np
 from attrs import frozen
 
 from expost._validation import nonnegative, open_probability, positive, positive_int, probability
-from expost.audit.claims import eps_lower_bound
 from expost.audit.core import audit_seed
+from expost.confidence import eps_lower_bound
 from expost.errors import InvalidParameter
 from expost.testing.events import OutputEvent, Outputs, as_outputs, families
-from expost.testing.pairs import (
+from expost.testing.neighbours import (
     NEIGHBOURS,
     Dataset,
     Neighbours,
@@ -243,7 +243,7 @@ def audit_mechanism(
     with a method ``batch(dataset, n, rng)`` it is asked for n outputs at once. ``pairs``:
     neighbouring (x, x'); when None they are built from ``datasets`` (a list, or a Hypothesis
     strategy drawn from deterministically) under ``neighbours`` ("add-remove", "replace-one" or
-    a callable x -> neighbours), with the structured datasets of `expost.testing.pairs` (made of
+    a callable x -> neighbours), with the structured datasets of `expost.testing.neighbours` (made of
     the record values seen: a claim covers only the mechanism's domain).
     ``samples``: outputs per side in the final test (the search draws its own). ``budget_s``
     bounds the search's time, never the test's validity. Refuted with probability <= alpha when

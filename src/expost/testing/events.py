@@ -30,7 +30,7 @@ from attrs import frozen
 
 from expost.audit.claims import CUT_LEVELS
 from expost.errors import InvalidParameter
-from expost.testing.pairs import show
+from expost.testing.neighbours import show
 
 __all__ = [
     "NAN",

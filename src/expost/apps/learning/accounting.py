@@ -19,7 +19,7 @@ item "Realised privacy at a data-dependent stop"):
     2021's filters-to-odometer argument). Tight at every unit up to the split of δ.
 (ii) ex-post RDP (THEORY §11): unit j has RDP ε_α,j = m_j·ε_α(step) + α/(2σ_c²) (the step's
     exact subsampled-Gaussian RDP at integer orders, Mironov, Talwar & Zhang 2019, via
-    `expost.renyi`); exp((α−1)(L_k − Σ_(j<=k) ε_α,j)) is a supermartingale, so the stopped run
+    `expost.rdp_curves`); exp((α−1)(L_k − Σ_(j<=k) ε_α,j)) is a supermartingale, so the stopped run
     has ex-post RDP Σ_(j<=τ) ε_α,j, converted by Markov with δ split over the orders fixed in
     advance (`ExPostRDP.probabilistic`). Immune to post-processing, but looser.
 """
@@ -33,11 +33,18 @@ from functools import lru_cache
 
 from attrs import field, frozen
 
-from expost._validation import as_float, open_probability, positive, positive_int, validator
+from expost._validation import (
+    as_float,
+    open_probability,
+    positive,
+    positive_int,
+    sampling_probability,
+    validator,
+)
 from expost.errors import InvalidParameter
 from expost.ex_post_rdp import ExPostRDP
 from expost.pld import PrivacyLossDistribution
-from expost.renyi import subsampled_gaussian_renyi
+from expost.rdp_curves import subsampled_gaussian_renyi
 from expost.rounding import sum_up, up_exact
 
 __all__ = [
@@ -55,19 +62,16 @@ __all__ = [
 DELTA = 1e-5
 """The δ every reported ε is at."""
 DISCRETIZATION = 1e-3
-"""The PLDs' loss grid h: every ε is a safe upper bound at any h; at 1e-3 a 300-step DP-SGD ε is
-within 1e-4 of its value at h = 1e-4 and about 30 times faster to compute."""
+"""The DP-SGD accounts' loss grid h, twice the library's default
+(`expost.pld.distribution.DEFAULT_VALUE_DISCRETIZATION`, 5e-4) on purpose: every ε is a safe upper
+bound at any h; at 1e-3 a 300-step DP-SGD ε is within 1e-4 of its value at h = 1e-4 and about 30
+times faster to compute."""
 RDP_ORDERS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 """Integer orders the ex-post RDP route splits δ over (fixed in advance)."""
 
 
 def _optional_sigma(value: object) -> float | None:
     return None if value is None else positive("check_sigma", value)
-
-
-def _rate(_name: str, value: object) -> None:
-    if positive("sampling_prob", value) > 1.0:
-        raise InvalidParameter("sampling_prob", value, "must lie in (0, 1]")
 
 
 @frozen
@@ -77,7 +81,7 @@ class Unit:
 
     steps: int = field(validator=validator(positive_int))
     sigma: float = field(converter=as_float, validator=validator(positive))
-    sampling_prob: float = field(converter=as_float, validator=validator(_rate))
+    sampling_prob: float = field(converter=as_float, validator=validator(sampling_probability))
     check_sigma: float | None = field(default=None, converter=_optional_sigma)
 
     def pld(self) -> PrivacyLossDistribution:

@@ -24,10 +24,16 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost._validation import as_float, nonnegative, positive, positive_int, validator
+from expost._validation import (
+    as_float,
+    nonnegative,
+    positive,
+    positive_int,
+    sampling_probability,
+    validator,
+)
 from expost.apps.learning.data import LabelledRows
 from expost.apps.learning.models import Model
-from expost.errors import InvalidParameter
 from expost.rounding import down_exact
 
 __all__ = ["CountCheck", "Releases", "SGDConfig", "Trainer"]
@@ -47,12 +53,6 @@ class Releases(Protocol):
         """``value + N(0, sensitivity²/(2·rho))``."""
 
 
-def _rate(_name: str, value: object) -> None:
-    q = positive("sampling_prob", value)
-    if q > 1.0:
-        raise InvalidParameter("sampling_prob", value, "must lie in (0, 1]")
-
-
 @frozen
 class SGDConfig:
     """DP-SGD's hyper-parameters: clipping norm C, noise multiplier σ, Poisson rate q and the
@@ -60,7 +60,7 @@ class SGDConfig:
 
     clip: float = field(converter=as_float, validator=validator(positive))
     sigma: float = field(converter=as_float, validator=validator(positive))
-    sampling_prob: float = field(converter=as_float, validator=validator(_rate))
+    sampling_prob: float = field(converter=as_float, validator=validator(sampling_probability))
     learning_rate: float = field(converter=as_float, validator=validator(positive))
 
 

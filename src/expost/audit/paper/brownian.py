@@ -13,7 +13,7 @@
   printed form without the drift 1/(2t) is refuted (THEORY §5).
 
 The backward martingale and sequences of BMs (APC Lemma 6.1, eq. 1) are in
-`expost.audit.martingale`.
+`expost.audit.paper.martingale`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from expost.audit._paper import (
+from expost.audit._shared import (
     POINTS,
     THM4_GAMMA,
     THM4_TIME,

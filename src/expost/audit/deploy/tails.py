@@ -21,7 +21,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import gaussian_loss, neighbours
+from expost.audit._shared import gaussian_loss, neighbours
 from expost.audit.core import Audit
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
 from expost.audit.tilting import (

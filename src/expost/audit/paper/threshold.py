@@ -23,7 +23,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import gaussian_loss, laplace_loss, neighbours, runs
+from expost.audit._shared import gaussian_loss, laplace_loss, neighbours, runs
 from expost.audit.claims import ProbabilityClaim
 from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register

@@ -1,6 +1,6 @@
 """The counting filter (`PLDFilter`) under adaptive stopping at deployment deltas (THEORY §12).
 
-As `counting-filter/laplace-stopping` (`expost.audit.counting_filter`) at (eps, delta) =
+As `counting-filter/laplace-stopping` (`expost.audit.paper.counting_filter`) at (eps, delta) =
 (10, delta) for the deploy deltas: Laplace rounds of eps0 = 0.1 on a scalar of sensitivity 1, as
 many as `PLDFilter(10, delta, LaplaceCost(0.1))` admits (K = 357 at 1e-6), an analyst stopping
 once the loss falls to −2·eps0 or rises past eps + 1. Claim: ``E[(1 − e^(eps − L))⁺] <= delta``.
@@ -25,7 +25,7 @@ import numpy.typing as npt
 from scipy.optimize import minimize_scalar
 
 from expost.audit.core import Audit
-from expost.audit.counting_filter import filter_rounds
+from expost.audit.paper.counting_filter import filter_rounds
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
 from expost.audit.tilting import (
     ROUNDING_MARGIN,

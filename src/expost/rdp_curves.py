@@ -35,8 +35,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from expost._validation import positive, renyi_order
-from expost.errors import InvalidParameter
+from expost._validation import positive, renyi_order, sampling_probability
 from expost.rounding import down_mp, iv_eval, up, up_exact, up_mp
 
 __all__ = ["MAX_ORDER", "laplace_renyi", "pure_dp_renyi", "subsampled_gaussian_renyi"]
@@ -69,13 +68,6 @@ def _at_most(value: float | None, bound: float) -> float:
 
 def _times(alpha: float, x: Fraction) -> float:
     return up_exact(Fraction(alpha) * x)
-
-
-def _sampling_prob(value: object) -> float:
-    q = positive("sampling_prob", value)
-    if q > 1.0:
-        raise InvalidParameter("sampling_prob", value, "must lie in (0, 1]")
-    return q
 
 
 @functools.lru_cache(maxsize=_CACHE)
@@ -150,4 +142,4 @@ def subsampled_gaussian_renyi(rho: float, sampling_prob: float, alpha: float) ->
     exact at integer orders (MTZ 2019 §3.3), a proven upper bound between them (module
     docstring), rounded up; never above α·rho."""
     r = positive("rho", rho)
-    return _subsampled(r, _sampling_prob(sampling_prob), renyi_order(alpha))
+    return _subsampled(r, sampling_probability("sampling_prob", sampling_prob), renyi_order(alpha))

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import runs
+from expost.audit._shared import runs
 from expost.audit.claims import ProbabilityClaim
 from expost.audit.core import Audit, Twin
 from expost.audit.rare_event import ImportanceClaim

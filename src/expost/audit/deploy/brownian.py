@@ -9,7 +9,7 @@ and states the bound B on it that `ImportanceClaim` checks on the samples. Propo
   ``W(t) = θt + W̃(t)``; on the forward filtration ``dP/dQ = exp(−θW(t) + θ²t/2)``, evaluated at
   τ, the smallest grid time where the loss exceeds its level (a stopping time; the event is
   {τ exists}; the drift is stopped at τ, `tilted_paths`, so this is dP/dQ of the whole path and
-  may weight events that also depend on the path above τ, `expost.audit.deploy_threshold`).
+  may weight events that also depend on the path above τ, `expost.audit.deploy.threshold`).
   If the level forces ``W(τ) >= h(τ)``, ``w <= exp(−θh(τ) + θ²τ/2)``; B is the
   largest value of that over the grid. For the linear boundary ψ(t) = (Δ/t)(Δ/2 + b) + Δa
   (BNR Thm 3.6) h(t) = at + b, and θ = 2a gives ``w <= exp(−2ab) = delta`` at every t.
@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import frozen
 
-from expost.audit._paper import (
+from expost.audit._shared import (
     MENU,
     ROUNDS,
     THM4_GAMMA,
@@ -386,7 +386,7 @@ def apc_thm4_deploy(suite: str, delta: float) -> Audit:
 def ville_weights(log_target: float, n: int, rng: np.random.Generator) -> FloatArray:
     """``w·1{∃m: ∏_(i<=m) M_i(τ_i) >= e^log_target}`` for the adaptive BMs of ``apc-eq1-ville``.
 
-    The same interaction as `expost.audit.martingale.ville_product_crosses` (BM i's grid and λ_i
+    The same interaction as `expost.audit.paper.martingale.ville_product_crosses` (BM i's grid and λ_i
     chosen from the previous released value, walked from large t to small and stopped once the
     running product reaches the target), drawn with BM i tilted by its own e-value given the
     past: ``B_i(t) = λ_i + B̃_i(t)`` (module docstring). Then dQ/dP on the run so far is the
@@ -441,7 +441,7 @@ def odometer_weights(
 ) -> FloatArray:
     """``w·1{∃ prefix: Σ L_i >= odometer bound}`` for the adaptive BMs of ``apc-eq1-odometer``.
 
-    The interaction of `expost.audit.martingale.odometer_sequence_exceeds`; with sensitivity 1
+    The interaction of `expost.audit.paper.martingale.odometer_sequence_exceeds`; with sensitivity 1
     ``Σ L_i = V/2 + S``, ``S = Σ B_i(t_i)/t_i``, ``V = Σ 1/t_i``. Under Q a drift λ is drawn from
     the proposal and every BM is shifted by it, ``B_i = λ + B̃_i``: dQ/dP = exp(λS − λ²V/2)
     given λ, so the weight is ``exp(log_weight(V, S))`` of the proposal with (t, W) = (V, S).

@@ -1,6 +1,6 @@
 """FAC Thm 3 odometers at deployment deltas, importance-sampled by per-round loss tilting.
 
-The interaction of the paper suite's odometer audits (`expost.audit.composition`): round n is
+The interaction of the paper suite's odometer audits (`expost.audit.paper.composition`): round n is
 a Laplace release or randomized response (the exponential mechanism on two candidates with
 monotone scores), chosen from the previous output, at eps_n in (0.1, 0.2, 0.35, 0.5) chosen
 from past outputs; event: the running loss reaches the odometer, ``L_(1:n) >= u(V_n)`` for some
@@ -34,7 +34,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import laplace_loss, neighbours, preferred
+from expost.audit._shared import laplace_loss, neighbours, preferred
 from expost.audit.core import Audit
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
 from expost.audit.tilting import (

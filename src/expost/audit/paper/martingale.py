@@ -17,7 +17,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import (
+from expost.audit._shared import (
     MENU,
     ROUNDS,
     THM4_GAMMA,

@@ -1,6 +1,6 @@
 """BNR Cor 5.2 (ReducedAboveThreshold on a BM) audited at deployment deltas (issue 13).
 
-The paper audit ``bnr-cor5.2-reduced-above-threshold`` (`expost.audit.threshold`) at
+The paper audit ``bnr-cor5.2-reduced-above-threshold`` (`expost.audit.paper.threshold`) at
 delta ∈ {1e-6, 1e-9, 1e-12} by importance sampling (`expost.audit.rare_event`).
 
 Event: E = {the check halts at N and ``L^BM(T_N) > ψ(T_N)``}, ψ the linear boundary (BNR
@@ -8,7 +8,7 @@ Thm 3.6) at delta. E implies the crossing event C = {∃n: L^BM(T_n) > ψ(T_n)},
 is <= delta; the claim is P(E) <= delta.
 
 Proposal Q: the BM path gets the Girsanov drift θ = 2a of the linear boundary, stopped at τ, the
-smallest grid time where the loss crosses ψ (`expost.audit.deploy_brownian.tilted_paths`):
+smallest grid time where the loss crosses ψ (`expost.audit.deploy.brownian.tilted_paths`):
 ``W(t) = 2a·min(t, τ) + W̃(t)``. The drift must stop at τ because E depends on the path above τ
 (the check may halt at any T_N >= τ): then dP/dQ of the whole path is the weight at τ,
 ``exp(−2aW(τ) + 2a²τ)``. The check's own noise (the Laplace process ζ and the query noises ξ)
@@ -37,12 +37,12 @@ import numpy as np
 import numpy.typing as npt
 from attrs import frozen
 
-from expost.audit._paper import TUNED_AT, neighbours
+from expost.audit._shared import TUNED_AT, neighbours
 from expost.audit.core import Audit, Twin
-from expost.audit.deploy_brownian import Drift, tilted_paths, weight_bound
+from expost.audit.deploy.brownian import Drift, tilted_paths, weight_bound
+from expost.audit.paper.threshold import released_loss_above, threshold_times
 from expost.audit.rare_event import ImportanceClaim
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, delta_tag, register_at_deltas
-from expost.audit.threshold import released_loss_above, threshold_times
 from expost.boundaries import LinearPrivacyBoundary
 
 __all__ = ["NominalLevel", "threshold_claim", "threshold_weights"]

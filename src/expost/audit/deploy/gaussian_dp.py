@@ -1,6 +1,6 @@
 """The Gaussian-DP filter's (eps, delta) claim at deployment deltas (issue 16; THEORY §9).
 
-Interaction: as the rho filters' deploy audits (`expost.audit.deploy_filters`) — up to 8
+Interaction: as the rho filters' deploy audits (`expost.audit.deploy.filters`) — up to 8
 rounds, sizes (and, for the mixed analyst, kinds: Gaussian, Brownian, or the exponential
 mechanism on two candidates with monotone scores) chosen from the previous released value, a round runs only if the library's `GaussianDPFilter` admits it, and a
 Brownian mechanism stops as soon as the total loss exceeds eps + 1 (after which the run plays
@@ -8,7 +8,7 @@ no more rounds). The filter is `GaussianDPFilter.from_dp(eps, delta)` at the dep
 
 Claim: the filter's (eps, delta)-DP, tested as the hockey-stick mean
 ``E[(1 − e^(eps − L))⁺] <= delta`` of the total loss L (as the paper audit,
-`expost.audit.gaussian_dp`: mu-GDP does not bound ``P(L > eps)`` by delta).
+`expost.audit.paper.gaussian_dp`: mu-GDP does not bound ``P(L > eps)`` by delta).
 
 Proposal and weight bound: every round's loss tilted given the past by one θ
 (`expost.audit.tilting`). A mu_n-GDP round has ``log E[e^(θL_n)] <= θ(θ+1)·mu_n²/2``: a Gaussian
@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.audit.core import Audit
-from expost.audit.deploy_filters import AnyFilter, Kind, budget_of, tilted_losses
+from expost.audit.deploy.filters import AnyFilter, Kind, budget_of, tilted_losses
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
 from expost.audit.tilting import (
     ROUNDING_MARGIN,

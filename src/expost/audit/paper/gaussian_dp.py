@@ -1,7 +1,7 @@
 """Audit of the Gaussian-DP filter (THEORY §9; Smith–Thakurta 2022, beyond the papers).
 
 Exact-loss simulation of whole adaptive interactions, as for the rho filters
-(`expost.audit.composition`): each round's kind — a Gaussian release, a Brownian mechanism
+(`expost.audit.paper.composition`): each round's kind — a Gaussian release, a Brownian mechanism
 on a grid, or the exponential mechanism on two candidates with monotone scores — and its size
 come from the previous released value; a round runs only if the library's `GaussianDPFilter`
 admits it, and its realised cost is recorded with ``spend``. The analyst knows x and x' and
@@ -26,7 +26,14 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import admitted, brownian_round, gaussian_loss, neighbours, preferred, runs
+from expost.audit._shared import (
+    admitted,
+    brownian_round,
+    gaussian_loss,
+    neighbours,
+    preferred,
+    runs,
+)
 from expost.audit.claims import EValueClaim
 from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register

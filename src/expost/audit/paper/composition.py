@@ -31,7 +31,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import (
+from expost.audit._shared import (
     admitted,
     brownian_round,
     gaussian_loss,

@@ -9,7 +9,7 @@ coarsened output's loss exceeds that carried bound, for the adversary:
 - stop at the first grid time t_k where L > ψ(t_k) − ``margin`` (``margin`` = ∞: never stop);
 - release z = (k, 1{L >= c_k}) with c_k the lowest cut whose bucket {stopped at k, L >= c_k}
   has loss log P_x(bucket)/P_x'(bucket) > ψ(t_k) (the Gaussian bucket of
-  `expost.audit.ex_post_rdp`, within each stopping index; at the last index every run still
+  `expost.audit.paper.ex_post_rdp`, within each stopping index; at the last index every run still
   there is in play). P_x'(stopped at k, L ∈ dℓ) = e^(−ℓ)·P_x(...): the BM's loss at T is the
   loss of the whole released path (APC Thm 3), so only the law under x is propagated.
 
@@ -25,7 +25,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import grid_times, tuned_boundary
+from expost.audit._shared import grid_times, tuned_boundary
 
 __all__ = [
     "MARGINS",
@@ -64,7 +64,7 @@ def bucket_factor(
 ) -> float:
     """P(coarsened output's loss > its carried bound)/delta for the adversary of the module
     docstring, the ``kind`` (mixture or linear) boundary tuned for E = 1 at ``delta`` and the
-    audits' 120-point grid (`expost.audit._paper.grid_times`); the rule looks only at every
+    audits' 120-point grid (`expost.audit._shared.grid_times`); the rule looks only at every
     ``stride``-th iterate (and the last), so its overshoot past the level is larger."""
     psi = tuned_boundary(kind, sensitivity, delta)
     times = grid_times(psi)

@@ -1,6 +1,6 @@
 """Filter interactions at deployment deltas, importance-sampled by per-round loss tilting.
 
-The interactions have the shape of the paper suite's filter audits (`expost.audit.composition`):
+The interactions have the shape of the paper suite's filter audits (`expost.audit.paper.composition`):
 round sizes (and, for the unified filter, kinds) chosen from the previous released value, a
 round runs only if the library's filter admits it, and the analyst stops a Brownian mechanism
 as soon as the total loss exceeds the claimed eps. Event: ``Σ L_n > eps`` with eps the
@@ -9,7 +9,7 @@ filter's DP statement at delta'' = the deploy delta.
 Proposal: every round is drawn from its loss-tilted law given the past, with one θ
 (`expost.audit.tilting`): Gaussian rounds and Brownian mechanisms shifted by θ·(f(x) − f(x')),
 Laplace rounds by `tilted_laplace`, exponential-mechanism rounds (kind "gdp", for the Gaussian-DP
-filter's audit `expost.audit.deploy_gaussian_dp`) by their exact two-point tilt. The weight of a run is
+filter's audit `expost.audit.deploy.gaussian_dp`) by their exact two-point tilt. The weight of a run is
 ``exp(−θ·Σ L_n + Σ log M_n(θ))`` with ``log M_n(θ) <= θ(θ+1)·rho_n`` (rho_n the round's true
 zCDP cost; eps_n²/2 for a Laplace round), so on the event it is at most
 ``B = exp(−θ·eps + θ(θ+1)·rho)`` whenever the filter keeps Σ rho_n <= rho on every path.
@@ -35,7 +35,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import gaussian_loss, laplace_loss, neighbours, preferred
+from expost.audit._shared import gaussian_loss, laplace_loss, neighbours, preferred
 from expost.audit.core import Audit
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
 from expost.audit.tilting import (

@@ -10,10 +10,6 @@
   iterate shifted by θ·(f(x) − f(x')), weight ``exp(−θL + θ(θ+1)·rho(T))`` on the path up to
   the stop, Girsanov in privacy time); the weighted sample then has second moment exp(2·rho).
   Twin: rho halved, whose mean is above 1.
-- ``ex-post-rdp-markov/bm/<rule>/alpha-<α>/delta-<δ>`` (deploy suites): the Markov form
-  ``P(L > ε_α(Y) + log(1/delta)/(α−1)) <= delta`` at deployment deltas, drawn tilted by θ = α − 1,
-  where the weight on the event is below delta (`ImportanceClaim`). Twin: the Markov term
-  dropped (the RDP value itself claimed as a high-probability bound).
 - ``post-processing/gaussian-bucket`` (expected refuted): a Gaussian release with the constant
   ex-post bound ε that its loss exceeds with probability exactly delta = 1e-3 (Δ = σ); the
   release is coarsened into the bucket {y >= cut} (cut = `gaussian_bucket`: the lowest cut whose
@@ -34,12 +30,11 @@ import numpy as np
 import numpy.typing as npt
 from attrs import frozen
 
-from expost.audit._paper import Constant, gaussian_loss
-from expost.audit.brownian import LossAbove
+from expost.audit._shared import Constant, gaussian_loss
 from expost.audit.claims import EValueClaim, ProbabilityClaim
 from expost.audit.core import Audit, Twin
-from expost.audit.registry import DEPLOY, DEPLOY_QUICK, PAPER, QUICK, register, register_at_deltas
-from expost.audit.tilting import ROUNDING_MARGIN, ImportanceCase
+from expost.audit.paper.brownian import LossAbove
+from expost.audit.registry import PAPER, QUICK, register
 from expost.ex_post_rdp import ExPostRDP
 from expost.grids import TimeGrid
 from expost.mechanisms.noise_reduction import BrownianNoiseReduction
@@ -47,15 +42,16 @@ from expost.stopping import MemorylessRule, RelativeError, StoppingRule
 
 __all__ = [
     "ALPHAS",
+    "RULES",
     "ValueAbove",
     "bm_ex_post_rdp",
-    "bm_ex_post_rdp_markov",
     "bm_rdp_samples",
     "bucket_rdp_samples",
     "bucket_violations",
     "gaussian_bucket",
-    "markov_weights",
+    "per_value",
     "post_processing_failure",
+    "tilted_runs",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -65,7 +61,7 @@ IndexArray = npt.NDArray[np.intp]
 ALPHAS = (1.5, 2.0, 4.0, 8.0)
 _FX, _FXP = np.array([3.0]), np.array([2.0])  # Δ = 1; a value the relative-error rule can meet
 _TIMES = tuple(float(t) for t in np.geomspace(4.0, 0.25, 30))  # rho from 1/8 to 2
-_RULES = ("relative-error", "threshold", "adversarial")
+RULES = ("relative-error", "threshold", "adversarial")
 _DELTA = 1e-3
 _RATIO = 1.0  # Δ/σ of the Gaussian release in the failure demonstration
 
@@ -106,13 +102,13 @@ def bm_rdp_samples(
     library's realised rho (the batch's ``cost``), halved for the twin. The Markov level of
     `markov_weights` is the library's ``probabilistic(delta, orders=[α])``.
     """
-    loss, rho, log_w = _tilted_runs(rule, theta, n, rng)
-    eps = _per_value(rho / (2.0 if halved else 1.0), lambda r: ExPostRDP.of_rho(r).eps(alpha))
+    loss, rho, log_w = tilted_runs(rule, theta, n, rng)
+    eps = per_value(rho / (2.0 if halved else 1.0), lambda r: ExPostRDP.of_rho(r).eps(alpha))
     out: FloatArray = np.exp((alpha - 1.0) * (loss - eps) + log_w)
     return out
 
 
-def _tilted_runs(
+def tilted_runs(
     rule: str, theta: float, n: int, rng: np.random.Generator
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """(L, the library's realised rho, log w) of n BM runs with every iterate shifted by
@@ -125,7 +121,7 @@ def _tilted_runs(
     return loss, np.asarray(tr.cost, dtype=np.float64), log_w
 
 
-def _per_value(values: FloatArray, bound: Callable[[float], float]) -> FloatArray:
+def per_value(values: FloatArray, bound: Callable[[float], float]) -> FloatArray:
     """``bound`` (a library guarantee) at each run's value, evaluated once per distinct value."""
     distinct, where = np.unique(values, return_inverse=True)
     out: FloatArray = np.array([bound(float(v)) for v in distinct])[where]
@@ -160,51 +156,7 @@ def _bm_audit(suite: str, rule: str, alpha: float) -> Audit:
 def bm_ex_post_rdp(suite: str) -> list[Audit]:
     """The BM's ex-post RDP under three adaptive rules at α in `ALPHAS` (quick: α = 4 only)."""
     alphas = (4.0,) if suite == QUICK else ALPHAS
-    return [_bm_audit(suite, rule, a) for rule in _RULES for a in alphas]
-
-
-def markov_weights(
-    rule: str, alpha: float, delta: float, markov: bool, n: int, rng: np.random.Generator
-) -> FloatArray:
-    """n runs of ``w·1{L > ε_α(Y) + log(1/delta)/(α−1)}`` (``markov=False``, the twin: the term
-    log(1/delta)/(α−1) dropped), drawn tilted by θ = α − 1. On the event
-    ``w = exp(−θL + θ(θ+1)·rho) < exp(−log(1/delta)) = delta`` (1 for the twin): the Markov step
-    of THEORY §11 is the weight bound."""
-    loss, rho, log_w = _tilted_runs(rule, alpha - 1.0, n, rng)
-
-    def level(r: float) -> float:
-        g = ExPostRDP.of_rho(r)
-        return g.probabilistic(delta, orders=[alpha]).bound if markov else g.eps(alpha)
-
-    out: FloatArray = np.where(loss > _per_value(rho, level), np.exp(log_w), 0.0)
-    return out
-
-
-def _markov_audit(suite: str, delta: float, rule: str, alpha: float) -> Audit:
-    name = f"ex-post-rdp-markov/bm/{rule}/alpha-{alpha:g}"
-    return ImportanceCase(
-        delta=delta,
-        name=name,
-        source="THEORY §11 (ex-post RDP, Markov conversion)",
-        statement=(
-            f"BM, Δ = 1, 30 log-spaced times in [0.25, 4], {rule} stopping rule: "
-            f"P(L > α·Δ²/(2T) + log(1/delta)/(α−1)) <= delta at α = {alpha:g}"
-        ),
-        proposal=f"every iterate shifted by (α−1)·(f(x) − f(x')), α = {alpha:g}",
-        weight_bound=delta * ROUNDING_MARGIN,
-        simulate=partial(markov_weights, rule, alpha, delta, True),
-        twin_name=f"{name}/markov-term-dropped",
-        twin_proposal="the same tilt (weight < 1 on P(L > α·rho))",
-        twin_bound=ROUNDING_MARGIN,
-        twin_simulate=partial(markov_weights, rule, alpha, delta, False),
-    ).audit(200_000 if suite == DEPLOY else 50_000, 50_000)
-
-
-@register_at_deltas(DEPLOY, DEPLOY_QUICK)
-def bm_ex_post_rdp_markov(suite: str, delta: float) -> list[Audit]:
-    """The Markov form of the BM's ex-post RDP at deployment deltas (deploy-quick: one rule)."""
-    rules = _RULES if suite == DEPLOY else ("adversarial",)
-    return [_markov_audit(suite, delta, rule, a) for rule in rules for a in (2.0, 4.0)]
+    return [_bm_audit(suite, rule, a) for rule in RULES for a in alphas]
 
 
 # --- Post-processing: a probabilistic ex-post bound fails, ex-post RDP holds ----------------

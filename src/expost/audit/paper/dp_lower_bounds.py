@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from expost.audit._paper import gaussian_loss, gaussian_loss_on, laplace_loss, neighbours, runs
+from expost.audit._shared import gaussian_loss, gaussian_loss_on, laplace_loss, neighbours, runs
 from expost.audit.claims import DPClaim, ProbabilityClaim
 from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register
