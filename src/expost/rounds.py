@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any, Generic, Literal, NoReturn, Protocol, TypeVar
 
 import numpy as np
-from attrs import frozen
+from attrs import field, frozen
 
 from expost.errors import ExpostError, InvalidParameter, NotAStoppingTime, shown
 from expost.exact.bits import BitSource
@@ -28,6 +28,7 @@ __all__ = [
     "Mode",
     "Number",
     "Prepared",
+    "Round",
     "check_rule",
     "fixed",
     "limit",
@@ -87,6 +88,17 @@ class Mode:
         if self.rng is None:
             raise InvalidParameter("rng", None, "a float mechanism needs a numpy Generator")
         return self.rng
+
+
+@frozen
+class Round:
+    """One admitted round: what it was, what it could cost, what it cost, what was released."""
+
+    index: int
+    mechanism: str
+    request: Cost
+    realised: Cost
+    result: object = field(eq=False)
 
 
 @frozen

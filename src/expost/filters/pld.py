@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from functools import lru_cache
-from typing import ClassVar, Literal, Self
+from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 import attrs
 from attrs import field, frozen
@@ -66,7 +66,10 @@ from expost.filters.costs import (
 )
 from expost.guarantees import ApproxDP, gdp_mu_for_dp
 
-__all__ = ["MAX_COUNT", "PLDFilter", "Pair", "dominates", "pair_of", "round_count"]
+if TYPE_CHECKING:
+    from expost.pld import PrivacyLossDistribution
+
+__all__ = ["MAX_COUNT", "PLDFilter", "Pair", "dominates", "pair_of", "pair_pld", "round_count"]
 
 MAX_COUNT = 1 << 20
 """The most rounds a `PLDFilter` counts to (the search for K stops there)."""
@@ -131,16 +134,21 @@ def round_count(pair: Pair, eps: float, delta: float, grid: float = GRID) -> int
     if pair.kind == "gaussian" and pair.q == 1.0:
         mu_star = Fraction(gdp_mu_for_dp(eps, delta))
         return min(MAX_COUNT, math.floor(mu_star**2 / (2 * Fraction(pair.level))))
-    from expost.pld import PrivacyLossDistribution, max_rounds  # lazy: numpy FFT work
+    from expost.pld import max_rounds  # lazy: numpy FFT work
+
+    return max_rounds(pair_pld(pair, grid), eps, delta, limit=MAX_COUNT)
+
+
+def pair_pld(pair: Pair, grid: float = GRID) -> PrivacyLossDistribution:
+    """The safe-sided PLD of one round of ``pair`` on a loss grid of spacing ``grid``."""
+    from expost.pld import PrivacyLossDistribution  # lazy: numpy FFT work
 
     if pair.kind == "gaussian":
         sigma = SubsampledGaussianCost(pair.level, sampling_prob=pair.q).sigma
-        pld = PrivacyLossDistribution.gaussian(sigma, 1.0, pair.q, value_discretization=grid)
-    elif pair.kind == "laplace":  # Lap(eps0, 1) against Lap(0, 1): eps0 exactly
-        pld = PrivacyLossDistribution.laplace(1.0, pair.level, value_discretization=grid)
-    else:
-        pld = PrivacyLossDistribution.pure_dp(pair.level, value_discretization=grid)
-    return max_rounds(pld, eps, delta, limit=MAX_COUNT)
+        return PrivacyLossDistribution.gaussian(sigma, 1.0, pair.q, value_discretization=grid)
+    if pair.kind == "laplace":  # Lap(eps0, 1) against Lap(0, 1): eps0 exactly
+        return PrivacyLossDistribution.laplace(1.0, pair.level, value_discretization=grid)
+    return PrivacyLossDistribution.pure_dp(pair.level, value_discretization=grid)
 
 
 def _grid(_instance: object, _attribute: object, value: object) -> None:
