@@ -203,7 +203,7 @@ def test_bad_parameters_are_refused_before_anything_is_spent() -> None:
 
 def test_a_batch_past_the_budget_is_refused() -> None:
     s = PrivateSession(PLDFilter(1.0, 1e-5), np.random.default_rng(0))
-    budget = int(s.filter.spend(SubsampledGaussianCost.from_sigma(4.0, 0.5)).budget)
+    budget = int(PLDFilter(1.0, 1e-5, SubsampledGaussianCost.from_sigma(4.0, 0.5)).budget)
     for _ in range(budget):
         s.poisson_batch(100, sampling_prob=0.5, sigma=4.0, sensitivity=1.0)
     with pytest.raises(BudgetExceeded):

@@ -144,7 +144,7 @@ class PoissonBatch:
     def _rows(self, rows: object, xp: Any) -> Any:
         """``rows`` checked as (k, d) (or (k,): d = 1), k = len(indices), finite, of magnitude
         at most 2**1000, as float64 on their device; refused without naming k."""
-        x = np.asarray(rows) if xp is np else rows
+        x: Any = np.asarray(rows) if xp is np else rows
         kind = getattr(x, "dtype", None)
         numeric = (
             (x.dtype.kind in "iuf") if xp is np else xp.isdtype(kind, ("real floating", "integral"))

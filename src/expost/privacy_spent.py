@@ -39,7 +39,6 @@ from expost.errors import InvalidParameter
 from expost.filters import (
     ApproxDPFilter,
     BrownianCost,
-    Cost,
     ExPostCost,
     GaussianDPFilter,
     PLDFilter,
@@ -51,6 +50,7 @@ from expost.filters import (
 from expost.filters.pld import Pair, pair_pld
 from expost.guarantees import ZCDP, GaussianDP, cks_zcdp_to_dp
 from expost.rounding import sqrt_up_exact, sum_up, up_iv
+from expost.rounds import Number
 
 __all__ = ["FIXED_STOP", "PrivacySpent", "privacy_spent"]
 
@@ -104,14 +104,14 @@ def _cks_eps(total: float, alpha: float, delta: float) -> float:
     return max(0.0, up_iv(compute))
 
 
-def _output_dependent(f: Any, cost: Cost) -> bool:
+def _output_dependent(f: Any, cost: object) -> bool:
     if isinstance(cost, BrownianCost) or type(cost).__name__ == "RDPCost":
         return True
     plain = isinstance(f, ZCDPFilter | UnifiedFilter | ApproxDPFilter | GaussianDPFilter)
     return isinstance(cost, ExPostCost) and not (plain and cost.eps_max is not None)
 
 
-def privacy_spent(f: object, delta: float) -> PrivacySpent:
+def privacy_spent(f: object, delta: Number) -> PrivacySpent:
     """The (ε, δ) of ``f``'s recorded rounds as a fixed composition (module docstring)."""
     d = open_probability("delta", delta)
     name = type(f).__name__

@@ -224,9 +224,7 @@ class PrivateSession(Spendable):
 
     # -- the round protocol ----------------------------------------------------------------
 
-    def _prepare(
-        self, method: str, build: Callable[..., Prepared[R]], *args: object
-    ) -> Prepared[R]:
+    def _prepare(self, method: str, build: Callable[..., R], *args: object) -> R:
         """Step 1 (no side effects): ``prepare(mode, *args)``; an input error says nothing was spent."""
         self._owned()
         with refusing(method):
