@@ -34,6 +34,7 @@ from expost.errors import (
 
 if TYPE_CHECKING:  # what the names below are, for type checkers; at run time: `__getattr__`
     from expost import exact, stopping
+    from expost.batches import PoissonBatch
     from expost.boundaries import (
         Boundary,
         FACStitched,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time: `
         GaussianDPFilter,
         PLDFilter,
         PrivacyFilter,
+        RDPFilter,
         RenyiFilter,
         UnifiedFilter,
         ZCDPCost,
@@ -116,6 +118,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time: `
         StitchedOdometer,
     )
     from expost.pld import PrivacyLossDistribution
+    from expost.privacy_spent import PrivacySpent
     from expost.session import PrivateSession, Round
     from expost.skellam.boundary import SkellamPrivacyBoundary
     from expost.skellam.loss import SkellamLoss
@@ -159,11 +162,13 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "GaussianDPFilter",
         "PLDFilter",
         "PrivacyFilter",
+        "RDPFilter",
         "RenyiFilter",
         "UnifiedFilter",
         "ZCDPCost",
         "ZCDPFilter",
     ),
+    "expost.batches": ("PoissonBatch",),
     "expost.grids": ("EpsilonGrid", "OpenEpsilonGrid", "TimeGrid"),
     "expost.guarantees": (
         "ZCDP",
@@ -214,6 +219,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "StitchedOdometer",
     ),
     "expost.pld": ("PrivacyLossDistribution",),
+    "expost.privacy_spent": ("PrivacySpent",),
     "expost.session": ("PrivateSession", "Round"),
     "expost.skellam.boundary": ("SkellamPrivacyBoundary",),
     "expost.skellam.loss": ("SkellamLoss",),
@@ -314,14 +320,17 @@ __all__ = [
     "OpenEpsilonGrid",
     "PLDFilter",
     "PermuteAndFlip",
+    "PoissonBatch",
     "PolynomialStitching",
     "PrivacyBoundary",
     "PrivacyFilter",
     "PrivacyLoss",
     "PrivacyLossDistribution",
+    "PrivacySpent",
     "PrivateSession",
     "ProbabilisticDP",
     "PureDP",
+    "RDPFilter",
     "ReducedAboveThreshold",
     "RelativeError",
     "Released",

@@ -12,7 +12,8 @@ first round when none is given (a ledger replays it from its first record).
 
 A mix of mechanisms is refused: natural filters are free exactly for totally ordered families
 (Regehr et al., arXiv 2602.15815), and for adaptively chosen mixes they can fail; RDPFilter,
-RenyiFilter, UnifiedFilter or GaussianDPFilter (Gaussian rounds of any σ) price mixes.
+RenyiFilter, UnifiedFilter or GaussianDPFilter (Gaussian rounds of any σ) price mixes; a
+refusal names those that would admit the round (`expost.filters.advice.mix_advice`).
 
 Pairs and the dominance orders used (each a post-processing or a monotone closed form, for
 every γ = e^ε' >= 0, so for both neighbour directions; tests/test_pld_dominance.py checks each
@@ -55,6 +56,7 @@ from attrs import field, frozen
 
 from expost._validation import as_float, open_probability, positive, validator
 from expost.errors import InvalidParameter
+from expost.filters.advice import mix_advice
 from expost.filters.base import Filter, Price
 from expost.filters.costs import (
     BoundedRangeCost,
@@ -82,8 +84,7 @@ a one-off time growing as 1/h."""
 MIX = (
     "a counting filter is (eps, delta)-DP only for rounds of one mechanism fixed before the "
     "first round, and a mix chosen on the fly is not free (Regehr et al., arXiv 2602.15815; "
-    "THEORY §12): price a mix with RDPFilter, RenyiFilter, UnifiedFilter or GaussianDPFilter "
-    "(Gaussian rounds of any σ)"
+    "THEORY §12)"
 )
 _KINDS = (
     "GaussianCost, SubsampledGaussianCost, LaplaceCost, DPCost with delta 0 and "
@@ -227,7 +228,8 @@ class PLDFilter(Filter):
         else:
             rule = (
                 f"cannot charge {cost!r}: accepts only rounds its mechanism {self.mechanism!r} "
-                f"dominates (the same, larger σ, smaller q or smaller eps); {MIX}"
+                f"dominates (the same, larger σ, smaller q or smaller eps); {MIX}; "
+                + mix_advice(self.eps, self.delta, self.realised, cost)
             )
         raise InvalidParameter("filter", type(self).__name__, rule)
 

@@ -52,7 +52,7 @@ from expost.guarantees import ApproxDP
 from expost.renyi import laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
 from expost.rounding import SMALLEST, down_exact, sum_down, up_exact
 
-__all__ = ["RDPCost", "RDPFilter", "ex_post_rdp_of", "rdp_price"]
+__all__ = ["RDPCost", "RDPFilter", "ex_post_rdp_of", "rdp_price", "refused"]
 
 _ACCEPTS = (
     "RDPCost, BrownianCost, ZCDPCost/GaussianCost and DPCost with delta 0, BoundedRangeCost, "
@@ -256,23 +256,11 @@ class RDPFilter:
         return bool(self._fitting(self._totals(request)))
 
     def check(self, request: RoundCost) -> None:
-        """Raise `BudgetExceeded` unless ``request`` is admitted, quoting ``spent``,
-        ``remaining`` (what a session reports) and ``price(request)``, all at `best_order`:
-        a refused round asks for more than ``remaining`` there, and fits no other order."""
-        if self.admits(request):
-            return
-        order = self.best_order
-        raise BudgetExceeded(
-            self.spent,
-            self.price(request)[0],
-            self.remaining,
-            "eps",
-            detail=(
-                f"Rényi accounting: the round's price is its ε_α at α={order:g}, the order "
-                f"where the most is left, and none of its {len(self.orders)} orders admits it; "
-                "spent_by_order and remaining_by_order give every order"
-            ),
-        )
+        """Raise `BudgetExceeded` unless ``request`` is admitted (`refused`: every number in
+        ε_α at `best_order`, where a refused round asks for more than is left; it fits no
+        other order either)."""
+        if not self.admits(request):
+            raise refused(self, request)
 
     def spend(self, realised: RoundCost) -> RDPFilter:
         """A new filter with ``realised`` recorded; `BudgetExceeded` if no order can take it.
@@ -313,6 +301,28 @@ class RDPFilter:
             return math.inf
         start = max(min(starts), SMALLEST)
         return bm_extreme(start, lambda t: BrownianCost(t, d), self.admits, upward=False)
+
+
+def refused(f: RDPFilter, request: RoundCost) -> BudgetExceeded:
+    """The refusal of ``request``, in one unit: Σ ε_α of the rounds so far, the round's ε_α and
+    B_α − Σ ε_α, all at the best order α (0 spent before any round: the split of delta is in
+    B_α, not in what was spent), and what the split costs."""
+    i = f._best()
+    alpha, tail = f.orders[i], f._tails[i]
+    return BudgetExceeded(
+        f.spent_by_order[i],
+        f.prices(request)[i],
+        f.remaining_by_order[i],
+        f"eps_alpha(α={alpha:g})",
+        detail=(
+            f"Rényi accounting at the order where the most is left; none of its "
+            f"{len(f.orders)} orders admits the round. Each order's budget is "
+            f"B_α = eps − log(k/delta)/(α−1): splitting delta over k = {len(f.orders)} orders "
+            f"costs {tail:.4g} at α={alpha:g} before any round (`spent`, in eps, includes it); "
+            "a filter at one order fixed in advance, RenyiFilter.for_rounds(eps, delta, cost), "
+            "pays no split; spent_by_order and remaining_by_order give every order"
+        ),
+    )
 
 
 def ex_post_rdp_of(cost: Cost | None) -> ExPostRDP | None:
