@@ -186,3 +186,26 @@ def test_other_filters_and_bad_delta_are_refused() -> None:
         privacy_spent(ExPostFilter(1.0, 1e-6), DELTA)
     with pytest.raises(InvalidParameter, match="delta"):
         privacy_spent(PLDFilter(2.0, DELTA), 0.0)
+
+
+def test_the_counting_grid_is_valid_at_every_segment() -> None:
+    """`expost.realised_privacy.counting_grid`: Σ δ_j <= δ, ε_j nondecreasing, and each ε_j at
+    least dp-accounting's optimistic ε of segments 1..j at δ_j (planted twin: ε at the whole δ
+    for the last segment is below it, so the split of δ is paid)."""
+    from expost.pld import PrivacyLossDistribution
+    from expost.realised_privacy import counting_grid
+
+    step = PrivacyLossDistribution.gaussian(1.0, sampling_prob=0.02)
+    segments = [step.self_compose(50)] * 3
+    grid = counting_grid(segments, DELTA)
+    assert sum(grid.deltas) <= DELTA
+    assert list(grid.eps) == sorted(grid.eps)
+    lowers = [
+        dpa.from_gaussian_mechanism(1.0, sampling_prob=0.02, pessimistic_estimate=False)
+        .self_compose(50 * j)
+        .get_epsilon_for_delta(delta_j)
+        for j, delta_j in enumerate(grid.deltas, start=1)
+    ]
+    assert all(grid.reported(j) >= low for j, low in enumerate(lowers, start=1))
+    unsplit = float(step.self_compose(150).eps(DELTA))  # planted twin: δ not split
+    assert unsplit < lowers[-1]
