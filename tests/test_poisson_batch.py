@@ -95,6 +95,15 @@ def test_every_position_is_reached() -> None:
         assert abs(_z(int(block.sum()), 500 * trials, p)) < Z
 
 
+def test_the_work_is_in_the_kept_rows_not_in_n() -> None:
+    """n = 2**50 rows at q = 2**-40 (about 1,024 kept): a sampler that touched every row
+    would never finish; the count is within Z standard deviations of n·p."""
+    t, n = threshold(2.0**-40), 2**50
+    kept = poisson_indices(n, t, np.random.default_rng(8))
+    assert abs(_z(kept.size, n, t / SCALE)) < Z
+    assert kept[-1] < n
+
+
 def test_edge_rates() -> None:
     rng = np.random.default_rng(0)
     assert poisson_indices(10, SCALE, rng).tolist() == list(range(10))
@@ -190,9 +199,17 @@ def test_bad_parameters_are_refused_before_anything_is_spent() -> None:
     for kw in (
         {"n": 0},
         {"n": 2**54},
+        {"n": 1.5},
+        {"n": True},
+        {"n": "100"},
         {"n": 10**8, "sampling_prob": 0.5},
         {"sampling_prob": 0.0},
+        {"sampling_prob": 1.0 + 2**-52},
+        {"sampling_prob": float("nan")},
         {"sigma": -1.0},
+        {"sigma": float("inf")},
+        {"sensitivity": 0.0},
+        {"sensitivity": "1"},
     ):
         args: dict[str, Any] = {"n": 100, "sampling_prob": 0.1, "sigma": 1.0, "sensitivity": 1.0}
         args.update(kw)
