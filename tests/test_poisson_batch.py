@@ -145,6 +145,8 @@ def test_wrong_rows_are_refused_and_nothing_further_is_spent() -> None:
         assert str(k) not in str(err.value).replace("2**1000", "")  # the count stays private
         assert s.filter.rounds == 1
         assert not batch.released
+    with pytest.raises(InvalidParameter, match="rows of one length"):
+        batch.release([[1.0], [2.0, 3.0]] * k)  # ragged
     batch.release(np.zeros((k, 3)))  # the right rows still release it
     assert batch.released
 

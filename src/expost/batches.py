@@ -40,7 +40,7 @@ import numpy.typing as npt
 from attrs import frozen
 
 from expost._validation import FLOAT_LIMIT, positive_int
-from expost.backends import GPU_EXTRA
+from expost.backends import GPU_EXTRA, ArrayBackend
 from expost.errors import InvalidParameter
 from expost.filters import Cost
 from expost.mechanism_table import mechanism_for
@@ -99,10 +99,12 @@ def _namespace(rows: object) -> Any:
     return compat.array_namespace(rows)
 
 
-def _described(x: Any) -> str:
-    """The rows as a message may name them: library, columns and dtype, never their number."""
+def _refused(x: Any, rule: str) -> InvalidParameter:
+    """The refusal of rows ``x``, which names their library, dimensions, columns and dtype,
+    never their number (the batch's size is private)."""
     columns = "" if x.ndim != 2 else f" with {x.shape[1]} columns"
-    return f"a {type(x).__module__.split('.')[0]} array of {x.ndim} dimensions{columns}, {x.dtype}"
+    what = f"a {type(x).__module__.split('.')[0]} array of {x.ndim} dimensions{columns}, {x.dtype}"
+    return InvalidParameter("rows", what, rule + _NOTHING)
 
 
 class PoissonBatch:
@@ -144,35 +146,27 @@ class PoissonBatch:
     def _rows(self, rows: object, xp: Any) -> Any:
         """``rows`` checked as (k, d) (or (k,): d = 1), k = len(indices), finite, of magnitude
         at most 2**1000, as float64 on their device; refused without naming k."""
-        x: Any = np.asarray(rows) if xp is np else rows
-        kind = getattr(x, "dtype", None)
-        numeric = (
-            (x.dtype.kind in "iuf") if xp is np else xp.isdtype(kind, ("real floating", "integral"))
-        )
+        try:
+            x: Any = np.asarray(rows) if xp is np else rows
+        except ValueError as exc:  # ragged lists; numpy's message would give their lengths
+            rule = "must be an array of real numbers (rows of one length)" + _NOTHING
+            raise InvalidParameter("rows", type(rows).__name__, rule) from exc
+        if xp is np:
+            numeric = x.dtype.kind in "iuf"
+        else:
+            numeric = xp.isdtype(x.dtype, ("real floating", "integral"))
         if not numeric:
-            raise InvalidParameter(
-                "rows", _described(x), "must hold real numbers (not bool)" + _NOTHING
-            )
+            raise _refused(x, "must hold real numbers (not bool)")
         x = xp.reshape(x, (-1, 1)) if x.ndim == 1 else x
         if x.ndim != 2 or x.shape[1] == 0:
-            raise InvalidParameter(
-                "rows", _described(x), "must be a (k, d) or (k,) array" + _NOTHING
-            )
+            raise _refused(x, "must be a (k, d) or (k,) array")
         if x.shape[0] != self._indices.size:
-            raise InvalidParameter(
-                "rows",
-                _described(x),
-                "must have one row per index of the batch, in order" + _NOTHING,
-            )
+            raise _refused(x, "must have one row per index of the batch, in order")
         x = xp.astype(x, xp.float64)
         if self._indices.size and not bool(xp.all(xp.isfinite(x))):
-            raise InvalidParameter(
-                "rows", _described(x), "must be finite (a NaN or inf found)" + _NOTHING
-            )
+            raise _refused(x, "must be finite (a NaN or inf found)")
         if self._indices.size and float(xp.max(xp.abs(x))) > FLOAT_LIMIT:
-            raise InvalidParameter(
-                "rows", _described(x), "must have magnitude at most 2**1000" + _NOTHING
-            )
+            raise _refused(x, "must have magnitude at most 2**1000")
         return x
 
     def release(self, rows: object) -> Any:
@@ -188,19 +182,13 @@ class PoissonBatch:
         m = self._mechanism
         if self._indices.size:
             total = xp.sum(clip_rows(x, m.sensitivity, xp), axis=0)
-            host = np.asarray(total if xp is np else _to_numpy(total), dtype=np.float64)
+            host = np.asarray(ArrayBackend.to_numpy(total), dtype=np.float64)
         else:
             host = np.zeros(x.shape[1])
         noisy = host + self._rng.normal(0.0, m.noise_std, host.shape)
         out = noisy if xp is np else xp.asarray(noisy, device=_device(x))
         self._settle(out)
         return out
-
-
-def _to_numpy(values: Any) -> npt.NDArray[Any]:
-    from expost.backends import ArrayBackend
-
-    return ArrayBackend.to_numpy(values)
 
 
 def _device(x: Any) -> Any:
