@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from expost import BudgetExceeded, InvalidParameter, PLDFilter, PrivateSession, ZCDPFilter
+from expost import (
+    BudgetExceeded,
+    InvalidParameter,
+    NotCopyable,
+    PLDFilter,
+    PrivateSession,
+    ZCDPFilter,
+)
 from expost.filters import SubsampledGaussianCost
 from expost.ledger import open_ledger, stored_config
 from expost.mechanisms.poisson_sample import (
@@ -167,6 +174,17 @@ def test_the_indices_never_reach_repr_history_or_ledger(tmp_path: Any) -> None:
     assert np.all(np.isfinite(out))
     again = PrivateSession(PLDFilter(2.0, 1e-5), np.random.default_rng(2), ledger=ledger)
     assert again.filter.rounds == 1  # the step replays from the ledger
+
+
+def test_a_batch_cannot_be_copied_or_pickled() -> None:
+    """A copy could release the step twice for one charge."""
+    import copy
+    import pickle
+
+    batch = session().poisson_batch(1_000, sampling_prob=0.01, sigma=1.0, sensitivity=1.0)
+    for clone in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(NotCopyable):
+            clone(batch)
 
 
 def test_an_unreleased_batch_stays_charged() -> None:

@@ -47,6 +47,7 @@ from expost.mechanism_table import mechanism_for
 from expost.mechanisms.poisson_sample import poisson_indices
 from expost.mechanisms.subsampled import MAX_RECORDS, SubsampledGaussianMechanism, clip_rows
 from expost.rounds import Mode
+from expost.spendable import Spendable
 
 __all__ = ["MAX_ROWS", "PoissonBatch", "PreparedBatch", "prepare_poisson_batch"]
 
@@ -107,9 +108,12 @@ def _refused(x: Any, rule: str) -> InvalidParameter:
     return InvalidParameter("rows", what, rule + _NOTHING)
 
 
-class PoissonBatch:
+class PoissonBatch(Spendable):
     """One reserved DP-SGD step: private ``indices``, released once by `release` (module
-    docstring). Its repr shows the public parameters only."""
+    docstring). Its repr shows the public parameters only; a copy or a pickle (which could
+    release the step twice) raises `NotCopyable`."""
+
+    _COPY_ADVICE = "release the batch where it was drawn; draw another with poisson_batch"
 
     def __init__(
         self,
