@@ -187,6 +187,17 @@ def test_a_batch_cannot_be_copied_or_pickled() -> None:
             clone(batch)
 
 
+def test_a_forked_child_cannot_release_its_parents_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    batch = session().poisson_batch(1_000, sampling_prob=0.01, sigma=1.0, sensitivity=1.0)
+    pid = os.getpid()
+    monkeypatch.setattr(os, "getpid", lambda: pid + 1)  # as in a forked child
+    with pytest.raises(NotCopyable):
+        batch.release(np.zeros((batch.indices.size, 1)))
+    assert not batch.released
+
+
 def test_an_unreleased_batch_stays_charged() -> None:
     s = session()
     s.poisson_batch(1_000, sampling_prob=0.01, sigma=1.0, sensitivity=1.0)

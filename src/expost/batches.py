@@ -31,6 +31,7 @@ for numpy rows and array-likes).
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -128,6 +129,7 @@ class PoissonBatch(Spendable):
         self._rng, self._settle = rng, settle
         self._lock = threading.Lock()
         self._released = False
+        self._pid = os.getpid()  # a forked child holds a copy: refused, as for any copy
 
     @property
     def indices(self) -> npt.NDArray[np.int64]:
@@ -177,6 +179,8 @@ class PoissonBatch(Spendable):
         """Σ over the rows of each row clipped to ℓ2 norm C, plus N(0, (σ·C)²) per coordinate,
         as a float64 vector of length d of the rows' library on their device; settles the
         round. ``rows``: the per-example gradients of exactly ``indices``, in that order."""
+        if os.getpid() != self._pid:
+            self._refuse_copy()
         xp = _namespace(rows)
         x = self._rows(rows, xp)
         with self._lock:
