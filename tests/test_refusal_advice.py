@@ -68,8 +68,7 @@ def test_a_fresh_rdp_filter_says_why_it_has_spent_before_any_round() -> None:
     assert (err.spent, err.remaining, err.unit) == (f.spent, f.remaining, "eps")
     assert abs(err.spent - tail) < 1e-12
     text = str(err)
-    assert f"plus log(k/delta)/(α−1) = {tail:.4g}" in text
-    assert "the rounds (0 at α=128)" in text
+    assert f"at α=128: Σ ε_α = 0, split {tail:.4g}" in text
     assert "splitting delta over k = 12 orders" in text
     assert err.requested == f.prices(STEP)[-1] > err.remaining
 

@@ -308,7 +308,8 @@ def refused(f: RDPFilter, request: RoundCost) -> BudgetExceeded:
     reports them, the round's ε_α at the best order as its ask, and what the numbers are — in
     particular why ``spent`` is not 0 before any round (the split of delta over the orders)."""
     i = f._best()
-    alpha, tail = f.orders[i], f._tails[i]
+    alpha = f.orders[i]
+    j = min(range(len(f.orders)), key=lambda k: f._sums[k] + Fraction(f._tails[k]))  # `spent`'s
     return BudgetExceeded(
         f.spent,
         f.prices(request)[i],
@@ -317,10 +318,11 @@ def refused(f: RDPFilter, request: RoundCost) -> BudgetExceeded:
         detail=(
             f"Rényi accounting at α={alpha:g}, the order where the most is left; none of its "
             f"{len(f.orders)} orders admits the round. The round asks its ε_α there; what "
-            f"remains is B_α − Σ ε_α with B_α = eps − log(k/delta)/(α−1); `spent` is Σ ε_α of "
-            f"the rounds ({f.spent_by_order[i]:.4g} at α={alpha:g}) plus log(k/delta)/(α−1) = "
-            f"{tail:.4g}, the price of splitting delta over k = {len(f.orders)} orders, paid "
-            "before any round. RenyiFilter.for_rounds(eps, delta, cost), at one order fixed in "
+            f"remains is B_α − Σ ε_α with B_α = eps − log(k/delta)/(α−1); `spent` is the "
+            "smallest over the orders of the rounds' Σ ε_α plus log(k/delta)/(α−1), the price "
+            f"of splitting delta over k = {len(f.orders)} orders, paid before any round (here "
+            f"at α={f.orders[j]:g}: Σ ε_α = {f.spent_by_order[j]:.4g}, split "
+            f"{f._tails[j]:.4g}). RenyiFilter.for_rounds(eps, delta, cost), at one order fixed in "
             "advance, pays no split; spent_by_order and remaining_by_order give every order"
         ),
     )
