@@ -120,8 +120,9 @@ def test_edge_rates() -> None:
 # ----------------------------------------------------------------------------- the session
 
 
-def session(**kw: Any) -> PrivateSession:
-    return PrivateSession(PLDFilter(2.0, 1e-5), np.random.default_rng(1), **kw)
+def session(filter: Any = None, **kw: Any) -> PrivateSession:
+    f = PLDFilter(2.0, 1e-5) if filter is None else filter
+    return PrivateSession(f, np.random.default_rng(1), **kw)
 
 
 def test_a_batch_is_charged_when_drawn_and_releases_once() -> None:
@@ -257,6 +258,27 @@ def test_a_batch_past_the_budget_is_refused() -> None:
     with pytest.raises(BudgetExceeded):
         s.poisson_batch(100, sampling_prob=0.5, sigma=4.0, sensitivity=1.0)
     assert s.filter.rounds == budget > 0
+
+
+def test_a_stopping_rule_cannot_draw_a_batch() -> None:
+    """As for every round: a round started by a running round's stopping rule is refused."""
+    from expost import TimeGrid
+
+    s = session(filter=ZCDPFilter(10.0))
+    refusals: list[str] = []
+
+    def rule(*_: object) -> bool:
+        try:
+            s.poisson_batch(100, sampling_prob=0.1, sigma=1.0, sensitivity=1.0)
+        except InvalidParameter as err:
+            refusals.append(str(err))
+        return True
+
+    s.brownian(0.0, 1.0, TimeGrid((2.0, 1.0)), stop=rule)
+    assert refusals
+    assert "running in this thread" in refusals[0]
+    assert "nothing was spent" in refusals[0]
+    assert s.filter.rounds == 1  # the Brownian round only
 
 
 def test_secure_mode_refuses_batches() -> None:

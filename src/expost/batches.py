@@ -70,10 +70,21 @@ class PreparedBatch:
 
 
 def prepare_poisson_batch(
-    mode: Mode, n: object, sampling_prob: object, sigma: object, sensitivity: object
+    mode: Mode,
+    n: object,
+    sampling_prob: object,
+    sigma: object,
+    sensitivity: object,
+    nested: bool = False,
 ) -> PreparedBatch:
     """The batch round of `PrivateSession.poisson_batch`, checked (nothing drawn or reserved);
-    refused in secure mode, as `subsampled_gaussian` is (`expost.rounds.NOT_EXACT`)."""
+    refused in secure mode, as `subsampled_gaussian` is (`expost.rounds.NOT_EXACT`), and when
+    ``nested`` (a round of the session is running in this thread: a stopping rule may not start
+    another, as for every round)."""
+    if nested:
+        raise InvalidParameter(
+            "mechanism", "poisson-batch", "a round of this session is running in this thread"
+        )
     build = mechanism_for("subsampled-gaussian", mode.name).build
     mechanism: SubsampledGaussianMechanism = build(sensitivity, sigma, sampling_prob)
     rows = positive_int("n", n)

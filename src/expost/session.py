@@ -340,7 +340,7 @@ class PrivateSession(Spendable):
     ) -> PoissonBatch:
         """One DP-SGD step at the cost of its batch (`expost.batches`): reserved now, the private
         ``batch.indices`` sampled from range(n), settled by ``batch.release(rows)`` (once)."""
-        args = (n, sampling_prob, sigma, sensitivity)
+        args = (n, sampling_prob, sigma, sensitivity, getattr(self._running, "round", False))
         p = self._prepare("poisson_batch", prepare_poisson_batch, *args)
         with self._lock:
             key = self._reserve(p.mechanism, p.request)
