@@ -96,7 +96,7 @@ def test_grid_refuses_bad_input() -> None:
         counting_grid([])
     with pytest.raises(InvalidParameter, match="weights"):
         counting_grid([Unit(3, 1.0, 0.1)], weights=[1.0, 1.0])
-    with pytest.raises(InvalidParameter, match="units"):
+    with pytest.raises(InvalidParameter, match="segments"):
         counting_grid([Unit(3, 1.0, 0.1)]).reported(2)
 
 

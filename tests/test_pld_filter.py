@@ -129,9 +129,30 @@ def test_a_round_the_mechanism_does_not_dominate_is_refused_naming_why(
         text = str(info.value)
         assert "Regehr" in text
         assert "2602.15815" in text
-        for name in ("RDPFilter", "RenyiFilter", "UnifiedFilter", "GaussianDPFilter"):
-            assert name in text
+        for name, admits in would_admit(f, other).items():  # named iff it would admit
+            assert (f"{name}." in text.split("THEORY §12)")[1]) == admits, name
     assert (f, f.spent, f.remaining, f.rounds) == before
+
+
+def would_admit(f: PLDFilter, other: Any) -> dict[str, bool]:
+    """Whether each filter that prices mixes, built for f's budget and charged f's rounds,
+    admits ``other`` (checked here with the filters themselves)."""
+    from expost.filters import GaussianDPFilter, RDPFilter, RenyiFilter, UnifiedFilter
+
+    out = {}
+    for name, g in (
+        ("RenyiFilter", RenyiFilter.for_rounds(f.eps, f.delta, other)),
+        ("RDPFilter", RDPFilter.from_dp(f.eps, f.delta)),
+        ("GaussianDPFilter", GaussianDPFilter.from_dp(f.eps, f.delta)),
+        ("UnifiedFilter", UnifiedFilter.from_dp(f.eps, f.delta)),
+    ):
+        try:
+            for c in f.realised:
+                g = g.spend(c)
+            out[name] = g.accepts(other) and g.admits(other)
+        except (BudgetExceeded, InvalidParameter):
+            out[name] = False
+    return out
 
 
 def test_pure_dp_rounds_under_randomised_response() -> None:

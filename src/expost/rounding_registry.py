@@ -283,6 +283,8 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("PrivateSession.spent", _UP, "the filter's spent"),
     ("PrivateSession.remaining", _DOWN, "the filter's remaining"),
     ("PrivateSession.guarantee", _UP, "the filter's reported guarantee"),
+    ("PrivateSession.privacy_spent", _UP, "privacy_spent of the session's filter"),
+    ("privacy_spent.privacy_spent", _UP, "PLD eps, GaussianDP.eps_for, CKS up_iv, cks_zcdp_to_dp"),
     ("apps.lnr_composition.ComposedLaplace.dp_eps", _UP, "a bracket (lower, upper): upper up"),
     # --- privacy loss distributions (THEORY §12)
     ("pld.discrete.DiscreteLoss.delta", _UP, "Σ m·(1 − e^(ε−l))_+ with e^x down, + ∞-mass + error"),
@@ -292,7 +294,7 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("pld.max_rounds", _DOWN, "a count whose composed delta (up) is within the target"),
     ("apps.learning.accounting.steps_eps", _UP, "PrivacyLossDistribution.eps of the steps"),
     ("apps.learning.ex_post_rdp_eps", _UP, "ExPostRDP.probabilistic of sum_up of Unit.rdp"),
-    ("apps.learning.CountingGrid.reported", _UP, "PrivacyLossDistribution.eps at δ_j (down)"),
+    ("realised_privacy.CountingGrid.reported", _UP, "PrivacyLossDistribution.eps at δ_j (down)"),
 )
 
 REGISTRY: tuple[Rounded, ...] = tuple(Rounded(n, d, w) for n, d, w in _TABLE)

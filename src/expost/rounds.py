@@ -4,8 +4,8 @@ A ``prepare_*`` function (`expost.prepare`) turns one `PrivateSession` release m
 into a `Prepared` round: the mechanism's name, its worst-case cost (the *request*), a ``draw``
 that runs the mechanism on the converted inputs, and the ``realised`` cost of its result.
 Preparing applies the whole input contract of docs/session.md ("The input contract"), every limit
-a sampler will enforce included, so a draw cannot fail on input. `PrivateSession._release` is the
-only place a round is reserved (ARCHITECTURE "Filters guard budgets"); `refusing` makes every
+a sampler will enforce included, so a draw cannot fail on input. `PrivateSession._release`
+reserves every round but a batch (ARCHITECTURE "Filters guard budgets"); `refusing` makes every
 input error raised while preparing say that nothing was spent.
 """
 
@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any, Generic, Literal, NoReturn, Protocol, TypeVar
 
 import numpy as np
-from attrs import frozen
+from attrs import field, frozen
 
 from expost.errors import ExpostError, InvalidParameter, NotAStoppingTime, shown
 from expost.exact.bits import BitSource
@@ -28,6 +28,7 @@ __all__ = [
     "Mode",
     "Number",
     "Prepared",
+    "Round",
     "check_rule",
     "fixed",
     "limit",
@@ -87,6 +88,17 @@ class Mode:
         if self.rng is None:
             raise InvalidParameter("rng", None, "a float mechanism needs a numpy Generator")
         return self.rng
+
+
+@frozen
+class Round:
+    """One admitted round: what it was, what it could cost, what it cost, what was released."""
+
+    index: int
+    mechanism: str
+    request: Cost
+    realised: Cost
+    result: object = field(eq=False)
 
 
 @frozen

@@ -9,7 +9,7 @@ Every round follows one path (ARCHITECTURE "Filters guard budgets"; docs/session
    time, APC condition (2)/(3)) is checked by the filter — a refused round raises
    `BudgetExceeded` and changes nothing;
 3. the round is *reserved* at its request (with a ledger: written and committed first) — in
-   `_release`, the only place a round is reserved;
+   `_release` (`poisson_batch`: its draw spans two calls, so it reserves and settles itself);
 4. the mechanism runs, its stopping rule seeing only released iterates;
 5. the realised cost is *settled* (written before the result is returned), and the round
    joins `history`.
@@ -35,13 +35,12 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-import attrs
 import numpy as np
 import numpy.typing as npt
-from attrs import frozen
 
 from expost import prepare
 from expost._validation import bit_source, flag, generator
+from expost.batches import PoissonBatch, prepare_poisson_batch
 from expost.errors import InvalidParameter, NotCopyable
 from expost.exact.bits import BitSource, SecureBits
 from expost.filters import (
@@ -60,7 +59,8 @@ from expost.mechanisms import (
     Transcript,
 )
 from expost.mechanisms.skellam_noise_reduction import FixedPrice
-from expost.rounds import NOT_EXACT, Mode, Number, Prepared, refusing
+from expost.privacy_spent import PrivacySpent, privacy_spent
+from expost.rounds import NOT_EXACT, Mode, Number, Prepared, Round, refusing
 from expost.skellam.boundary import SkellamPrivacyBoundary
 from expost.spendable import Spendable
 from expost.stopping import StoppingRule
@@ -85,17 +85,6 @@ def _unless_settled(replay: Replay, key: int, cost: Cost) -> Callable[..., dict[
         return {"round": key, "cost": encode(cost)}
 
     return decide
-
-
-@frozen
-class Round:
-    """One admitted round: what it was, what it could cost, what it cost, what was released."""
-
-    index: int
-    mechanism: str
-    request: Cost
-    realised: Cost
-    result: object = attrs.field(eq=False)
 
 
 # ----------------------------------------------------------------------------- session
@@ -235,9 +224,7 @@ class PrivateSession(Spendable):
 
     # -- the round protocol ----------------------------------------------------------------
 
-    def _prepare(
-        self, method: str, build: Callable[..., Prepared[R]], *args: object
-    ) -> Prepared[R]:
+    def _prepare(self, method: str, build: Callable[..., R], *args: object) -> R:
         """Step 1 (no side effects): ``prepare(mode, *args)``; an input error says nothing was spent."""
         self._owned()
         with refusing(method):
@@ -347,6 +334,30 @@ class PrivateSession(Spendable):
         args = (records, sensitivity, sigma, sampling_prob)
         build = prepare.prepare_subsampled_gaussian
         return self._release(self._prepare("subsampled_gaussian", build, *args))
+
+    def poisson_batch(
+        self, n: int, sampling_prob: Number, sigma: Number, sensitivity: Number
+    ) -> PoissonBatch:
+        """One DP-SGD step at the cost of its batch (`expost.batches`): reserved now, the private
+        ``batch.indices`` sampled from range(n), settled by ``batch.release(rows)`` (once)."""
+        args = (n, sampling_prob, sigma, sensitivity, getattr(self._running, "round", False))
+        p = self._prepare("poisson_batch", prepare_poisson_batch, *args)
+        with self._lock:
+            key = self._reserve(p.mechanism, p.request)
+
+        def settle(out: object) -> None:
+            with self._lock:
+                self._settle(key, p.request, p.request)
+                self._history.append(
+                    Round(len(self._history), p.mechanism, p.request, p.request, out)
+                )
+
+        return p.open(settle)
+
+    def privacy_spent(self, delta: Number) -> PrivacySpent:
+        """(ε, δ) of the rounds so far as a fixed composition (`expost.privacy_spent`): valid
+        only for a stop decided independently of the outputs (``valid_for`` says so)."""
+        return privacy_spent(self._filter, delta)
 
     def exponential_mechanism(
         self,

@@ -2,7 +2,8 @@
 
 A LEDGER is a SQLite file or a ``postgresql://…?ledger=NAME`` URL. ``init`` creates a session
 ledger for a filter (``--filter 'UnifiedFilter.from_dp(eps=10, delta=1e-6)'`` or its JSON
-description) and prints its id; ``show`` prints the filter, every entry and the spend; ``copy``
+description) and prints its id; ``show`` prints the filter, its runs (every entry with
+``--entries``), the spend and the ε so far; ``copy``
 appends SRC's entries, in order, to DST (created if missing, else empty, with the same
 configuration), then checks that DST holds the same records and the same exact spend (the
 records are copied, not their timestamps; all or nothing where DST is created, and on
@@ -22,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from expost.cli.ledger_summary import left_shown, runs, so_far
 from expost.errors import ExpostError, InvalidParameter
 from expost.filters import PrivacyFilter
 from expost.ledger import LedgerEntry, PostgresLedger, open_ledger, stored_config
@@ -68,12 +70,20 @@ def add_parser(sub: Any) -> None:
         "delta=1e-6)' or 'ZCDPFilter(1.0)' (numbers, strings and nested filter calls only; "
         "never evaluated as Python), or the JSON description `ledger show` prints",
     )
-    _verb(
+    show_p = _verb(
         verbs,
         "show",
-        "print the filter, every entry and the spend",
-        "Print the ledger's id, filter, every entry (reserve and settle) and the spend it implies.",
+        "print the filter, a summary of its runs and the spend",
+        "Print the ledger's id, filter, its rounds summarised as runs (consecutive rounds of "
+        "one mechanism and cost: how many, and σ and q for DP-SGD steps), the spend it implies "
+        "and the ε so far (a fixed composition). --entries lists every entry instead.",
         "the ledger to show",
+    )
+    show_p.add_argument(
+        "--entries",
+        "--all",
+        action="store_true",
+        help="list every entry (reserve and settle) instead of the summary of runs",
     )
     copy_p = verbs.add_parser(
         "copy",
@@ -188,23 +198,29 @@ def _spend(config: Mapping[str, Any], entries: tuple[LedgerEntry, ...], where: s
     replay = Replay(filter_from_description(config["filter"]), where)
     f = replay.update(entries)
     counts = f"{_count(len(entries), 'entry', 'entries')}, {_count(replay.rounds, 'round')}"
-    return f"{counts}; spent {f.spent!r}, remaining {f.remaining!r}"
+    return f"{counts}; spent {f.spent!r}, remaining {left_shown(f)}"
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def show(target: str) -> str:
-    """The id, filter, one line per entry and the spend of the ledger at ``target``."""
+def show(target: str, entries: bool = False) -> str:
+    """The id, filter, a summary of the runs (every entry with ``entries``) and the spend of
+    the ledger at ``target`` (`expost.cli.ledger_summary`)."""
     config = stored_config(target)
     with open_ledger(target, config) as ledger:
-        entries = ledger.entries()
+        held = ledger.entries()
         where, ledger_id = str(ledger.path), ledger.ledger_id
     filt = _json(configuration(config["filter"]) if "filter" in config else config)
     lines = [f"ledger {where}", f"id {ledger_id}, format {config.get('format')}, filter {filt}"]
-    lines += [f"{e.index:>6}  {e.kind:<8} {_json(e.record)}" for e in entries]
-    lines.append(_spend(config, entries, where))
+    if entries or "filter" not in config:
+        lines += [f"{e.index:>6}  {e.kind:<8} {_json(e.record)}" for e in held]
+    else:
+        lines += runs(held, where)
+    lines.append(_spend(config, held, where))
+    if "filter" in config:
+        lines.append(so_far(filter_from_description(config["filter"]), held, where))
     return "\n".join(lines)
 
 
@@ -279,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
             print(init(args.ledger, args.filter))
             return 0
         if args.verb == "show":
-            print(show(args.ledger))
+            print(show(args.ledger, args.entries))
             return 0
         if args.verb == "delete":
             print(delete(args.ledger))

@@ -14,7 +14,8 @@ The literature's *natural filter* (admit a round while the composed PLD of the r
 fits) is this filter when every round is the one mechanism. A mix of mechanisms is refused:
 natural filters are free exactly for totally ordered families (Regehr et al., arXiv
 2602.15815), and for adaptively chosen mixes they can fail; RDPFilter,
-RenyiFilter, UnifiedFilter or GaussianDPFilter (Gaussian rounds of any σ) price mixes.
+RenyiFilter, UnifiedFilter or GaussianDPFilter (Gaussian rounds of any σ) price mixes; a
+refusal names those that would admit the round (`expost.filters.advice.mix_advice`).
 
 Pairs and the dominance orders used (each a post-processing or a monotone closed form, for
 every γ = e^ε' >= 0, so for both neighbour directions; tests/test_pld_dominance.py checks each
@@ -50,13 +51,14 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from functools import lru_cache
-from typing import ClassVar, Literal, Self
+from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 import attrs
 from attrs import field, frozen
 
 from expost._validation import as_float, open_probability, positive, validator
 from expost.errors import InvalidParameter
+from expost.filters.advice import mix_advice
 from expost.filters.base import Filter, Price
 from expost.filters.costs import (
     BoundedRangeCost,
@@ -69,7 +71,10 @@ from expost.filters.costs import (
 from expost.guarantees import ApproxDP, gdp_mu_for_dp
 from expost.pld.distribution import DEFAULT_VALUE_DISCRETIZATION
 
-__all__ = ["MAX_COUNT", "PLDFilter", "Pair", "dominates", "pair_of", "round_count"]
+if TYPE_CHECKING:
+    from expost.pld import PrivacyLossDistribution
+
+__all__ = ["MAX_COUNT", "PLDFilter", "Pair", "dominates", "pair_of", "pair_pld", "round_count"]
 
 MAX_COUNT = 1 << 20
 """The most rounds a `PLDFilter` counts to (the search for K stops there)."""
@@ -82,8 +87,7 @@ a one-off time growing as 1/h."""
 MIX = (
     "a counting filter is (eps, delta)-DP only for rounds of one mechanism fixed before the "
     "first round, and a mix chosen on the fly is not free (Regehr et al., arXiv 2602.15815; "
-    "THEORY §12): price a mix with RDPFilter, RenyiFilter, UnifiedFilter or GaussianDPFilter "
-    "(Gaussian rounds of any σ)"
+    "THEORY §12)"
 )
 _KINDS = (
     "GaussianCost, SubsampledGaussianCost, LaplaceCost, DPCost with delta 0 and "
@@ -134,16 +138,21 @@ def round_count(pair: Pair, eps: float, delta: float, grid: float = GRID) -> int
     if pair.kind == "gaussian" and pair.q == 1.0:
         mu_star = Fraction(gdp_mu_for_dp(eps, delta))
         return min(MAX_COUNT, math.floor(mu_star**2 / (2 * Fraction(pair.level))))
-    from expost.pld import PrivacyLossDistribution, max_rounds  # lazy: numpy FFT work
+    from expost.pld import max_rounds  # lazy: numpy FFT work
+
+    return max_rounds(pair_pld(pair, grid), eps, delta, limit=MAX_COUNT)
+
+
+def pair_pld(pair: Pair, grid: float = GRID) -> PrivacyLossDistribution:
+    """The safe-sided PLD of one round of ``pair`` on a loss grid of spacing ``grid``."""
+    from expost.pld import PrivacyLossDistribution  # lazy: numpy FFT work
 
     if pair.kind == "gaussian":
         sigma = SubsampledGaussianCost(pair.level, sampling_prob=pair.q).sigma
-        pld = PrivacyLossDistribution.gaussian(sigma, 1.0, pair.q, value_discretization=grid)
-    elif pair.kind == "laplace":  # Lap(eps0, 1) against Lap(0, 1): eps0 exactly
-        pld = PrivacyLossDistribution.laplace(1.0, pair.level, value_discretization=grid)
-    else:
-        pld = PrivacyLossDistribution.pure_dp(pair.level, value_discretization=grid)
-    return max_rounds(pld, eps, delta, limit=MAX_COUNT)
+        return PrivacyLossDistribution.gaussian(sigma, 1.0, pair.q, value_discretization=grid)
+    if pair.kind == "laplace":  # Lap(eps0, 1) against Lap(0, 1): eps0 exactly
+        return PrivacyLossDistribution.laplace(1.0, pair.level, value_discretization=grid)
+    return PrivacyLossDistribution.pure_dp(pair.level, value_discretization=grid)
 
 
 def _grid(_instance: object, _attribute: object, value: object) -> None:
@@ -223,7 +232,8 @@ class PLDFilter(Filter):
         else:
             rule = (
                 f"cannot charge {cost!r}: accepts only rounds its mechanism {self.mechanism!r} "
-                f"dominates (the same, larger σ, smaller q or smaller eps); {MIX}"
+                f"dominates (the same, larger σ, smaller q or smaller eps); {MIX}; "
+                + mix_advice(self.eps, self.delta, self.realised, cost)
             )
         raise InvalidParameter("filter", type(self).__name__, rule)
 

@@ -52,7 +52,7 @@ from expost.guarantees import ApproxDP
 from expost.rdp_curves import laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
 from expost.rounding import SMALLEST, down_exact, sum_down, up_exact
 
-__all__ = ["RDPCost", "RDPFilter", "ex_post_rdp_of", "rdp_price"]
+__all__ = ["RDPCost", "RDPFilter", "ex_post_rdp_of", "rdp_price", "refused"]
 
 _ACCEPTS = (
     "RDPCost, BrownianCost, ZCDPCost/GaussianCost and DPCost with delta 0, BoundedRangeCost, "
@@ -257,23 +257,11 @@ class RDPFilter:
         return bool(self._fitting(self._totals(request)))
 
     def check(self, request: RoundCost) -> None:
-        """Raise `BudgetExceeded` unless ``request`` is admitted, quoting ``spent``,
-        ``remaining`` (what a session reports) and ``price(request)``, all at `best_order`:
-        a refused round asks for more than ``remaining`` there, and fits no other order."""
-        if self.admits(request):
-            return
-        order = self.best_order
-        raise BudgetExceeded(
-            self.spent,
-            self.price(request)[0],
-            self.remaining,
-            "eps",
-            detail=(
-                f"Rényi accounting: the round's price is its ε_α at α={order:g}, the order "
-                f"where the most is left, and none of its {len(self.orders)} orders admits it; "
-                "spent_by_order and remaining_by_order give every order"
-            ),
-        )
+        """Raise `BudgetExceeded` unless ``request`` is admitted (`refused`): ``spent`` and
+        ``remaining`` as a session reports them, the round's ε_α at `best_order` as its ask (a
+        refused round asks more than ``remaining`` there, and fits no other order)."""
+        if not self.admits(request):
+            raise refused(self, request)
 
     def spend(self, realised: RoundCost) -> RDPFilter:
         """A new filter with ``realised`` recorded; `BudgetExceeded` if no order can take it.
@@ -314,6 +302,31 @@ class RDPFilter:
             return math.inf
         start = max(min(starts), SMALLEST)
         return bm_extreme(start, lambda t: BrownianCost(t, d), self.admits, upward=False)
+
+
+def refused(f: RDPFilter, request: RoundCost) -> BudgetExceeded:
+    """The refusal of ``request``: ``spent`` and ``remaining`` as the filter (and a session)
+    reports them, the round's ε_α at the best order as its ask, and what the numbers are — in
+    particular why ``spent`` is not 0 before any round (the split of delta over the orders)."""
+    i = f._best()
+    alpha = f.orders[i]
+    j = min(range(len(f.orders)), key=lambda k: f._sums[k] + Fraction(f._tails[k]))  # `spent`'s
+    return BudgetExceeded(
+        f.spent,
+        f.prices(request)[i],
+        f.remaining,
+        "eps",
+        detail=(
+            f"Rényi accounting at α={alpha:g}, the order where the most is left; none of its "
+            f"{len(f.orders)} orders admits the round. The round asks its ε_α there; what "
+            f"remains is B_α − Σ ε_α with B_α = eps − log(k/delta)/(α−1); `spent` is the "
+            "smallest over the orders of the rounds' Σ ε_α plus log(k/delta)/(α−1), the price "
+            f"of splitting delta over k = {len(f.orders)} orders, paid before any round (here "
+            f"at α={f.orders[j]:g}: Σ ε_α = {f.spent_by_order[j]:.4g}, split "
+            f"{f._tails[j]:.4g}). RenyiFilter.for_rounds(eps, delta, cost), at one order fixed in "
+            "advance, pays no split; spent_by_order and remaining_by_order give every order"
+        ),
+    )
 
 
 def ex_post_rdp_of(cost: Cost | None) -> ExPostRDP | None:

@@ -41,7 +41,13 @@ from expost.filters.costs import SubsampledGaussianCost
 from expost.guarantees import ZCDP
 from expost.rounding import up_exact
 
-__all__ = ["MAX_ENTRIES", "MAX_RECORDS", "SubsampledGaussianMechanism", "records_array"]
+__all__ = [
+    "MAX_ENTRIES",
+    "MAX_RECORDS",
+    "SubsampledGaussianMechanism",
+    "clip_rows",
+    "records_array",
+]
 
 #: Most rows a release takes: the sum of the clipped rows stays below n·Δ <= 2**1024.
 MAX_RECORDS = 2**22
@@ -70,6 +76,19 @@ def records_array(name: str, value: object) -> npt.NDArray[np.float64]:
     if np.any(np.abs(arr) > FLOAT_LIMIT):
         raise InvalidParameter(name, value, "must have magnitude at most 2**1000")
     return arr
+
+
+def clip_rows(x: Any, sensitivity: float, xp: Any) -> Any:
+    """Each row of the (k, d) float64 array ``x`` (of the array namespace ``xp``: numpy, or
+    torch's or cupy's through array-api-compat) scaled to ℓ2 norm at most Δ·(1 − 2⁻³⁰), on
+    its device; rows within it are unchanged. The norm is computed as m·sqrt(Σ(x/m)²), m the
+    row's largest |x|: no overflow."""
+    m = xp.max(xp.abs(x), axis=1)
+    ones = xp.ones_like(m)
+    norm = m * xp.sqrt(xp.sum((x / xp.where(m > 0.0, m, ones)[:, None]) ** 2, axis=1))
+    limit = sensitivity * _CLIP
+    scale = xp.where(norm > limit, limit / xp.where(norm > 0.0, norm, ones), ones)
+    return x * scale[:, None]
 
 
 @frozen
@@ -116,13 +135,7 @@ class SubsampledGaussianMechanism:
     def clipped(self, records: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Each row scaled to ℓ2 norm at most Δ·(1 − 2⁻³⁰) (rows within it are unchanged).
         The norm is computed as m·sqrt(Σ(x/m)²), m the row's largest |x|: no overflow."""
-        x = records_array("records", records)
-        m = np.max(np.abs(x), axis=1)
-        safe = np.where(m > 0.0, m, 1.0)
-        norm = m * np.sqrt(np.sum((x / safe[:, None]) ** 2, axis=1))
-        limit = self.sensitivity * _CLIP
-        scale = np.where(norm > limit, limit / np.where(norm > 0.0, norm, 1.0), 1.0)
-        return np.asarray(x * scale[:, None], dtype=np.float64)
+        return np.asarray(clip_rows(records_array("records", records), self.sensitivity, np))
 
     def run(self, records: npt.ArrayLike, source: np.random.Generator) -> npt.NDArray[Any]:
         """One release: a float vector of length d (the columns of ``records``)."""

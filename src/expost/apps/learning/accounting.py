@@ -33,9 +33,9 @@ from functools import lru_cache
 
 from attrs import field, frozen
 
+from expost import realised_privacy
 from expost._validation import (
     as_float,
-    open_probability,
     positive,
     positive_int,
     sampling_probability,
@@ -45,6 +45,7 @@ from expost.errors import InvalidParameter
 from expost.ex_post_rdp import ExPostRDP
 from expost.pld import PrivacyLossDistribution
 from expost.rdp_curves import subsampled_gaussian_renyi
+from expost.realised_privacy import CountingGrid
 from expost.rounding import sum_up, up_exact
 
 __all__ = [
@@ -118,40 +119,14 @@ def steps_eps(sigma: float, sampling_prob: float, steps: int, delta: float = DEL
     return float(_steps_pld(sigma, sampling_prob, steps).eps(delta))
 
 
-@frozen
-class CountingGrid:
-    """Counting filters on a grid of budgets: after unit j the report is ε_j at δ (module doc)."""
-
-    eps: tuple[float, ...]
-    deltas: tuple[float, ...]
-
-    def reported(self, units: int) -> float:
-        """ε_τ for a run stopped after ``units`` units (valid by (i) of the module docstring)."""
-        if isinstance(units, bool) or not 1 <= units <= len(self.eps):
-            raise InvalidParameter("units", units, f"must be in [1, {len(self.eps)}]")
-        return self.eps[units - 1]
-
-
 def counting_grid(
     units: Sequence[Unit], delta: float = DELTA, weights: Sequence[float] | None = None
 ) -> CountingGrid:
-    """The grid (ε_j, δ_j) for a schedule of units: δ_j = δ·w_j/Σw (equal weights by default),
-    ε_j the ε at δ_j of units 1..j, made nondecreasing (module docstring, (i))."""
-    d = open_probability("delta", delta)
+    """The grid (ε_j, δ_j) for a schedule of units (module docstring, (i)): the library's
+    `expost.realised_privacy.counting_grid` of the units' PLDs."""
     if not units:
         raise InvalidParameter("units", units, "must hold at least one unit")
-    w = [1.0] * len(units) if weights is None else [positive("weights", x) for x in weights]
-    if len(w) != len(units):
-        raise InvalidParameter("weights", weights, f"must have {len(units)} entries")
-    total = math.fsum(w)
-    # δ_j rounded down (a smaller δ_j only raises ε_j): Σ δ_j <= δ
-    deltas = tuple(math.nextafter(d * x / total, 0.0) for x in w)
-    eps: list[float] = []
-    pld: PrivacyLossDistribution | None = None
-    for unit, delta_j in zip(units, deltas, strict=True):
-        pld = unit.pld() if pld is None else pld.compose(unit.pld())
-        eps.append(max(float(pld.eps(delta_j)), eps[-1] if eps else 0.0))
-    return CountingGrid(tuple(eps), deltas)
+    return realised_privacy.counting_grid([u.pld() for u in units], delta, weights)
 
 
 def ex_post_rdp_eps(
