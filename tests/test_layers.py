@@ -35,11 +35,11 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "rdp_curves",
         "stopping",
     ),
-    ("ex_post_rdp", "odometers", "processes", "skellam"),
+    ("ex_post_rdp", "odometers", "processes", "realised_privacy", "skellam"),
     ("filters",),  # costs and the filters that price them
     ("ledger", "mechanisms", "rounds"),
-    ("mechanism_table",),
-    ("prepare",),
+    ("mechanism_table", "privacy_spent"),
+    ("batches", "prepare"),
     ("session",),
     ("apps",),
     ("audit",),  # the audit framework: above everything it audits, below the audits
