@@ -4,16 +4,28 @@ Every error the library raises on purpose is an `ExpostError`. Bad input is an
 `InvalidParameter` (also a `ValueError`) whose message names the argument, the value and
 the rule it broke; running out of budget is `BudgetExceeded`, which says what was spent,
 what was asked and what remains.
+
+A message never quotes private data: an array (or a private input wrapped in `Described`) is
+shown by its type, shape and dtype only, and the check that refused it names the index and kind
+of the fault (docs/session.md, "Private values stay out"). Every error pickles with its type,
+message and fields (a worker process's error re-raises in the parent).
 """
 
 from __future__ import annotations
 
 import math
+import pickle
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "BudgetExceeded",
+    "Described",
     "ExpostError",
     "InvalidParameter",
     "LedgerCorrupted",
@@ -22,7 +34,14 @@ __all__ = [
     "LedgerNotFound",
     "NotAStoppingTime",
     "NotCopyable",
+    "describe",
+    "fault",
+    "first",
+    "kind",
+    "nonfinite",
+    "refused",
     "shown",
+    "where",
 ]
 
 
@@ -33,7 +52,61 @@ _SHOWN_DIGITS = 40  # integers of more digits are described, not printed
 
 
 class ExpostError(Exception):
-    """Base class of every error raised on purpose by `expost`."""
+    """Base class of every error raised on purpose by `expost`.
+
+    Pickles with its type, message (``args``) and fields: the subclasses' constructors take
+    other arguments than the message, so the copy is rebuilt from both (`_rebuilt`), a field
+    that cannot be pickled kept as its `Described` form.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = {key: _picklable(value) for key, value in self.__dict__.items()}
+        return (_rebuilt, (type(self), self.args, fields))
+
+
+def _picklable(value: object) -> object:
+    try:
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 -- any object may sit in a field (a lambda, a generator)
+        return Described(value)
+    return value
+
+
+def _rebuilt(cls: type[ExpostError], args: tuple[Any, ...], fields: dict[str, Any]) -> ExpostError:
+    """An `ExpostError` from its message and fields, without running its constructor."""
+    err = cls.__new__(cls, *args)
+    Exception.__init__(err, *args)
+    err.__dict__.update(fields)
+    return err
+
+
+def describe(value: object) -> str:
+    """A value by its type, shape and dtype, never its contents: "a float64 array of shape
+    (3,)", "a list of 3 entries", "a float"."""
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if isinstance(shape, tuple) and dtype is not None:  # numpy and array-API arrays
+        return f"a {dtype} scalar" if shape == () else f"a {dtype} array of shape {shape}"
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        return f"a {type(value).__name__} of {len(value)} entries"
+    return f"{'an' if type(value).__name__[0] in 'aeiou' else 'a'} {type(value).__name__}"
+
+
+class Described:
+    """A private input as messages show it: `describe`'s text, the value itself not kept."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: object) -> None:
+        self.text = value.text if isinstance(value, Described) else describe(value)
+
+    def __repr__(self) -> str:
+        return f"<{self.text}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Described) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
 
 
 def _integer(n: int) -> str:
@@ -55,9 +128,12 @@ def _part(n: int) -> str:
 
 
 def shown(value: object) -> str:
-    """``repr(value)`` as an error message quotes it: integers (and the parts of a `Fraction`)
-    of more than 40 digits described by size, a longer ``repr`` than `MAX_SHOWN` cut, saying
-    how long it was, and a ``repr`` that fails named by the value's type."""
+    """``repr(value)`` as an error message quotes it: an array by its shape and dtype only
+    (`describe`: arrays are data), integers (and the parts of a `Fraction`) of more than 40
+    digits described by size, a longer ``repr`` than `MAX_SHOWN` cut, saying how long it was,
+    and a ``repr`` that fails named by the value's type."""
+    if getattr(value, "shape", ()) != () and hasattr(value, "dtype"):
+        return f"<{describe(value)}>"
     if isinstance(value, int) and not isinstance(value, bool):
         return _part(value)
     if isinstance(value, Fraction):
@@ -69,6 +145,50 @@ def shown(value: object) -> str:
     if len(text) <= MAX_SHOWN:
         return text
     return f"{text[: MAX_SHOWN - 40]}… (a repr of {len(text)} characters)"
+
+
+def refused(name: str, value: object, rule: str) -> InvalidParameter:
+    """The refusal of an array or a private input: shown by type, shape and dtype only."""
+    return InvalidParameter(name, Described(value), rule)
+
+
+def where(index: tuple[int, ...]) -> str:
+    """An entry by its index: "entry 2", "entry (1, 0)", "the value" (a scalar)."""
+    return "the value" if not index else f"entry {index[0] if len(index) == 1 else index}"
+
+
+def kind(x: object) -> str:
+    """What a refused entry is, without its value: "NaN", "inf", "-inf", "a non-integral
+    float" (where integers are asked: a finite float is refused nowhere else), else its type."""
+    if isinstance(x, float | np.floating) and math.isnan(x):
+        return "NaN"
+    if isinstance(x, float | np.floating) and math.isinf(x):
+        return "-inf" if x < 0 else "inf"
+    return "a non-integral float" if isinstance(x, float | np.floating) else describe(x)
+
+
+def first(mask: npt.NDArray[np.bool_]) -> str:
+    """Where the first True of ``mask`` is."""
+    return where(tuple(int(i) for i in np.argwhere(mask)[0]))
+
+
+def nonfinite(arr: npt.NDArray[np.float64]) -> str:
+    """The first NaN or infinity of a float array: where, and which."""
+    index = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+    return f"{where(index)} is {kind(arr[index])}"
+
+
+def fault(value: object, ok: Callable[[object], bool], index: tuple[int, ...] = ()) -> str:
+    """The first entry of a nested sequence that ``ok`` refuses, or its first ragged row."""
+    if not (isinstance(value, list | tuple) or (isinstance(value, np.ndarray) and value.ndim > 0)):
+        return "" if ok(value) else f"{where(index)} is {kind(value)}"
+    sizes = [len(x) if isinstance(x, list | tuple) or np.ndim(x) else -1 for x in value]
+    for i, item in enumerate(value):
+        if sizes[i] != sizes[0]:
+            return f"{where((*index, i))} is ragged (its length is not entry 0's)"
+        if found := fault(item, ok, (*index, i)):
+            return found
+    return ""
 
 
 class InvalidParameter(ExpostError, ValueError):
