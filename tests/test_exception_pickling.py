@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import expost.errors as errors
+from expost import errors
 from expost.errors import (
     BudgetExceeded,
     Described,

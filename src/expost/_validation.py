@@ -351,7 +351,7 @@ def private_real(name: str, value: object) -> float:
     numpy number or Fraction (rounded to the nearest float), finite, |x| <= 2**1000 (`FLOAT_LIMIT`:
     noise added to it stays finite). Refusals describe it (`refused`)."""
     if isinstance(value, Fraction) or (isinstance(value, int) and not isinstance(value, bool)):
-        value = float(value) if abs(value) <= FLOAT_LIMIT else math.inf  # no OverflowError
+        value = float(value) if abs(Fraction(value)) <= FLOAT_LIMIT else math.inf  # no overflow
     if not _real_entry(value):
         raise refused(name, value, "must be a real number")
     x = float(cast("float", value))
@@ -448,7 +448,7 @@ def exact_integers(name: str, value: object, *, vector: bool = False) -> npt.NDA
     _shape(name, value, arr, vector)
     if arr.dtype.kind == "i":
         return arr.astype(np.int64)
-    flat = arr.ravel().tolist() if arr.dtype.kind in "ufO" else [None]
+    flat: list[Any] = arr.ravel().tolist() if arr.dtype.kind in "ufO" else [None]
     if not all(_integer_entry(x) for x in flat):
         at = fault(value, _integer_entry) or f"its dtype is {arr.dtype}"
         raise refused(name, value, f"must be integers (exact mechanisms release integers): {at}")

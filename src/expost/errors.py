@@ -95,6 +95,7 @@ class Described:
     """A private input as messages show it: `describe`'s text, the value itself not kept."""
 
     __slots__ = ("text",)
+    text: str
 
     def __init__(self, value: object) -> None:
         self.text = value.text if isinstance(value, Described) else describe(value)
