@@ -350,13 +350,13 @@ def private_real(name: str, value: object) -> float:
     """A private real scalar of the float mode (a threshold derived from data): an int, float,
     numpy number or Fraction (rounded to the nearest float), finite, |x| <= 2**1000 (`FLOAT_LIMIT`:
     noise added to it stays finite). Refusals describe it (`refused`)."""
-    if isinstance(value, Fraction) or (isinstance(value, int) and not isinstance(value, bool)):
-        value = float(value) if abs(Fraction(value)) <= FLOAT_LIMIT else math.inf  # no overflow
-    if not _real_entry(value):
+    exact = isinstance(value, Fraction) or (isinstance(value, int) and not isinstance(value, bool))
+    if not (exact or _real_entry(value)):
         raise refused(name, value, "must be a real number")
-    x = float(cast("float", value))
+    big = exact and abs(Fraction(cast("Fraction", value))) > FLOAT_LIMIT  # float() may overflow
+    x = math.inf if big else float(cast("float", value))
     if not abs(x) <= FLOAT_LIMIT:
-        what = "above" if math.isfinite(x) else kind(x)
+        what = "above" if math.isfinite(x) or big else kind(x)
         raise refused(name, value, f"must be finite, |x| <= 2**1000: it is {what}")
     return x
 
