@@ -115,9 +115,12 @@ class SubsampledGaussianCost(GaussianCost):
     def sigma(self) -> float:
         """The noise multiplier, rounded down: the largest float s with 1/(2s²) >= rho (a
         smaller σ is a dominating round, so pricing at it is safe)."""
-        s = 1.0 / math.sqrt(2.0 * self.rho)
-        while 1 / (2 * Fraction(s) ** 2) < Fraction(self.rho):
+        rho = Fraction(self.rho)
+        s = 1.0 / math.sqrt(2.0 * self.rho)  # within a few ulps: stepped to the largest below
+        while 1 / (2 * Fraction(s) ** 2) < rho:
             s = math.nextafter(s, 0.0)
+        while 1 / (2 * Fraction(up := math.nextafter(s, math.inf)) ** 2) >= rho:
+            s = up
         return s
 
 
