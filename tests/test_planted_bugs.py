@@ -225,6 +225,20 @@ def test_a_session_refuses_a_round_a_hair_less_private_and_spends_nothing() -> N
     assert s.spent == spent
 
 
+@pytest.mark.parametrize("rounds", [(0.002, 0.0005), (0.002, 0.0005, 0.001), (0.001, 0.001)])
+def test_a_filter_rebuilt_from_its_rounds_is_fixed_by_the_first(rounds: tuple[float, ...]) -> None:
+    """Catches: a filter rebuilt from its rounds (``realised=``, as a replay may) fixed by the
+    last round. The rebuilt filter equals the one the rounds were spent on, one by one."""
+    costs = [GaussianCost(rho) for rho in rounds]
+    rebuilt = PLDFilter(1.0, 1e-6, realised=tuple(costs))
+    spent = PLDFilter(1.0, 1e-6)
+    for cost in costs:
+        spent = spent.spend(cost)
+    assert rebuilt.mechanism == spent.mechanism == costs[0]
+    assert rebuilt.remaining == spent.remaining
+    assert rebuilt.admits(costs[0])  # the first round's kind: dominated by itself
+
+
 def test_a_filter_rebuilt_from_its_ledger_is_fixed_by_its_first_round(tmp_path: Path) -> None:
     """Catches: a filter rebuilt from its rounds fixed by the last round. A noisier second round
     is admitted (dominated); reopened, the filter is still fixed by the first round, so a
