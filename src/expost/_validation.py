@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from expost.errors import Described, InvalidParameter, fault, first, kind, nonfinite, refused
+from expost._faults import fault, first, kind, nonfinite
+from expost.errors import Described, InvalidParameter, refused
 
 if TYPE_CHECKING:
     from expost.exact.bits import BitSource

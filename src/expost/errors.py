@@ -7,21 +7,16 @@ what was asked and what remains.
 
 A message never quotes private data: an array (or a private input wrapped in `Described`) is
 shown by its type, shape and dtype only, and the check that refused it names the index and kind
-of the fault (docs/session.md, "Private values stay out"). Every error pickles with its type,
+of the fault (`expost._faults`; docs/session.md, "Private values stay out"). Every error pickles with its type,
 message and fields (a worker process's error re-raises in the parent).
 """
 
 from __future__ import annotations
 
 import math
-import pickle
-from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 __all__ = [
     "BudgetExceeded",
@@ -35,13 +30,8 @@ __all__ = [
     "NotAStoppingTime",
     "NotCopyable",
     "describe",
-    "fault",
-    "first",
-    "kind",
-    "nonfinite",
     "refused",
     "shown",
-    "where",
 ]
 
 
@@ -65,6 +55,8 @@ class ExpostError(Exception):
 
 
 def _picklable(value: object) -> object:
+    import pickle  # lazy: `import expost` loads this module only
+
     try:
         pickle.dumps(value)
     except Exception:  # noqa: BLE001 -- any object may sit in a field (a lambda, a generator)
@@ -151,45 +143,6 @@ def shown(value: object) -> str:
 def refused(name: str, value: object, rule: str) -> InvalidParameter:
     """The refusal of an array or a private input: shown by type, shape and dtype only."""
     return InvalidParameter(name, Described(value), rule)
-
-
-def where(index: tuple[int, ...]) -> str:
-    """An entry by its index: "entry 2", "entry (1, 0)", "the value" (a scalar)."""
-    return "the value" if not index else f"entry {index[0] if len(index) == 1 else index}"
-
-
-def kind(x: object) -> str:
-    """What a refused entry is, without its value: "NaN", "inf", "-inf", "a non-integral
-    float" (where integers are asked: a finite float is refused nowhere else), else its type."""
-    if isinstance(x, float | np.floating) and math.isnan(x):
-        return "NaN"
-    if isinstance(x, float | np.floating) and math.isinf(x):
-        return "-inf" if x < 0 else "inf"
-    return "a non-integral float" if isinstance(x, float | np.floating) else describe(x)
-
-
-def first(mask: npt.NDArray[np.bool_]) -> str:
-    """Where the first True of ``mask`` is."""
-    return where(tuple(int(i) for i in np.argwhere(mask)[0]))
-
-
-def nonfinite(arr: npt.NDArray[np.float64]) -> str:
-    """The first NaN or infinity of a float array: where, and which."""
-    index = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
-    return f"{where(index)} is {kind(arr[index])}"
-
-
-def fault(value: object, ok: Callable[[object], bool], index: tuple[int, ...] = ()) -> str:
-    """The first entry of a nested sequence that ``ok`` refuses, or its first ragged row."""
-    if not (isinstance(value, list | tuple) or (isinstance(value, np.ndarray) and value.ndim > 0)):
-        return "" if ok(value) else f"{where(index)} is {kind(value)}"
-    sizes = [len(x) if isinstance(x, list | tuple) or np.ndim(x) else -1 for x in value]
-    for i, item in enumerate(value):
-        if sizes[i] != sizes[0]:
-            return f"{where((*index, i))} is ragged (its length is not entry 0's)"
-        if found := fault(item, ok, (*index, i)):
-            return found
-    return ""
 
 
 class InvalidParameter(ExpostError, ValueError):

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
+from expost._faults import first
 from expost._validation import (
     FLOAT_LIMIT,
     as_float,
@@ -36,7 +37,7 @@ from expost._validation import (
     sampling_probability,
     validator,
 )
-from expost.errors import InvalidParameter, first, refused
+from expost.errors import InvalidParameter, refused
 from expost.filters.costs import SubsampledGaussianCost
 from expost.guarantees import ZCDP
 from expost.rounding import up_exact
