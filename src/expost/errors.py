@@ -7,8 +7,8 @@ what was asked and what remains.
 
 A message never quotes private data: an array (or a private input wrapped in `Described`) is
 shown by its type, shape and dtype only, and the check that refused it names the index and kind
-of the fault (`expost._faults`; docs/session.md, "Private values stay out"). Every error pickles with its type,
-message and fields (a worker process's error re-raises in the parent).
+of the fault (`expost._faults`; docs/session.md, "Private values stay out of errors"). Every
+error pickles with its type, message and fields (a worker's error re-raises in the parent).
 """
 
 from __future__ import annotations
