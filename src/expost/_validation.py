@@ -3,6 +3,10 @@
 Each check returns the value as a float (so callers can write ``x = positive("x", x)``)
 or raises `InvalidParameter` naming the argument, the value and the rule. The ``*_attr``
 variants are attrs validators built from the same checks.
+
+Arrays and private inputs (a release's value, records, scores, utilities, a threshold) are
+never printed: their checks refuse with `refused`, which shows the input by type, shape and
+dtype (`expost.errors.Described`) and names the index and kind of the fault ("entry 2 is inf").
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from expost.errors import InvalidParameter
+from expost._faults import fault, first, kind, nonfinite
+from expost.errors import Described, InvalidParameter, refused
 
 if TYPE_CHECKING:
     from expost.exact.bits import BitSource
@@ -46,6 +51,7 @@ __all__ = [
     "positive_increasing",
     "positive_int",
     "positive_parameter",
+    "private_real",
     "probability",
     "rational",
     "read_only",
@@ -121,17 +127,22 @@ def positive_int(name: str, value: object) -> int:
     return int(value)
 
 
+def _real_entry(x: object) -> bool:
+    return isinstance(x, int | float | np.integer | np.floating) and not isinstance(x, bool)
+
+
 def finite_array(name: str, value: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """A float array with no NaN or infinity."""
+    """A float array with no NaN or infinity (refusals describe it, `refused`)."""
     try:
         raw = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameter(name, value, "must be an array of real numbers") from exc
+    except (TypeError, ValueError, OverflowError):  # ragged, or not numbers: refused below
+        raw = np.empty(0, dtype=object)
     if raw.dtype.kind not in "iuf":
-        raise InvalidParameter(name, value, "must be an array of real numbers")
+        at = fault(value, _real_entry) or f"its dtype is {raw.dtype}"
+        raise refused(name, value, f"must be an array of real numbers: {at}")
     arr = raw.astype(np.float64)
     if not np.all(np.isfinite(arr)):
-        raise InvalidParameter(name, value, "must contain only finite numbers (no NaN or inf)")
+        raise refused(name, value, f"must contain only finite numbers: {nonfinite(arr)}")
     return arr
 
 
@@ -307,32 +318,44 @@ _INT64 = (-(2**63), 2**63 - 1)
 _EXACT_LIMIT = 2**1000  # = FLOAT_LIMIT: stopping rules see the released integers as floats
 
 
-def _integral(name: str, value: object) -> int:
-    """An exact integer from an int, a numpy integer, an integral float or an integral Fraction."""
-    if isinstance(value, bool | np.bool_):
-        raise InvalidParameter(name, value, "must be an integer (not a bool)")
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if (
-        isinstance(value, float | np.floating)
-        and math.isfinite(value)
-        and float(value).is_integer()
-    ):
-        return int(value)
-    if isinstance(value, Fraction) and value.denominator == 1:
-        return int(value)
-    raise InvalidParameter(name, value, "must be an integer (an integral int, float or Fraction)")
+def _integral(name: str, value: object, shown: object) -> int:
+    """An exact integer from an int, a numpy integer, an integral float or an integral Fraction
+    (``shown``: the value as a refusal shows it)."""
+    if _integer_entry(value) or (isinstance(value, Fraction) and value.denominator == 1):
+        return int(cast("int", value))
+    what = "a non-integral Fraction" if isinstance(value, Fraction) else kind(value)
+    rule = f"must be an integer (an integral int, float or Fraction): the value is {what}"
+    raise InvalidParameter(name, shown, rule)
 
 
 def exact_integer(name: str, value: object) -> int:
-    """An integer scalar of the secure mode (e.g. a threshold): int, numpy integer, integral
-    float or Fraction; never a bool or a string."""
-    return _integral(name, value)
+    """A private integer scalar of the secure mode (a threshold): int, numpy integer, integral
+    float or Fraction, |x| <= 2**1000 as a release's value; never a bool or a string. Refusals
+    describe it (`refused`)."""
+    x = _integral(name, value, Described(value))
+    if abs(x) > _EXACT_LIMIT:
+        raise refused(name, value, "must have magnitude at most 2**1000 (the value is above)")
+    return x
+
+
+def private_real(name: str, value: object) -> float:
+    """A private real scalar of the float mode (a threshold derived from data): an int, float,
+    numpy number or Fraction (rounded to the nearest float), finite, |x| <= 2**1000 (`FLOAT_LIMIT`:
+    noise added to it stays finite). Refusals describe it (`refused`)."""
+    exact = isinstance(value, Fraction) or (isinstance(value, int) and not isinstance(value, bool))
+    if not (exact or _real_entry(value)):
+        raise refused(name, value, "must be a real number")
+    big = exact and abs(Fraction(cast("Fraction", value))) > FLOAT_LIMIT  # float() may overflow
+    x = math.inf if big else float(cast("float", value))
+    if not abs(x) <= FLOAT_LIMIT:
+        what = "above" if math.isfinite(x) or big else kind(x)
+        raise refused(name, value, f"must be finite, |x| <= 2**1000: it is {what}")
+    return x
 
 
 def exact_sensitivity(value: object, name: str = "sensitivity") -> int:
     """A positive integer sensitivity; an integral float (1.0) is taken as its int."""
-    d = _integral(name, value)
+    d = _integral(name, value, value)
     if d < 1:
         raise InvalidParameter(name, value, "must be a positive integer")
     return d
@@ -373,19 +396,23 @@ def positive_parameter(name: str, value: object) -> float:
     return x
 
 
-def _as_array(name: str, value: object) -> npt.NDArray[Any]:
+def _as_array(name: str, value: object, dtype: type | None = None) -> npt.NDArray[Any]:
+    """A private value as an array (``dtype``: object, for Python ints of any size)."""
     if isinstance(value, str | bytes):
-        raise InvalidParameter(name, value, "must be numbers, not a string")
+        raise refused(name, value, "must be numbers, not a string")
+    if isinstance(value, np.ndarray):
+        return value
     try:
-        return np.asarray(value)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InvalidParameter(name, value, "must be a scalar or an array of numbers") from exc
+        return np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        at = fault(value, _real_entry) or "not an array of numbers"
+        raise refused(name, value, f"must be a scalar or an array of numbers: {at}") from None
 
 
 def _shape(name: str, value: object, arr: npt.NDArray[Any], vector: bool) -> None:
     if arr.size == 0 or arr.ndim > 1 or (vector and arr.ndim != 1):
         shape = "a non-empty 1-d array" if vector else "a scalar or a non-empty 1-d array"
-        raise InvalidParameter(name, value, f"must be {shape} (shape {arr.shape})")
+        raise refused(name, value, f"must be {shape} (shape {arr.shape})")
 
 
 def int_array(values: list[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -396,13 +423,11 @@ def int_array(values: list[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:
     return obj
 
 
-def _entry(name: str, value: object, x: object) -> int:
-    """One entry of a secure-mode value as a Python int (no Fractions, bools or strings)."""
-    if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | np.integer | np.floating):
-        raise InvalidParameter(name, value, "must be integers (exact mechanisms release integers)")
-    if isinstance(x, float | np.floating) and not (math.isfinite(x) and float(x).is_integer()):
-        raise InvalidParameter(name, value, "must be integers (integral and finite)")
-    return int(x)
+def _integer_entry(x: object) -> bool:
+    """An entry of a secure-mode value: an int, numpy integer or integral finite float."""
+    if isinstance(x, float | np.floating):
+        return math.isfinite(x) and float(x).is_integer()
+    return isinstance(x, int | np.integer) and not isinstance(x, bool)
 
 
 def exact_integers(name: str, value: object, *, vector: bool = False) -> npt.NDArray[Any]:
@@ -411,23 +436,18 @@ def exact_integers(name: str, value: object, *, vector: bool = False) -> npt.NDA
     fits, else as Python ints (an object array); |x| <= 2**1000 (`FLOAT_LIMIT`), as in the float
     mode. Bools, strings, Fractions, NaN/inf refused. Python numbers are read one by one (numpy
     would turn a list mixing ints beyond int64 into rounded floats)."""
-    if isinstance(value, np.ndarray):
-        arr = value
-    else:
-        if isinstance(value, str | bytes):
-            raise InvalidParameter(name, value, "must be numbers, not a string")
-        try:
-            arr = np.asarray(value, dtype=object)
-        except (TypeError, ValueError) as exc:
-            raise InvalidParameter(name, value, "must be a scalar or an array of integers") from exc
+    arr = _as_array(name, value, object)
     _shape(name, value, arr, vector)
     if arr.dtype.kind == "i":
         return arr.astype(np.int64)
-    if arr.dtype.kind not in "ufO":
-        raise InvalidParameter(name, value, "must be integers (exact mechanisms release integers)")
-    out = int_array([_entry(name, value, x) for x in arr.flat]).reshape(arr.shape)
+    flat: list[Any] = arr.ravel().tolist() if arr.dtype.kind in "ufO" else [None]
+    if not all(_integer_entry(x) for x in flat):
+        at = fault(value, _integer_entry) or f"its dtype is {arr.dtype}"
+        raise refused(name, value, f"must be integers (exact mechanisms release integers): {at}")
+    out = int_array([int(x) for x in flat]).reshape(arr.shape)
     if out.dtype == object and max(abs(x) for x in out.flat) > _EXACT_LIMIT:
-        raise InvalidParameter(name, value, "must have magnitude at most 2**1000")
+        at = first(np.array([abs(x) > _EXACT_LIMIT for x in out.flat]).reshape(out.shape))
+        raise refused(name, value, f"must have magnitude at most 2**1000: {at} is above")
     return out
 
 
@@ -449,12 +469,13 @@ def float_values(name: str, value: object, *, vector: bool = False) -> npt.NDArr
     _shape(name, value, arr, vector)
     out = _wide_ints(arr) if arr.dtype == object else arr
     if out.dtype.kind not in "iuf":
-        raise InvalidParameter(name, value, "must be real numbers (ints or floats)")
+        at = fault(value, _real_entry) or f"its dtype is {arr.dtype}"
+        raise refused(name, value, f"must be real numbers (ints or floats): {at}")
     out = out.astype(np.float64)
     if not np.all(np.isfinite(out)):
-        raise InvalidParameter(name, value, "must contain only finite numbers (no NaN or inf)")
-    if np.any(np.abs(out) > FLOAT_LIMIT):
-        raise InvalidParameter(name, value, "must have magnitude at most 2**1000")
+        raise refused(name, value, f"must contain only finite numbers: {nonfinite(out)}")
+    if np.any(big := np.abs(out) > FLOAT_LIMIT):
+        raise refused(name, value, f"must have magnitude at most 2**1000: {first(big)} is above")
     return out
 
 

@@ -4,6 +4,11 @@ Every error the library raises on purpose is an `ExpostError`. Bad input is an
 `InvalidParameter` (also a `ValueError`) whose message names the argument, the value and
 the rule it broke; running out of budget is `BudgetExceeded`, which says what was spent,
 what was asked and what remains.
+
+A message never quotes private data: an array (or a private input wrapped in `Described`) is
+shown by its type, shape and dtype only, and the check that refused it names the index and kind
+of the fault (`expost._faults`; docs/session.md, "Private values stay out of errors"). Every
+error pickles with its type, message and fields (a worker's error re-raises in the parent).
 """
 
 from __future__ import annotations
@@ -11,9 +16,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "BudgetExceeded",
+    "Described",
     "ExpostError",
     "InvalidParameter",
     "LedgerCorrupted",
@@ -22,6 +29,8 @@ __all__ = [
     "LedgerNotFound",
     "NotAStoppingTime",
     "NotCopyable",
+    "describe",
+    "refused",
     "shown",
 ]
 
@@ -33,7 +42,64 @@ _SHOWN_DIGITS = 40  # integers of more digits are described, not printed
 
 
 class ExpostError(Exception):
-    """Base class of every error raised on purpose by `expost`."""
+    """Base class of every error raised on purpose by `expost`.
+
+    Pickles with its type, message (``args``) and fields: the subclasses' constructors take
+    other arguments than the message, so the copy is rebuilt from both (`_rebuilt`), a field
+    that cannot be pickled kept as its `Described` form.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = {key: _picklable(value) for key, value in self.__dict__.items()}
+        return (_rebuilt, (type(self), self.args, fields))
+
+
+def _picklable(value: object) -> object:
+    import pickle  # lazy: `import expost` loads this module only
+
+    try:
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 -- any object may sit in a field (a lambda, a generator)
+        return Described(value)
+    return value
+
+
+def _rebuilt(cls: type[ExpostError], args: tuple[Any, ...], fields: dict[str, Any]) -> ExpostError:
+    """An `ExpostError` from its message and fields, without running its constructor."""
+    err = cls.__new__(cls, *args)
+    Exception.__init__(err, *args)
+    err.__dict__.update(fields)
+    return err
+
+
+def describe(value: object) -> str:
+    """A value by its type, shape and dtype, never its contents: "a float64 array of shape
+    (3,)", "a list of 3 entries", "a float"."""
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if isinstance(shape, tuple) and dtype is not None:  # numpy and array-API arrays
+        return f"a {dtype} scalar" if shape == () else f"a {dtype} array of shape {shape}"
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        return f"a {type(value).__name__} of {len(value)} entries"
+    return f"{'an' if type(value).__name__[0] in 'aeiou' else 'a'} {type(value).__name__}"
+
+
+class Described:
+    """A private input as messages show it: `describe`'s text, the value itself not kept."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def __init__(self, value: object) -> None:
+        self.text = value.text if isinstance(value, Described) else describe(value)
+
+    def __repr__(self) -> str:
+        return f"<{self.text}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Described) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
 
 
 def _integer(n: int) -> str:
@@ -55,9 +121,12 @@ def _part(n: int) -> str:
 
 
 def shown(value: object) -> str:
-    """``repr(value)`` as an error message quotes it: integers (and the parts of a `Fraction`)
-    of more than 40 digits described by size, a longer ``repr`` than `MAX_SHOWN` cut, saying
-    how long it was, and a ``repr`` that fails named by the value's type."""
+    """``repr(value)`` as an error message quotes it: an array by its shape and dtype only
+    (`describe`: arrays are data), integers (and the parts of a `Fraction`) of more than 40
+    digits described by size, a longer ``repr`` than `MAX_SHOWN` cut, saying how long it was,
+    and a ``repr`` that fails named by the value's type."""
+    if getattr(value, "shape", ()) != () and hasattr(value, "dtype"):
+        return f"<{describe(value)}>"
     if isinstance(value, int) and not isinstance(value, bool):
         return _part(value)
     if isinstance(value, Fraction):
@@ -69,6 +138,11 @@ def shown(value: object) -> str:
     if len(text) <= MAX_SHOWN:
         return text
     return f"{text[: MAX_SHOWN - 40]}… (a repr of {len(text)} characters)"
+
+
+def refused(name: str, value: object, rule: str) -> InvalidParameter:
+    """The refusal of an array or a private input: shown by type, shape and dtype only."""
+    return InvalidParameter(name, Described(value), rule)
 
 
 class InvalidParameter(ExpostError, ValueError):

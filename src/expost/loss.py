@@ -153,12 +153,15 @@ def sigma_of_rho(rho: float, sensitivity: float = 1.0, *, up: bool = True) -> fl
     if not 0.0 < sigma < math.inf:
         return sigma
     square, budget = Fraction(sensitivity) ** 2, 2 * Fraction(rho)
-    if up:
-        while square > budget * Fraction(sigma) ** 2:
-            sigma = math.nextafter(sigma, math.inf)
-    else:
-        while square < budget * Fraction(sigma) ** 2:
-            sigma = math.nextafter(sigma, 0.0)
+
+    def safe(s: float) -> bool:  # noise that meets the budget (up), or a dominating round
+        return square <= budget * Fraction(s) ** 2 if up else square >= budget * Fraction(s) ** 2
+
+    toward, away = (math.inf, 0.0) if up else (0.0, math.inf)
+    while not safe(sigma):
+        sigma = math.nextafter(sigma, toward)
+    while 0.0 < (step := math.nextafter(sigma, away)) < math.inf and safe(step):
+        sigma = step  # the tightest float on the safe side
     return sigma
 
 

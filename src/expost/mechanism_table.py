@@ -29,9 +29,9 @@ from expost._validation import (
     MAX_DOUBLING_TRIES,
     exact_sensitivity,
     positive_parameter,
-    real_parameter,
+    private_real,
 )
-from expost.errors import InvalidParameter
+from expost.errors import InvalidParameter, refused
 from expost.exact.samplers import MAX_SCALE, MIN_SCALE
 from expost.filters import (
     BoundedRangeCost,
@@ -150,8 +150,8 @@ def _exponential(
         positive_parameter("eps", eps), monotone, positive_parameter("sensitivity", sensitivity)
     )
     largest = float(em.eps) / float(em.sensitivity) * float(np.abs(scores).max())
-    if largest > FLOAT_LIMIT:
-        limit("scores", given, "eps·|u|/Δ", largest, "2**1000")
+    if largest > FLOAT_LIMIT:  # a private input: its size is not shown
+        raise refused("scores", given, "eps·max|u|/Δ is above the limit 2**1000")
     return em
 
 
@@ -160,7 +160,7 @@ def _above_threshold(
 ) -> AboveThreshold:
     """`AboveThreshold` with the mode's noise: float parameters (a `Fraction` rounded to the
     nearest float), or exact ones (the class's converters); the query scale within the mode's
-    sampler limit and |τ| <= 2**1000, as the utilities."""
+    sampler limit; |τ| <= 2**1000 as the utilities (the class's converter refuses more)."""
     most: float
     if exact:
         at = AboveThreshold(eps, threshold, sensitivity, exact=True)
@@ -168,7 +168,7 @@ def _above_threshold(
     else:
         at = AboveThreshold(
             positive_parameter("eps", eps),
-            real_parameter("threshold", threshold),
+            private_real("threshold", threshold),
             positive_parameter("sensitivity", sensitivity),
         )
         most, shown = FLOAT_LIMIT, "2**1000"
@@ -176,8 +176,6 @@ def _above_threshold(
         limit("sensitivity", sensitivity, "the query scale 4Δ/eps", at.query_scale, shown)
     if exact and at.threshold_scale < MIN_SCALE:
         too_small("eps", eps, "the threshold's scale 2Δ/eps", "2**-40")
-    if abs(at.threshold) > FLOAT_LIMIT:
-        limit("threshold", threshold, "|τ|", abs(at.threshold), "2**1000")
     return at
 
 

@@ -15,8 +15,15 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from expost._validation import MAX_QUERIES, flag, positive_parameter, real_parameter, release_values
-from expost.errors import InvalidParameter
+from expost._validation import (
+    MAX_QUERIES,
+    flag,
+    positive_parameter,
+    private_real,
+    real_parameter,
+    release_values,
+)
+from expost.errors import InvalidParameter, refused
 from expost.filters import BrownianCost, PrivacyFilter
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.mechanism_table import doubling_cap, mechanism_for
@@ -131,10 +138,10 @@ def _utilities(utilities: object) -> list[object]:
     """The utilities, read (at most `MAX_QUERIES`) before the round: a lazy iterable is
     materialised here, so a bad entry is refused before anything is spent."""
     if isinstance(utilities, str | bytes) or not isinstance(utilities, Iterable):
-        raise InvalidParameter("utilities", utilities, "must be an iterable of numbers")
+        raise refused("utilities", utilities, "must be an iterable of numbers")
     read = list(itertools.islice(utilities, MAX_QUERIES + 1))
     if len(read) > MAX_QUERIES:
-        raise InvalidParameter("utilities", utilities, f"must hold at most {MAX_QUERIES} queries")
+        raise refused("utilities", utilities, f"must hold at most {MAX_QUERIES} queries")
     return read
 
 
@@ -256,7 +263,7 @@ def prepare_skellam(
     skellam = mechanism_for("skellam", mode.name).build(times, rate, sensitivity, rule, boundary)
     count = skellam.check_value(value)
     if count.size != 1:
-        raise InvalidParameter("value", value, "must be one count")
+        raise refused("value", value, f"must be one count (shape {count.shape})")
     noise = mode.noise
     draw: Callable[[], Transcript] = lambda: skellam.run(count, noise)
     if fixed_delta is None:
@@ -295,7 +302,7 @@ def prepare_reduced_above_threshold(
     psi = bm.boundary
     assert psi is not None
     build = mechanism_for("reduced-above-threshold", mode.name).build
-    rat = build(real_parameter("threshold", threshold), float(psi(bm.smallest_time)), d)
+    rat = build(private_real("threshold", threshold), float(psi(bm.smallest_time)), d)
     rng = mode.generator
     return Prepared(
         "reduced-above-threshold",

@@ -103,8 +103,12 @@ class SubsampledGaussianCost(GaussianCost):
 
     @classmethod
     def from_sigma(cls, sigma: float, sampling_prob: float) -> SubsampledGaussianCost:
-        """The round with noise multiplier ``sigma`` and Poisson rate ``sampling_prob``."""
-        return cls(rho_of_sigma(positive("sigma", sigma)), sampling_prob=sampling_prob)
+        """The round with noise multiplier ``sigma`` and Poisson rate ``sampling_prob``; a
+        ``sigma`` whose rho = 1/(2σ²) is beyond the floats is refused, naming ``sigma``."""
+        rho = rho_of_sigma(positive("sigma", sigma))
+        if math.isinf(rho):
+            raise InvalidParameter("sigma", sigma, "gives rho = 1/(2σ²) beyond the floats")
+        return cls(rho, sampling_prob=sampling_prob)
 
     @property
     def sigma(self) -> float:

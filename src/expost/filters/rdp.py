@@ -249,8 +249,15 @@ class RDPFilter:
         return self.remaining_by_order[self._best()]
 
     def price(self, cost: RoundCost) -> tuple[float, float]:
-        """(ε_α at `best_order`, 0.0): the protocol's one-number price (`prices`: every order)."""
-        return self.prices(cost)[self._best()], 0.0
+        """(ε_α at `best_order`, 0.0): the protocol's one-number price (`prices`: every order).
+        A price that is infinite or beyond the floats there (ZCDPCost(1e308): α·rho overflows)
+        is refused, never returned as inf: no budget admits such a round."""
+        best = self._best()
+        price = self.prices(cost)[best]
+        if math.isinf(price):
+            why = f"its ε_α at the best order α={self.orders[best]:g} is beyond the floats"
+            raise InvalidParameter("cost", cost, f"{why}: no budget admits it")
+        return price, 0.0
 
     def admits(self, request: RoundCost) -> bool:
         """Whether a round charging at most ``request`` keeps some order within its budget."""

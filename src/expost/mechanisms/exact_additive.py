@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from expost._validation import exact_integers, int_array
-from expost.errors import InvalidParameter
+from expost.errors import refused
 
 __all__ = ["add_exact", "integers"]
 
@@ -23,8 +23,8 @@ def integers(name: str, value: npt.ArrayLike) -> IntArray:
     """``value`` as exact integers (`expost._validation.exact_integers`), any non-empty shape."""
     try:
         arr = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameter(name, value, "must be an array of integers") from exc
+    except (TypeError, ValueError):
+        raise refused(name, value, "must be an array of integers (ragged or not numbers)") from None
     if arr.ndim <= 1 and arr.size:
         return exact_integers(name, value)
     return exact_integers(name, arr.reshape(-1)).reshape(arr.shape)

@@ -26,7 +26,7 @@ from expost._validation import (
     rational,
     validator,
 )
-from expost.errors import InvalidParameter
+from expost.errors import InvalidParameter, refused
 from expost.exact.bits import BitSource
 from expost.filters.costs import BoundedRangeCost
 from expost.guarantees import ZCDP, PureDP
@@ -206,7 +206,7 @@ class ExponentialMechanism:
         u = integers("scores", scores)
         if not 1 <= u.ndim <= max_ndim or u.shape[-1] == 0:
             shape = "(m,)" if max_ndim == 1 else "(m,) or (trials, m)"
-            raise InvalidParameter("scores", scores, f"must be a non-empty array of shape {shape}")
+            raise refused("scores", scores, f"must be a non-empty array of shape {shape}")
         return u
 
     def _trial_scores(self, scores: npt.ArrayLike, trials: int) -> tuple[npt.NDArray[Any], int]:

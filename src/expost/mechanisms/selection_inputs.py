@@ -7,7 +7,7 @@ import numpy as np
 import numpy.typing as npt
 
 from expost._validation import finite_array
-from expost.errors import InvalidParameter
+from expost.errors import refused
 
 __all__ = ["candidates_mask", "scores_array"]
 
@@ -17,7 +17,7 @@ def scores_array(scores: npt.ArrayLike, *, max_ndim: int) -> npt.NDArray[np.floa
     u = finite_array("scores", scores)
     if not 1 <= u.ndim <= max_ndim or u.shape[-1] == 0 or u.size == 0:
         shape = "(m,)" if max_ndim == 1 else "(m,) or (trials, m)"
-        raise InvalidParameter("scores", scores, f"must be a non-empty array of shape {shape}")
+        raise refused("scores", scores, f"must be a non-empty array of shape {shape}")
     return u
 
 
@@ -29,13 +29,12 @@ def candidates_mask(
         return None
     mask = np.asarray(candidates)
     if mask.dtype != np.bool_:
-        raise InvalidParameter("candidates", candidates, "must be a boolean mask")
+        raise refused("candidates", candidates, "must be a boolean mask")
     try:
         allowed = np.broadcast_to(mask, shape)
-    except ValueError as exc:
-        raise InvalidParameter(
-            "candidates", candidates, f"must broadcast to the scores' shape {shape}"
-        ) from exc
+    except ValueError:
+        why = f"must broadcast to the scores' shape {shape}"
+        raise refused("candidates", candidates, why) from None
     if not np.all(allowed.any(axis=-1)):
-        raise InvalidParameter("candidates", candidates, "must allow at least one candidate")
+        raise refused("candidates", candidates, "must allow at least one candidate")
     return allowed

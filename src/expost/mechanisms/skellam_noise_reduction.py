@@ -34,7 +34,7 @@ from expost._validation import (
     positive_int,
     validator,
 )
-from expost.errors import InvalidParameter
+from expost.errors import InvalidParameter, refused
 from expost.exact import samplers
 from expost.exact.bits import BitSource
 from expost.filters.costs import DPCost, ExPostCost
@@ -167,9 +167,8 @@ class SkellamNoiseReduction:
         ``run`` and ``run_batch`` check first; the session checks it before spending."""
         v = exact_integers("value", value).reshape(-1)
         if self.boundary is not None and v.size != 1:
-            raise InvalidParameter(
-                "value", value, "must be one count: the Skellam boundary is proven for scalars"
-            )
+            why = f"must be one count: the Skellam boundary is proven for scalars (shape {v.shape})"
+            raise refused("value", value, why)
         return v
 
     def cost_at(self, time: float) -> ExPostCost:

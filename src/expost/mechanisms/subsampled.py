@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
+from expost._faults import first
 from expost._validation import (
     FLOAT_LIMIT,
     as_float,
@@ -36,7 +37,7 @@ from expost._validation import (
     sampling_probability,
     validator,
 )
-from expost.errors import InvalidParameter
+from expost.errors import InvalidParameter, refused
 from expost.filters.costs import SubsampledGaussianCost
 from expost.guarantees import ZCDP
 from expost.rounding import up_exact
@@ -62,19 +63,19 @@ def records_array(name: str, value: object) -> npt.NDArray[np.float64]:
     n records of one coordinate (d = 1); n >= 1, d >= 1, |x| <= 2**1000, n <= `MAX_RECORDS`
     and n·d <= `MAX_ENTRIES`. Bools, strings, NaN and inf are refused."""
     if isinstance(value, str | bytes):
-        raise InvalidParameter(name, value, "must be an array of real numbers, not a string")
+        raise refused(name, value, "must be an array of real numbers, not a string")
     arr = finite_array(name, cast("npt.ArrayLike", value))  # non-numbers, bools, NaN/inf refused
     if arr.ndim == 1:
         arr = arr.reshape(-1, 1)
     if arr.ndim != 2 or arr.size == 0:
-        raise InvalidParameter(name, value, "must be a non-empty (n, d) or (n,) array")
+        raise refused(name, value, f"must be a non-empty (n, d) or (n,) array (shape {arr.shape})")
     n, d = arr.shape
     if n > MAX_RECORDS:
-        raise InvalidParameter(name, value, f"n = {n} rows is above the limit {MAX_RECORDS}")
+        raise refused(name, value, f"n = {n} rows is above the limit {MAX_RECORDS}")
     if n * d > MAX_ENTRIES:
-        raise InvalidParameter(name, value, f"n·d = {n * d} is above the limit {MAX_ENTRIES}")
-    if np.any(np.abs(arr) > FLOAT_LIMIT):
-        raise InvalidParameter(name, value, "must have magnitude at most 2**1000")
+        raise refused(name, value, f"n·d = {n * d} is above the limit {MAX_ENTRIES}")
+    if np.any(big := np.abs(arr) > FLOAT_LIMIT):
+        raise refused(name, value, f"must have magnitude at most 2**1000: {first(big)} is above")
     return arr
 
 

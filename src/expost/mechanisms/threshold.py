@@ -23,7 +23,6 @@ from expost._validation import (
     exact_integer,
     exact_integers,
     exact_sensitivity,
-    finite,
     finite_array,
     flag,
     generator,
@@ -31,10 +30,11 @@ from expost._validation import (
     noise_source,
     path_value,
     positive,
+    private_real,
     rational,
     validator,
 )
-from expost.errors import InvalidParameter
+from expost.errors import InvalidParameter, refused
 from expost.exact.bits import BitSource
 from expost.exact.samplers import discrete_laplace
 from expost.filters.costs import DPCost, ExPostCost
@@ -114,7 +114,7 @@ def _eps(value: Any, self_: Any) -> Fraction | float:
 
 def _threshold(value: Any, self_: Any) -> int | float:
     """τ: an integer for exact noise, else a finite float."""
-    return exact_integer("threshold", value) if _exact(self_) else finite("threshold", value)
+    return exact_integer("threshold", value) if _exact(self_) else private_real("threshold", value)
 
 
 def _sensitivity(value: Any, self_: Any) -> int | float:
@@ -174,10 +174,10 @@ class AboveThreshold:
 
     def _utility(self, value: object) -> int | float:
         if not self.exact:
-            return finite("utilities", value)
+            return private_real("utilities", value)
         u = exact_integers("utilities", value)
         if u.ndim:
-            raise InvalidParameter("utilities", value, "must be a sequence of integers")
+            raise refused("utilities", value, "must be a sequence of integers")
         return int(u)
 
     def run(
@@ -293,7 +293,7 @@ class ReducedAboveThreshold:
     increments, which holds when Z is read at decreasing scales. So Z covers [η, 2Δ/eps_1].
     """
 
-    threshold: float = field(converter=as_float, validator=validator(finite))
+    threshold: float = field(converter=as_float, validator=validator(private_real))
     eps_max: float = field(converter=as_float, validator=validator(positive))
     sensitivity: float = field(default=1.0, converter=as_float, validator=validator(positive))
 
@@ -319,7 +319,7 @@ class ReducedAboveThreshold:
         level: float | None = None
         asked = 0
         for utility, raw_level in rounds:
-            u = finite("utilities", utility)
+            u = private_real("utilities", utility)
             level = self._level(raw_level, level)
             if process is None:
                 process = LaplaceProcess(self._scale(self.eps_max), self._scale(level), 1, rng)

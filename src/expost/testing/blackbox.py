@@ -36,7 +36,7 @@ from attrs import frozen
 from expost._validation import nonnegative, open_probability, positive, positive_int, probability
 from expost.audit.core import audit_seed
 from expost.confidence import eps_lower_bound
-from expost.errors import InvalidParameter
+from expost.errors import InvalidParameter, refused
 from expost.testing.events import OutputEvent, Outputs, as_outputs, families
 from expost.testing.neighbours import (
     NEIGHBOURS,
@@ -206,23 +206,25 @@ def _pairs(pairs: object, datasets: object, neighbours: object) -> list[Pair]:
         )
     if pairs is not None:
         if isinstance(pairs, str) or not isinstance(pairs, Sequence) or not pairs:
-            raise InvalidParameter("pairs", pairs, "must be a non-empty sequence of (x, x') pairs")
-        for p in pairs:
+            raise refused("pairs", pairs, "must be a non-empty sequence of (x, x') pairs")
+        for i, p in enumerate(pairs):
             if not (isinstance(p, Sequence) and len(p) == 2):
-                raise InvalidParameter("pairs", p, "each pair must be a 2-tuple (x, x')")
+                raise refused(
+                    "pairs", pairs, f"each pair must be a 2-tuple (x, x'): entry {i} is not"
+                )
         return [(p[0], p[1]) for p in pairs]
     if datasets is None:
         raise InvalidParameter("datasets", None, "must be given when pairs is None")
     if isinstance(datasets, list | tuple):
         if not datasets:
-            raise InvalidParameter("datasets", datasets, "must not be empty")
+            raise refused("datasets", datasets, "must not be empty")
         return candidate_pairs(list(datasets), neighbours)
     if type(datasets).__module__.startswith("hypothesis"):  # hypothesis is then installed
         from hypothesis.strategies import SearchStrategy
 
         if isinstance(datasets, SearchStrategy):
             return candidate_pairs(collect_datasets(datasets), neighbours)
-    raise InvalidParameter("datasets", datasets, "must be a list of datasets or a strategy")
+    raise refused("datasets", datasets, "must be a list of datasets or a strategy")
 
 
 def audit_mechanism(

@@ -29,8 +29,7 @@ import numpy.typing as npt
 from attrs import frozen
 
 from expost.audit.claims import CUT_LEVELS
-from expost.errors import InvalidParameter
-from expost.testing.neighbours import show
+from expost.errors import Described, InvalidParameter, shown
 
 __all__ = [
     "NAN",
@@ -184,6 +183,11 @@ def _numeric(raw: object, n: int) -> FloatArray | None:
     return arr.reshape(n, -1).astype(np.float64)
 
 
+def _data(dataset: object) -> str:
+    """A dataset as an error shows it: its type and size, never its records."""
+    return shown(Described(dataset))
+
+
 def as_outputs(raw: object, n: int, dataset: object = None) -> Outputs:
     """Read n outputs (an array with a leading axis n, or a sequence of n outputs) drawn on
     ``dataset`` (named in errors)."""
@@ -197,10 +201,10 @@ def as_outputs(raw: object, n: int, dataset: object = None) -> Outputs:
         return Outputs(n, blocks, others, _object_array(keys))
     if not isinstance(raw, np.ndarray | list | tuple) or getattr(raw, "ndim", 1) == 0:
         got = type(raw).__name__
-        raise InvalidParameter("mechanism", got, f"must give {n} outputs on x = {show(dataset)}")
+        raise InvalidParameter("mechanism", got, f"must give {n} outputs on x = {_data(dataset)}")
     if len(raw) != n:
         raise InvalidParameter(
-            "mechanism", f"{len(raw)} outputs", f"must give {n} outputs on x = {show(dataset)}"
+            "mechanism", f"{len(raw)} outputs", f"must give {n} outputs on x = {_data(dataset)}"
         )
     return _read(raw, n, dataset)
 
@@ -220,7 +224,7 @@ def _read(items: Iterable[object], n: int, dataset: object) -> Outputs:
         try:
             other_keys.append(output_key(y))
         except TypeError:
-            rule = f"must return numbers, arrays or hashables; this came on x = {show(dataset)}"
+            rule = f"must return numbers, arrays or hashables; this came on x = {_data(dataset)}"
             raise InvalidParameter("mechanism", y, rule) from None
         other_rows.append(i)
     blocks = tuple(

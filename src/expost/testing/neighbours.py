@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from expost.errors import InvalidParameter
+from expost.errors import Described, InvalidParameter, refused, shown
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -70,7 +70,7 @@ def statdp_pairs(length: int = 5) -> list[Pair]:
 
 def _records(name: str, x: object) -> list[Any]:
     if isinstance(x, str | bytes) or not isinstance(x, Sequence | np.ndarray):
-        raise InvalidParameter(name, x, "must be a sequence of records (list, tuple or array)")
+        raise refused(name, x, "must be a sequence of records (list, tuple or array)")
     return list(np.asarray(x).tolist()) if isinstance(x, np.ndarray) else list(x)
 
 
@@ -157,11 +157,14 @@ def _called(x: Dataset, neighbours: Callable[[Dataset], Iterable[Dataset]]) -> l
     found = neighbours(x)
     rule = "must return an iterable of datasets like x"
     if isinstance(found, str | bytes) or not isinstance(found, Iterable):
-        raise InvalidParameter("neighbours", neighbours, f"{rule}; got {found!r} for x = {show(x)}")
+        got = f"got {shown(Described(found))} for x = {shown(Described(x))}"
+        raise InvalidParameter("neighbours", neighbours, f"{rule}; {got}")
     found = list(found)
     for x_prime in found:
         if not _like_x(x, x_prime):
-            got = f"got {show(x_prime)} among the neighbours of x = {show(x)}"
+            got = (
+                f"got {shown(Described(x_prime))} among the neighbours of x = {shown(Described(x))}"
+            )
             raise InvalidParameter("neighbours", neighbours, f"{rule}; {got}")
     return found
 
@@ -250,7 +253,7 @@ def candidate_pairs(datasets: Sequence[Dataset], neighbours: Neighbours) -> list
                 seen.add(key)
                 pairs.append((x, x_prime))
     if not pairs:
-        raise InvalidParameter("datasets", datasets, "must give at least one neighbouring pair")
+        raise refused("datasets", datasets, "must give at least one neighbouring pair")
     return pairs[:MAX_PAIRS]
 
 

@@ -5,6 +5,13 @@ As `counting-filter/laplace-stopping` (`expost.audit.paper.counting_filter`) at 
 many as `PLDFilter(10, delta, LaplaceCost(0.1))` admits (K = 357 at 1e-6), an analyst stopping
 once the loss falls to −2·eps0 or rises past eps + 1. Claim: ``E[(1 − e^(eps − L))⁺] <= delta``.
 
+The rule is simulated as stated: a round's loss |y| − |y − eps0| is +eps0 for y >= eps0, −eps0
+for y <= 0 and 2y − eps0 between, so the loss is kept as eps0·j + 2·s with j an integer (each
+round adds ±1) and s the sum of the outputs that fell strictly between 0 and eps0. A path of
+atoms only (s = 0) is compared in integers (j <= −2, j > `_ABOVE`): it stops exactly at −2·eps0
+(summing ±eps0 in floats read −0.19999999999999996 there and went on). With s > 0 the loss is
+a continuous variable, compared in floats; only a tie, of probability 0, could be misread.
+
 Proposal and weight bound: every round's output tilted by θ towards high loss
 (`expost.audit.tilting.tilted_laplace`), its exact ``log M(θ) = log E[e^(θL)]``
 (`laplace_log_mgf`) added to the log-weight, so the stopped run's weight is
@@ -18,6 +25,7 @@ Twin ``twice-the-rounds``: a filter admitting 2K rounds, with its own θ and bou
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from functools import partial
 
 import numpy as np
@@ -42,6 +50,9 @@ FloatArray = npt.NDArray[np.float64]
 
 EPS, EPS0 = 10.0, 0.1
 _FX, _FXP = np.array([EPS0]), np.array([0.0])  # f(x), f(x') over the scale b = 1
+#: The stopping rule in atoms: L = eps0·j (s = 0) falls to −2·eps0 iff j <= −2, and rises past
+#: eps + 1 iff j > _ABOVE (eps0 the float 0.1, exactly).
+_ABOVE = math.floor(Fraction(EPS + 1.0) / Fraction(EPS0))
 
 
 def _log_bound(rounds: int, theta: float) -> float:
@@ -59,16 +70,22 @@ def tilting(rounds: int) -> tuple[float, float]:
 def tilted_laplace_stopping(
     rounds: int, theta: float, n: int, rng: np.random.Generator
 ) -> FloatArray:
-    """``w·(1 − e^(eps − L))⁺`` for n tilted interactions of up to ``rounds`` Laplace rounds."""
-    log_mgf = float(laplace_log_mgf(EPS0, theta))
-    loss, log_weight = np.zeros(n), np.zeros(n)
+    """``w·(1 − e^(eps − L))⁺`` for n tilted interactions of up to ``rounds`` Laplace rounds,
+    the loss L = eps0·j + 2·s kept exactly in its atoms (module docstring); the weight of a
+    path of τ rounds is exp(−θ·L + τ·log M(θ))."""
+    j, s = np.zeros(n, dtype=np.int64), np.zeros(n)
+    taken = np.zeros(n, dtype=np.int64)  # τ: rounds run
     running = np.ones(n, dtype=bool)
     for _ in range(rounds):
         y = tilted_laplace(_FX, _FXP, 1.0, theta, n, rng)[:, 0]
-        step = np.abs(y) - np.abs(y - EPS0)
-        loss = np.where(running, loss + step, loss)
-        log_weight = np.where(running, log_weight - theta * step + log_mgf, log_weight)
-        running &= (loss > -2.0 * EPS0) & (loss <= EPS + 1.0)
+        j += np.where(running, np.where(y >= EPS0, 1, -1), 0)
+        s += np.where(running & (y > 0.0) & (y < EPS0), y, 0.0)
+        taken += running
+        low = np.where(s == 0.0, j <= -2, 2.0 * s <= -EPS0 * (j + 2))
+        high = np.where(s == 0.0, j > _ABOVE, EPS0 * j + 2.0 * s > EPS + 1.0)
+        running &= ~low & ~high
+    loss = EPS0 * j + 2.0 * s
+    log_weight = -theta * loss + taken * float(laplace_log_mgf(EPS0, theta))
     with np.errstate(over="ignore"):  # masked where L <= eps
         value = np.exp(log_weight) * -np.expm1(EPS - loss)
     out: FloatArray = np.where(loss > EPS, value, 0.0)
