@@ -22,6 +22,7 @@ from tests.test_import_graph import GRAPH
 
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("errors", "confidence", "_lazy"),  # no library import at all
+    ("_faults",),  # describes faults of private inputs (errors only)
     ("exact", "rounding", "rounding_registry", "spendable", "symbolic"),  # integers, safe rounding
     ("_validation",),  # argument checks (exact: integer checks)
     (  # the mathematics: what mechanisms, filters and audits are made of
