@@ -1,0 +1,202 @@
+"""Dominating pairs as data: what `PLDFilter` prices a round by (THEORY §12).
+
+A pair value names a pair of neighbouring output laws (P with the record, Q without) for both
+neighbour directions — remove: (P, Q), add: (Q, P) — and builds its safe-sided
+`expost.pld.PrivacyLossDistribution` on a loss grid (`pld`). Families with a closed-form order
+say when one of them dominates another (`closed_order`: a post-processing for every γ >= 0, so
+both directions); for any other two pairs `PLDFilter` decides by computation
+(`expost.costs.domination`). Every pair can be Poisson-subsampled (`sampled`): remove
+((1−r)Q + rP, Q), add (Q, (1−r)Q + rP) (Zhu, Dong & Wang 2022 Thm 11); subsampling at r then
+at s is subsampling at r·s.
+
+Orders (each a post-processing of the larger pair): Gaussian by larger σ (add independent
+noise); Laplace by smaller ε0 (its profile grows with ε0); randomised response at ε0 dominates
+every ε0-DP pair (Kairouz, Oh & Viswanath 2015), Laplace included; smaller r of any pair (keep
+the output with probability r'/r, else replace it by a draw from Q).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import TYPE_CHECKING, Literal, Union
+
+import attrs
+from attrs import field, frozen
+
+from expost._validation import as_float, positive, sampling_probability, validator
+from expost.errors import InvalidParameter
+from expost.rounding import up, up_exact
+
+if TYPE_CHECKING:
+    from expost.pld import PrivacyLossDistribution
+
+__all__ = ["ClosedPair", "Pair", "PmfPair", "ProductPair", "closed_order", "rr_pmfs"]
+
+_RATE = field(default=1.0, converter=as_float, validator=validator(sampling_probability))
+_TAIL = 1e-16  # expost.pld.distribution.DEFAULT_TAIL_MASS (imported lazily: scipy)
+
+
+@frozen
+class ClosedPair:
+    """A pair of a family with a closed-form order: ``family`` "gaussian" (``level`` = σ, the
+    noise multiplier in units of Δ), "laplace" or "rr" (``level`` = ε0), Poisson-subsampled at
+    ``rate``."""
+
+    family: Literal["gaussian", "laplace", "rr"]
+    level: float = field(converter=as_float, validator=validator(positive))
+    rate: float = _RATE
+
+    def sampled(self, rate: float) -> Pair:
+        """This pair on a Poisson sample at ``rate`` (rates multiply)."""
+        r = up_exact(Fraction(self.rate) * Fraction(sampling_probability("sampling_prob", rate)))
+        if self.family == "rr" and r < 1.0:
+            p, q = rr_pmfs(self.level)
+            return PmfPair(p, q, r)
+        return attrs.evolve(self, rate=r)
+
+    def pld(self, grid: float) -> PrivacyLossDistribution:
+        """The safe-sided PLD of both directions on a loss grid of spacing ``grid``."""
+        from expost.pld import PrivacyLossDistribution  # lazy: scipy, numpy FFT
+
+        if self.family == "gaussian":
+            return PrivacyLossDistribution.gaussian(
+                self.level, 1.0, self.rate, value_discretization=grid
+            )
+        if self.family == "laplace":  # Lap(ε0, 1) against Lap(0, 1): ε0 exactly
+            return PrivacyLossDistribution.laplace(
+                1.0, self.level, self.rate, value_discretization=grid
+            )
+        return PrivacyLossDistribution.pure_dp(self.level, value_discretization=grid)
+
+
+def rr_pmfs(eps: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Float pmfs of a randomised response at some ε' >= ``eps``: a = e^ε/(1 + e^ε) rounded up
+    (1 − a is then exact), so the pair dominates RR(eps)."""
+    a = up(1.0 / (1.0 + math.exp(-eps)), 4)
+    a = min(a, 1.0)
+    return (a, 1.0 - a), (1.0 - a, a)
+
+
+def _pmf(name: str, value: object) -> tuple[float, ...]:
+    try:
+        xs = tuple(float(x) for x in value)  # type: ignore[attr-defined]  # any iterable
+    except (TypeError, ValueError) as err:
+        raise InvalidParameter(name, type(value).__name__, "must be a sequence of floats") from err
+    if not xs or any(not (math.isfinite(x) and x >= 0.0) for x in xs):
+        raise InvalidParameter(name, f"{len(xs)} values", "must be finite masses >= 0")
+    if abs(math.fsum(xs) - 1.0) > 1e-9:
+        raise InvalidParameter(name, f"sum {math.fsum(xs)!r}", "must sum to 1 (within 1e-9)")
+    return xs
+
+
+@frozen
+class PmfPair:
+    """Two probability mass functions on one finite set of outcomes: ``p`` the law with the
+    record, ``q`` without (as given: the floats are the laws), Poisson-subsampled at ``rate``."""
+
+    p: tuple[float, ...] = field(converter=lambda v: _pmf("p", v))
+    q: tuple[float, ...] = field(converter=lambda v: _pmf("q", v))
+    rate: float = _RATE
+
+    @q.validator
+    def _same_outcomes(self, _attribute: object, value: tuple[float, ...]) -> None:
+        if len(value) != len(self.p):
+            raise InvalidParameter("q", f"{len(value)} outcomes", f"must have {len(self.p)}")
+
+    def sampled(self, rate: float) -> Pair:
+        """This pair on a Poisson sample at ``rate`` (rates multiply)."""
+        r = Fraction(self.rate) * Fraction(sampling_probability("sampling_prob", rate))
+        return attrs.evolve(self, rate=up_exact(r))
+
+    def laws(self) -> tuple[list[Fraction], list[Fraction], list[Fraction]]:
+        """(P, Q, M) exactly, M = (1 − r)·Q + r·P the law with the record after sampling."""
+        r = Fraction(self.rate)
+        p = [Fraction(x) for x in self.p]
+        q = [Fraction(x) for x in self.q]
+        return p, q, [(1 - r) * b + r * a for a, b in zip(p, q, strict=True)]
+
+    def pld(self, grid: float) -> PrivacyLossDistribution:
+        """The safe-sided PLD of both directions: remove (M, Q), add (Q, M)."""
+        _, q, m = self.laws()
+        return _pmf_pld((tuple(m), tuple(q)), grid)
+
+
+def _direction(a: tuple[Fraction, ...], b: tuple[Fraction, ...], grid: float) -> object:
+    """The grid law of log(a/b) under a: each loss and mass rounded up; mass where b = 0 at +∞."""
+    from expost.pld.discretise import discretise
+    from expost.pld.pairs import LossLaw
+
+    atoms = tuple(
+        (up(math.log(x / y), 4), up_exact(x)) for x, y in zip(a, b, strict=True) if x > 0 and y > 0
+    )
+    infinite = up_exact(
+        sum((x for x, y in zip(a, b, strict=True) if x > 0 and y == 0), Fraction(0))
+    )
+    if not atoms:
+        atoms = ((0.0, 0.0),)
+    law = discretise(LossLaw(atoms, ()), grid, _TAIL)
+    return attrs.evolve(law, inf_mass=up(law.inf_mass + infinite, 1)) if infinite else law
+
+
+def _pmf_pld(
+    laws: tuple[tuple[Fraction, ...], tuple[Fraction, ...]], grid: float
+) -> PrivacyLossDistribution:
+    from expost.pld import PrivacyLossDistribution
+
+    m, q = laws
+    return PrivacyLossDistribution(_direction(m, q, grid), _direction(q, m, grid))  # type: ignore[arg-type]  # DiscreteLoss, typed loosely to keep the import lazy
+
+
+@frozen
+class ProductPair:
+    """Several mechanisms released in one round on the same data: the product of their pairs
+    (each direction composed separately; Zhu, Dong & Wang 2022 Thm 10)."""
+
+    parts: tuple[Pair, ...] = field(converter=tuple)
+
+    def sampled(self, rate: float) -> Pair:
+        """The product on one shared Poisson sample: Gaussian parts merge into one Gaussian
+        (μ² adds); other products are not subsampled part by part (`InvalidParameter`)."""
+        sigmas = [p.level for p in self.parts if isinstance(p, ClosedPair)]
+        if all(
+            isinstance(p, ClosedPair) and p.family == "gaussian" and p.rate == 1.0
+            for p in self.parts
+        ):
+            inv = sum((1 / Fraction(s) ** 2 for s in sigmas), Fraction(0))
+            sigma = math.sqrt(float(1 / inv))
+            while 1 / Fraction(sigma) ** 2 < inv:
+                sigma = math.nextafter(sigma, 0.0)
+            return ClosedPair("gaussian", sigma).sampled(rate)
+        raise InvalidParameter(
+            "cost",
+            "a product of pairs",
+            "can be Poisson-subsampled only when its parts are unsampled Gaussians (one shared "
+            "sample is not the product of separately sampled pairs)",
+        )
+
+    def pld(self, grid: float) -> PrivacyLossDistribution:
+        """The parts' PLDs composed."""
+        out = self.parts[0].pld(grid)
+        for part in self.parts[1:]:
+            out = out.compose(part.pld(grid))
+        return out
+
+
+Pair = Union[ClosedPair, PmfPair, ProductPair]  # noqa: UP007  # a runtime alias
+
+
+def closed_order(fixed: Pair, other: Pair) -> bool | None:
+    """Whether ``fixed`` dominates ``other`` by a closed-form order (module docstring); None
+    where none applies (then domination is computed)."""
+    if isinstance(other, PmfPair) and isinstance(fixed, PmfPair) and other.p == fixed.p:
+        return (other.q == fixed.q and other.rate <= fixed.rate) or None
+    if not (isinstance(fixed, ClosedPair) and isinstance(other, ClosedPair)):
+        return None
+    if other.rate > fixed.rate:
+        return None
+    if fixed.family == "gaussian":
+        return (other.family == "gaussian" and other.level >= fixed.level) or None
+    if fixed.family == "laplace":
+        return (other.family == "laplace" and other.level <= fixed.level) or None
+    return (other.family in ("laplace", "rr") and other.level <= fixed.level) or None
