@@ -25,7 +25,8 @@ SIGMAS = st.floats(min_value=1e-150, max_value=1e150, allow_nan=False)
 @given(SIGMAS, st.floats(min_value=1e-12, max_value=1.0))
 def test_a_step_is_a_gaussian_round_priced_on_the_safe_side(sigma: float, q: float) -> None:
     cost = SubsampledGaussianCost.from_sigma(sigma, q)
-    assert isinstance(cost, PoissonSampled) and isinstance(cost.of, GaussianCost)
+    assert isinstance(cost, PoissonSampled)
+    assert isinstance(cost.of, GaussianCost)
     assert Fraction(cost.of.rho) >= 1 / (2 * Fraction(sigma) ** 2)  # rho rounded up
     assert cost.of.noise_multiplier == sigma  # σ carried, not rounded back from rho
     assert cost.pair() == ClosedPair("gaussian", sigma, q)

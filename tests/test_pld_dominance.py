@@ -65,9 +65,7 @@ def test_a_larger_sigma_is_dominated(sigma0: float, sigma: float) -> None:
     assert all(o <= f for o, f in zip(other, fixed, strict=True))
     assert not all(f <= o for o, f in zip(other, fixed, strict=True))  # planted twin
     assert dominates(Pair("gaussian", sigma0), Pair("gaussian", sigma))
-    assert not dominates(
-        Pair("gaussian", sigma), Pair("gaussian", sigma0)
-    )
+    assert not dominates(Pair("gaussian", sigma), Pair("gaussian", sigma0))
 
 
 def _subsampled(sigma: float, q: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:

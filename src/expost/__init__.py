@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time: `
         PrivacyBoundary,
         apc_psi,
     )
+    from expost.costs import PairCost, PoissonSampled
     from expost.ex_post_rdp import ExPostRDP
     from expost.exact import GeneratorBits, SecureBits
     from expost.filters import (
@@ -143,6 +144,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "PrivacyBoundary",
         "apc_psi",
     ),
+    "expost.costs": ("PairCost", "PoissonSampled"),
     "expost.ex_post_rdp": ("ExPostRDP",),
     "expost.exact": ("GeneratorBits", "SecureBits"),
     "expost.filters": (
@@ -313,7 +315,9 @@ __all__ = [
     "NotCopyable",
     "OpenEpsilonGrid",
     "PLDFilter",
+    "PairCost",
     "PermuteAndFlip",
+    "PoissonSampled",
     "PolynomialStitching",
     "PrivacyBoundary",
     "PrivacyFilter",

@@ -469,7 +469,8 @@ class PrivateSession(Spendable):
         the session's rng (float mode; the bit source in secure mode), settled at ``cost`` —
         also if ``draw`` raises. The guarantee holds if ``draw`` is the mechanism ``cost``
         describes."""
-        return self._release(self._prepare("release", own_round.prepare_release, cost, draw))
+        prepared: Prepared[R] = self._prepare("release", own_round.prepare_release, cost, draw)
+        return self._release(prepared)
 
     def reduced_above_threshold(
         self,

@@ -46,8 +46,8 @@ def _laws(pair: Pair) -> tuple[list[Fraction], list[Fraction]] | None:
         _, q, m = pair.laws()
         return m, q
     if isinstance(pair, ClosedPair) and pair.family == "rr" and pair.rate == 1.0:
-        p, q = rr_pmfs(pair.level)  # RR at ε' >= ε0: an upper pair, not a lower one
-        return [Fraction(x) for x in p], [Fraction(x) for x in q]
+        up_p, up_q = rr_pmfs(pair.level)  # RR at ε' >= ε0: an upper pair, not a lower one
+        return [Fraction(x) for x in up_p], [Fraction(x) for x in up_q]
     return None
 
 

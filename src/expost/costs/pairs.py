@@ -90,13 +90,21 @@ def _pmf(name: str, value: object) -> tuple[float, ...]:
     return xs
 
 
+def _pmf_p(value: object) -> tuple[float, ...]:
+    return _pmf("p", value)
+
+
+def _pmf_q(value: object) -> tuple[float, ...]:
+    return _pmf("q", value)
+
+
 @frozen
 class PmfPair:
     """Two probability mass functions on one finite set of outcomes: ``p`` the law with the
     record, ``q`` without (as given: the floats are the laws), Poisson-subsampled at ``rate``."""
 
-    p: tuple[float, ...] = field(converter=lambda v: _pmf("p", v))
-    q: tuple[float, ...] = field(converter=lambda v: _pmf("q", v))
+    p: tuple[float, ...] = field(converter=_pmf_p)
+    q: tuple[float, ...] = field(converter=_pmf_q)
     rate: float = _RATE
 
     @q.validator

@@ -228,7 +228,11 @@ def carried(cost: object) -> tuple[str, ...]:
         try:
             if probe() is not None:
                 out.append(name)
-        except (InvalidParameter, ArithmeticError, ValueError):  # e.g. a product that cannot be subsampled
+        except (
+            InvalidParameter,
+            ArithmeticError,
+            ValueError,
+        ):  # e.g. a product that cannot be subsampled
             continue
     return tuple(out)
 

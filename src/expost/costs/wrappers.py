@@ -21,6 +21,7 @@ a representation is known only when every part has it.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -77,7 +78,7 @@ class PoissonSampled(Mechanism):
 
 
 def _parts(value: object) -> tuple[Any, ...]:
-    parts = tuple(value)  # type: ignore[call-overload]  # any iterable of costs
+    parts: tuple[Any, ...] = tuple(value) if isinstance(value, Iterable) else ()
     if not parts or not all(isinstance(p, Mechanism) for p in parts):
         raise InvalidParameter("costs", f"{len(parts)} values", "must be one or more costs")
     return parts

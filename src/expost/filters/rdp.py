@@ -34,8 +34,8 @@ from attrs import field, frozen
 
 from expost._validation import as_float, open_probability, positive, validator
 from expost.costs.model import Mechanism
-from expost.costs.wrappers import PoissonSampled
 from expost.costs.table import refusal
+from expost.costs.wrappers import PoissonSampled
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP, markov_bound, renyi_orders
 from expost.filters._exact import Chain, history, rho_of_brownian
