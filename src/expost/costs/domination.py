@@ -16,9 +16,10 @@ A ⊗ T_τ with T_τ the *symmetric* (0, τ) pair ((1−τ)·point₀ + τ·poin
 τ·point₂); K such rounds cost δ_{A^K}(ε) + K·τ. The grid conditions become U_B(ε_i) <= τ + (1 −
 τ)·L_A(ε_{i+1}) and P_B(L = ∞) <= τ + (1 − τ)·P_A(L = ∞).
 
-Certified bounds here: finite pairs (`PmfPair`) exactly (a float sum with its rounding error
-bounded), the unsampled closed families in closed form (Gaussian: Balle & Wang 2018; Laplace:
-(1 − e^{(ε−ε0)/2})_+; randomised response), each with a stated margin. A B whose loss is
+Certified bounds here: finite pairs (`PmfPair`, the laws the filter counts with) exactly (a
+float sum with its rounding error bounded), the unsampled closed families in closed form
+(Gaussian: Balle & Wang 2018; Laplace: (1 − e^{(ε−ε0)/2})_+; randomised response), each with a
+stated margin (tests/test_computed_domination.py checks them against mpmath). A B whose loss is
 unbounded (a Gaussian) has no finite ε_m: it is dominated only by a closed-form order
 (`expost.costs.pairs.closed_order`).
 """
@@ -29,8 +30,9 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
-from expost.costs.pairs import ClosedPair, Pair, PmfPair, closed_order, rr_pmfs
+from expost.costs.pairs import ClosedPair, Pair, PmfPair, closed_order
 
 __all__ = ["GRID_POINTS", "dominated", "profile_bounds"]
 
@@ -40,61 +42,65 @@ GRID_POINTS = 2000
 _U = 2.0**-53
 
 
+FloatArray = npt.NDArray[np.float64]
+
+
 def _laws(pair: Pair) -> tuple[list[Fraction], list[Fraction]] | None:
-    """(P, Q) of a finite pair (the remove direction; the add direction is (Q, P))."""
+    """(P, Q) of a finite pair, exactly (the remove direction; the add direction is (Q, P))."""
     if isinstance(pair, PmfPair):
         _, q, m = pair.laws()
         return m, q
-    if isinstance(pair, ClosedPair) and pair.family == "rr" and pair.rate == 1.0:
-        up_p, up_q = rr_pmfs(pair.level)  # RR at ε' >= ε0: an upper pair, not a lower one
-        return [Fraction(x) for x in up_p], [Fraction(x) for x in up_q]
     return None
 
 
-def _finite_bounds(p: list[Fraction], q: list[Fraction], eps: float) -> tuple[float, float]:
-    """Lower and upper bounds on H_{e^ε}(P‖Q) = Σ (p_i − e^ε q_i)_+ + P(q = 0): the float sum
-    widened by its rounding error (each term within 4u of p_i + e^ε q_i; n terms summed)."""
-    pf = np.array([float(x) for x in p])
-    qf = np.array([float(x) for x in q])
-    g = math.exp(eps)
-    terms = np.maximum(pf - g * qf, 0.0)
-    value = float(np.sum(terms))
-    err = 8.0 * (pf.size + 2) * _U * float(np.sum(pf + g * qf)) + 1e-300
-    return max(0.0, value - err), min(1.0, value + err)
+def _finite_bounds(
+    p: list[Fraction], q: list[Fraction], eps: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Lower and upper bounds on H_{e^ε}(P‖Q) = Σ (p_i − e^ε q_i)_+ at each ε: the float sum
+    widened by its rounding error (the floats of p_i, e^ε and each product and difference
+    within 4u of p_i + e^ε q_i; n terms summed: 8(n + 2)u in all)."""
+    pf = np.array([float(x) for x in p])[None, :]
+    qf = np.array([float(x) for x in q])[None, :]
+    g = np.exp(eps)[:, None]
+    value = np.sum(np.maximum(pf - g * qf, 0.0), axis=1)
+    err = 8.0 * (pf.size + 2) * _U * np.sum(pf + g * qf, axis=1) + 1e-300
+    return np.maximum(0.0, value - err), np.minimum(1.0, value + err)
 
 
-def _closed_bounds(pair: ClosedPair, eps: float) -> tuple[float, float] | None:
+def _closed_bounds(pair: ClosedPair, eps: FloatArray) -> tuple[FloatArray, FloatArray] | None:
     """(lower, upper) bounds on δ(ε) of an unsampled closed family (closed forms, each widened
     by far more than its few-ulp float error), or None."""
     if pair.rate != 1.0:
         return None
-    if pair.family == "laplace":
-        value, err = -math.expm1((eps - pair.level) / 2.0), 1e-15
-    elif pair.family == "rr":
+    g = np.exp(eps)
+    if pair.family == "laplace":  # (1 − e^{(ε − ε0)/2})_+ (Lap(ε0, 1) against Lap(0, 1))
+        value, err = -np.expm1((eps - pair.level) / 2.0), 1e-15 * np.ones_like(eps)
+    elif pair.family == "rr":  # a − e^ε (1 − a), a = e^ε0/(1 + e^ε0)
         a = 1.0 / (1.0 + math.exp(-pair.level))
-        value, err = a - math.exp(eps) * (1.0 - a), 1e-15
-    else:
+        value, err = a - g * (1.0 - a), 1e-15 * (1.0 + g)
+    else:  # Balle & Wang 2018, μ = 1/σ
         from scipy.special import log_ndtr
 
-        mu = 1.0 / pair.level  # σ in units of Δ: μ = 1/σ
-        first = math.exp(float(log_ndtr(-eps / mu + mu / 2)))
-        second = math.exp(eps + float(log_ndtr(-eps / mu - mu / 2)))
-        value, err = first - second, 1e-12 * max(first, 1e-300)
-    return max(0.0, value - err), min(1.0, max(0.0, value) + err)
+        mu = 1.0 / pair.level
+        first = np.exp(log_ndtr(-eps / mu + mu / 2))
+        value = first - np.exp(eps + log_ndtr(-eps / mu - mu / 2))
+        err = 1e-12 * np.maximum(first, 1e-300)
+    return np.maximum(0.0, value - err), np.minimum(1.0, np.maximum(0.0, value) + err)
 
 
-def profile_bounds(pair: Pair, eps: float, direction: str) -> tuple[float, float | None]:
-    """(lower, upper) bounds on the pair's δ(ε) in ``direction`` ("remove" or "add"); the lower
-    bound is 0 and the upper None where this module has none."""
+def profile_bounds(pair: Pair, eps: npt.ArrayLike, direction: str) -> tuple[FloatArray, FloatArray]:
+    """(lower, upper) bounds on the pair's δ(ε) in ``direction`` ("remove" or "add") at each
+    ε >= 0; where this module has none, the trivial ones (0, 1)."""
+    e = np.atleast_1d(np.asarray(eps, dtype=np.float64))
     laws = _laws(pair)
     if laws is not None:
         p, q = laws if direction == "remove" else laws[::-1]
-        return _finite_bounds(p, q, eps)
+        return _finite_bounds(p, q, e)
     if isinstance(pair, ClosedPair):
-        bounds = _closed_bounds(pair, eps)
+        bounds = _closed_bounds(pair, e)  # symmetric families: one law for both directions
         if bounds is not None:
             return bounds
-    return 0.0, None
+    return np.zeros_like(e), np.ones_like(e)
 
 
 def _largest_loss(pair: Pair, direction: str) -> tuple[float, Fraction] | None:
@@ -105,7 +111,7 @@ def _largest_loss(pair: Pair, direction: str) -> tuple[float, Fraction] | None:
         finite = [math.log(a / b) for a, b in zip(p, q, strict=True) if a > 0 and b > 0]
         inf = sum((a for a, b in zip(p, q, strict=True) if a > 0 and b == 0), Fraction(0))
         return (max([0.0, *finite]) * (1 + 1e-12) + 1e-300, inf)
-    if isinstance(pair, ClosedPair) and pair.family == "laplace":
+    if isinstance(pair, ClosedPair) and pair.family in ("laplace", "rr") and pair.rate == 1.0:
         return pair.level * (1 + 1e-12), Fraction(0)
     return None
 
@@ -133,9 +139,13 @@ def dominated(fixed: Pair, new: Pair, tau: float = 0.0) -> bool:
             return False
         points = np.linspace(0.0, largest, num=min(GRID_POINTS, 2 + int(largest / 1e-3)))
         points[-1] = largest
-        lower = [profile_bounds(fixed, float(e), direction)[0] for e in points[1:]]
-        for e, low in zip(points[:-1], lower, strict=True):
-            upper = profile_bounds(new, float(e), direction)[1]
-            if upper is None or Fraction(upper) > t + (1 - t) * Fraction(low):
-                return False
+        lower = profile_bounds(fixed, points[1:], direction)[0]
+        upper = profile_bounds(new, points[:-1], direction)[1]
+        rhs = tau + (1.0 - tau) * lower
+        close = upper > rhs * (1.0 - 4 * _U)  # decided exactly where floats cannot tell
+        if any(
+            Fraction(u) > t + (1 - t) * Fraction(v)
+            for u, v in zip(upper[close], lower[close], strict=True)
+        ):
+            return False
     return True
