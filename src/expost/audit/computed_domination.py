@@ -29,6 +29,7 @@ from expost.audit.counting_filter import filter_rounds
 from expost.audit.registry import PAPER, QUICK, register
 from expost.costs import PairCost
 from expost.costs.domination import profile_bounds
+from expost.costs.pairs import ClosedPair
 from expost.filters import DPCost, PLDFilter
 
 __all__ = ["computed_domination_audits", "pair_stopping"]
@@ -65,7 +66,7 @@ def pair_stopping(
 def _one_direction_admits() -> bool:
     """Would a check of the remove direction alone admit the twin's pair? (Its upper δ below
     randomised response's lower δ on a grid up to its largest loss, and no loss +∞ there.)"""
-    fixed = DPCost(_EPS0).pair()
+    fixed = ClosedPair("rr", _EPS0)  # DPCost(_EPS0)'s pair
     twin = PairCost.from_pmfs(*ONE_SIDED).pair()
     grid = np.linspace(0.0, math.log(0.5 / 0.45) * (1 + 1e-12), 200)
     upper = profile_bounds(twin, grid[:-1], "remove")[1]
