@@ -32,10 +32,11 @@ from expost.errors import InvalidParameter
 from expost.pld.convolution import convolve
 from expost.rounding import smallest_where, up
 
-__all__ = ["DiscreteLoss"]
+__all__ = ["LOSS_CAP", "DiscreteLoss"]
 
 FloatArray = npt.NDArray[np.float64]
 _U = 2.0**-53
+LOSS_CAP = 64.0  # losses above go to +∞, below move up to −LOSS_CAP (both safe; bounds the grid)
 _EXP_MARGIN = 2.0**-45  # relative lower margin on numpy's exp (documented error < 4 ulps)
 
 
@@ -144,12 +145,15 @@ class DiscreteLoss:
 
 
 def _cut(d: DiscreteLoss) -> DiscreteLoss:
-    """Tails of at most ``tail_mass`` cut: the top to +∞, the bottom moved up (module doc)."""
+    """Tails of at most ``tail_mass`` cut, and losses beyond ±`LOSS_CAP`: the top to +∞, the
+    bottom moved up (module doc)."""
     m = d.masses
     top_sums = np.cumsum(m[::-1])
     n_top = int(np.searchsorted(top_sums, d.tail_mass, side="right"))
     bottom_sums = np.cumsum(m)
     n_bottom = int(np.searchsorted(bottom_sums, d.tail_mass, side="right"))
+    n_top = max(n_top, m.size - 1 - (math.floor(LOSS_CAP / d.h) - d.offset))
+    n_bottom = max(n_bottom, math.ceil(-LOSS_CAP / d.h) - d.offset)
     n_top = min(n_top, m.size - 1)
     n_bottom = min(n_bottom, m.size - 1 - n_top)
     if n_top == 0 and n_bottom == 0:
