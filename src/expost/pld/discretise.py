@@ -30,10 +30,8 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.pld.discrete import LOSS_CAP, DiscreteLoss
+from expost.pld.pairs import MASS_MARGIN, LossLaw, PartLike
 from expost.rounding import up
-from attrs import evolve
-
-from expost.pld.pairs import MASS_MARGIN, LossLaw, Part
 
 __all__ = ["LOSS_CAP", "NODES", "PIECE", "atom_masses", "discretise", "split_margin"]
 
@@ -53,24 +51,36 @@ def _split(u: FloatArray, h: float) -> tuple[FloatArray, FloatArray]:
     return left, right
 
 
-def _cells(part: Part, h: float) -> tuple[IntArray, FloatArray]:
-    """Grid indices j of the cells the part's loss range meets, and the x-ends of the cells."""
+def cell_range(part: PartLike, h: float, b: float = 0.0) -> IntArray:
+    """Indices j of the cells [j·h + b, (j+1)·h + b] the part's loss range meets (and one)."""
     l_lo = float(part.loss(np.array([part.lo]))[0])
     l_hi = float(part.loss(np.array([part.hi]))[0])
-    first, last = math.floor(l_lo / h), math.ceil(l_hi / h)
-    idx = np.arange(first, last + 1, dtype=np.int64)
-    ends = part.inverse(idx.astype(np.float64) * h)
+    first, last = math.floor((l_lo - b) / h), math.ceil((l_hi - b) / h)
+    return np.arange(first, last + 1, dtype=np.int64)
+
+
+def _cells(
+    part: PartLike, h: float, b: float = 0.0, moved: FloatArray | None = None
+) -> tuple[IntArray, FloatArray]:
+    """Indices j of the cells [j·h + b, (j+1)·h + b] the part's loss range meets, and the x-ends
+    of the cells (cell boundaries moved down by ``moved``, one per index, if given)."""
+    idx = cell_range(part, h, b)
+    at = idx.astype(np.float64) * h + b
+    ends = part.inverse(at if moved is None else at - moved)
     ends[0], ends[-1] = part.lo, part.hi
     return idx, np.maximum.accumulate(ends)
 
 
-def _part_masses(part: Part, h: float) -> tuple[IntArray, FloatArray]:
-    """(grid index, mass) pairs of one part, tails included."""
-    idx, ends = _cells(part, h)
+def quadrature(
+    part: PartLike, h: float, b: float = 0.0, moved: FloatArray | None = None
+) -> tuple[IntArray, FloatArray, FloatArray, IntArray, FloatArray]:
+    """Nodes of the composite Gauss–Legendre rule per cell (module doc): (cell index j of each
+    node, node x, node weight × density at x), and the wide cells (index, closed-form mass);
+    cells as in `_cells`."""
+    idx, ends = _cells(part, h, b, moved)
     width = np.diff(ends)
     count = np.clip(np.ceil(width / PIECE), 1, MAX_PIECES + 1).astype(np.int64)
     wide = np.flatnonzero(count > MAX_PIECES)  # a nearly flat loss: the cell's mass moved up
-    wide_js = idx[wide] + 1
     wide_ms = np.array([part.mass(float(ends[c]), float(ends[c + 1])) for c in wide])
     count[wide] = 0
     cell = np.repeat(np.arange(width.size), count)
@@ -80,10 +90,14 @@ def _part_masses(part: Part, h: float) -> tuple[IntArray, FloatArray]:
     x = (start[:, None] + 0.5 * step[:, None] * (_T[None, :] + 1.0)).ravel()
     wq = (0.5 * step[:, None] * _W[None, :]).ravel()
     j = np.repeat(idx[cell], NODES)
-    u = part.loss(x) - j * h
-    left, right = _split(u, h)
-    dens = part.density(x) * wq
-    js = np.concatenate([j, j + 1, wide_js])
+    return j, x, part.density(x) * wq, idx[wide], wide_ms
+
+
+def _part_masses(part: PartLike, h: float) -> tuple[IntArray, FloatArray]:
+    """(grid index, mass) pairs of one part, tails included."""
+    j, x, dens, wide_j, wide_ms = quadrature(part, h)
+    left, right = _split(part.loss(x) - j * h, h)
+    js = np.concatenate([j, j + 1, wide_j + 1])
     ms = np.concatenate([dens * left, dens * right, wide_ms])
     lo_loss = float(part.loss(np.array([part.lo]))[0])
     tail_at = math.ceil(lo_loss / h) + 1  # the lower tail (L < L(lo)) moved up
@@ -97,7 +111,7 @@ def atom_masses(losses: FloatArray, masses: FloatArray, h: float) -> tuple[IntAr
     return np.concatenate([j, j + 1]), np.concatenate([masses * left, masses * right])
 
 
-def _capped(part: Part, cap: float) -> Part:
+def capped(part: PartLike, cap: float) -> PartLike:
     """The part restricted to losses in [−cap, cap]: the mass cut above joins ``above`` (+∞),
     the mass cut below joins ``below`` (moved up to a grid point >= −cap). A part wholly above
     the cap goes to +∞ entirely; one wholly below keeps only ``below`` and ``above``."""
@@ -107,14 +121,10 @@ def _capped(part: Part, cap: float) -> Part:
     if new_lo >= new_hi:
         whole = part.mass(lo, hi)
         if float(part.loss(np.array([0.5 * (lo + hi)]))[0]) > 0:
-            return evolve(part, lo=hi, below=0.0, above=part.above + whole + part.below)
-        return evolve(part, hi=lo, below=part.below + whole)
-    return evolve(
-        part,
-        lo=new_lo,
-        hi=new_hi,
-        below=part.below + part.mass(lo, new_lo),
-        above=part.above + part.mass(new_hi, hi),
+            return part.restricted(hi, hi, 0.0, part.above + whole + part.below)
+        return part.restricted(lo, lo, part.below + whole, part.above)
+    return part.restricted(
+        new_lo, new_hi, part.below + part.mass(lo, new_lo), part.above + part.mass(new_hi, hi)
     )
 
 
@@ -135,10 +145,13 @@ def discretise(law: LossLaw, h: float, tail_mass: float) -> DiscreteLoss:
     over = losses > LOSS_CAP
     inf = math.fsum(weights[over].tolist())
     losses, weights = np.maximum(losses[~over], -LOSS_CAP), weights[~over]
-    parts = [_capped(p, LOSS_CAP) for p in law.parts]
+    parts = [capped(p, LOSS_CAP) for p in law.parts]
     pieces = [atom_masses(losses, weights, h)] + [_part_masses(p, h) for p in parts if p.hi > p.lo]
-    pieces += [(np.array([math.ceil(-LOSS_CAP / h) + 1]), np.array([p.below]))
-               for p in parts if p.hi <= p.lo]
+    pieces += [
+        (np.array([math.ceil(-LOSS_CAP / h) + 1]), np.array([p.below]))
+        for p in parts
+        if p.hi <= p.lo
+    ]
     js = np.concatenate([p[0] for p in pieces])
     ms = np.concatenate([p[1] for p in pieces])
     keep = ms > 0

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-from attrs import frozen
+from attrs import evolve, frozen
 
 from expost.rounding import up, up_exact
 
@@ -35,6 +36,7 @@ __all__ = [
     "LossLaw",
     "Part",
     "blatant_laws",
+    "bounded_range_laws",
     "gaussian_laws",
     "laplace_laws",
     "randomised_response_law",
@@ -74,6 +76,10 @@ class Part:
             else:
                 out += np.exp(lw + m * x)
         return out
+
+    def restricted(self, lo: float, hi: float, below: float, above: float) -> Part:
+        """The same density on (lo, hi) with these tail bounds."""
+        return evolve(self, lo=lo, hi=hi, below=below, above=above)
 
     def mass(self, lo: float, hi: float) -> float:
         """An upper bound on the density's mass on [lo, hi] (closed forms, `MASS_MARGIN`)."""
@@ -123,12 +129,31 @@ class Part:
         return np.clip(x, self.lo, self.hi)
 
 
-@frozen
-class LossLaw:
-    """Atoms (loss, mass) and continuous parts of one direction's PLD."""
+class PartLike(Protocol):
+    """What the discretisations need of a continuous part (`Part`, `noise.NoisePart`)."""
 
-    atoms: tuple[tuple[float, float], ...]
-    parts: tuple[Part, ...]
+    @property
+    def lo(self) -> float: ...
+    @property
+    def hi(self) -> float: ...
+    @property
+    def below(self) -> float: ...
+    @property
+    def above(self) -> float: ...
+    def density(self, x: FloatArray) -> FloatArray: ...
+    def loss(self, x: FloatArray) -> FloatArray: ...
+    def inverse(self, losses: FloatArray) -> FloatArray: ...
+    def mass(self, lo: float, hi: float) -> float: ...
+    def restricted(self, lo: float, hi: float, below: float, above: float) -> PartLike: ...
+
+
+@frozen(eq=False)
+class LossLaw:
+    """Atoms (loss, mass) — a tuple of pairs or an (n, 2) array — and continuous parts of one
+    direction's PLD."""
+
+    atoms: tuple[tuple[float, float], ...] | FloatArray
+    parts: tuple[PartLike, ...]
 
 
 def _cut_normal(
@@ -214,6 +239,24 @@ def laplace_laws(eps0: float, q: float) -> tuple[LossLaw, LossLaw]:
         (Part(-eps0, 0.0, 0.0, 0.0, (log_half,), (1.0,), False, -2.0, -eps0, q, -1),),
     )
     return remove, add
+
+
+def bounded_range_laws(eps: float, q: float) -> tuple[LossLaw, LossLaw]:
+    """(remove, add) laws of the worst ε-bounded-range pair, subsampled at q: L has density
+    e^{(l−ε)/2}/(2(1 − e^{−ε})) on (−ε, ε) under P, no atoms — written in x = (l + ε)/2 on
+    (0, ε) with density e^{x−ε}/(1 − e^{−ε}) (docs/pld.md derives it from the two-point pairs
+    of Dong, Durfee & Rogers 2020); symmetric at q = 1."""
+    if eps >= BLATANT:
+        return blatant_laws(q)
+    log_norm = -math.log(-math.expm1(-eps))
+    if q == 1.0:
+        part = Part(0.0, eps, 0.0, 0.0, (log_norm - eps,), (1.0,), False, 2.0, -eps, 1.0, 1)
+        law = LossLaw((), (part,))
+        return law, law
+    mixed = (math.log1p(-q) + log_norm, math.log(q) + log_norm - eps)  # (1−q)Q + qP in x
+    remove = Part(0.0, eps, 0.0, 0.0, mixed, (-1.0, 1.0), False, 2.0, -eps, q, 1)
+    add = Part(-eps, 0.0, 0.0, 0.0, (log_norm,), (1.0,), False, -2.0, -eps, q, -1)  # Q in −x
+    return LossLaw((), (remove,)), LossLaw((), (add,))
 
 
 def randomised_response_law(eps0: float) -> LossLaw:
