@@ -71,8 +71,11 @@ def _gaussian(mu: tuple[float, float], q: tuple[float, float], h: float, tail: f
     def sampled(s: float) -> PLD:
         return _gaussian(mu, _rates(q[0], s), h, tail)
 
+    def regrid(step: float) -> PLD:
+        return _gaussian(mu, q, step, tail)
+
     upper = gaussian_laws(mu[0], q[0], tail)
-    return from_laws(upper, gaussian_laws(mu[1], q[1], tail), h, tail, sampled)
+    return from_laws(upper, gaussian_laws(mu[1], q[1], tail), h, tail, sampled, regrid)
 
 
 @functools.lru_cache(maxsize=_CACHE)
@@ -80,7 +83,11 @@ def _laplace(eps0: tuple[float, float], q: tuple[float, float], h: float, tail: 
     def sampled(s: float) -> PLD:
         return _laplace(eps0, _rates(q[0], s), h, tail)
 
-    return from_laws(laplace_laws(eps0[0], q[0]), laplace_laws(eps0[1], q[1]), h, tail, sampled)
+    def regrid(step: float) -> PLD:
+        return _laplace(eps0, q, step, tail)
+
+    lower = laplace_laws(eps0[1], q[1])
+    return from_laws(laplace_laws(eps0[0], q[0]), lower, h, tail, sampled, regrid)
 
 
 @functools.lru_cache(maxsize=_CACHE)
@@ -88,8 +95,11 @@ def _bounded_range(eps: float, q: tuple[float, float], h: float, tail: float) ->
     def sampled(s: float) -> PLD:
         return _bounded_range(eps, _rates(q[0], s), h, tail)
 
+    def regrid(step: float) -> PLD:
+        return _bounded_range(eps, q, step, tail)
+
     lower = bounded_range_laws(eps, q[1])
-    return from_laws(bounded_range_laws(eps, q[0]), lower, h, tail, sampled)
+    return from_laws(bounded_range_laws(eps, q[0]), lower, h, tail, sampled, regrid)
 
 
 def gaussian(sigma: float, sensitivity: float, q: float, h: float, tail: float) -> PLD:
@@ -127,9 +137,12 @@ def _from_bounds(
     def sampled(s: float) -> PLD:
         return _from_bounds(lambda: bounds, _rates(q[0], s), h, tail)
 
+    def regrid(step: float) -> PLD:
+        return _from_bounds(lambda: bounds, q, step, tail)
+
     upper = bounds.sampled(q[0]).laws()
     lower = bounds.sampled(q[1]).lower_laws()
-    return from_laws(_symmetric(upper), _symmetric(lower), h, tail, sampled)
+    return from_laws(_symmetric(upper), _symmetric(lower), h, tail, sampled, regrid)
 
 
 def _symmetric(laws: tuple[LossLaw, LossLaw]) -> tuple[LossLaw, LossLaw]:

@@ -51,33 +51,23 @@ def _split(u: FloatArray, h: float) -> tuple[FloatArray, FloatArray]:
     return left, right
 
 
-def cell_range(part: PartLike, h: float, b: float = 0.0) -> IntArray:
-    """Indices j of the cells [j·h + b, (j+1)·h + b] the part's loss range meets (and one)."""
+def _cells(part: PartLike, h: float) -> tuple[IntArray, FloatArray]:
+    """Grid indices j of the cells the part's loss range meets, and the x-ends of the cells."""
     l_lo = float(part.loss(np.array([part.lo]))[0])
     l_hi = float(part.loss(np.array([part.hi]))[0])
-    first, last = math.floor((l_lo - b) / h), math.ceil((l_hi - b) / h)
-    return np.arange(first, last + 1, dtype=np.int64)
-
-
-def _cells(
-    part: PartLike, h: float, b: float = 0.0, moved: FloatArray | None = None
-) -> tuple[IntArray, FloatArray]:
-    """Indices j of the cells [j·h + b, (j+1)·h + b] the part's loss range meets, and the x-ends
-    of the cells (cell boundaries moved down by ``moved``, one per index, if given)."""
-    idx = cell_range(part, h, b)
-    at = idx.astype(np.float64) * h + b
-    ends = part.inverse(at if moved is None else at - moved)
+    first, last = math.floor(l_lo / h), math.ceil(l_hi / h)
+    idx = np.arange(first, last + 1, dtype=np.int64)
+    ends = part.inverse(idx.astype(np.float64) * h)
     ends[0], ends[-1] = part.lo, part.hi
     return idx, np.maximum.accumulate(ends)
 
 
 def quadrature(
-    part: PartLike, h: float, b: float = 0.0, moved: FloatArray | None = None
+    part: PartLike, h: float
 ) -> tuple[IntArray, FloatArray, FloatArray, IntArray, FloatArray]:
     """Nodes of the composite Gauss–Legendre rule per cell (module doc): (cell index j of each
-    node, node x, node weight × density at x), and the wide cells (index, closed-form mass);
-    cells as in `_cells`."""
-    idx, ends = _cells(part, h, b, moved)
+    node, node x, node weight × density at x), and the wide cells (index, closed-form mass)."""
+    idx, ends = _cells(part, h)
     width = np.diff(ends)
     count = np.clip(np.ceil(width / PIECE), 1, MAX_PIECES + 1).astype(np.int64)
     wide = np.flatnonzero(count > MAX_PIECES)  # a nearly flat loss: the cell's mass moved up

@@ -54,11 +54,13 @@ Sampler = Callable[[float], "PrivacyLossDistribution"]
 @frozen(eq=False)
 class Origin:
     """How a PLD was made: from laws (``lower``: the optimistic laws; ``sampled``: the same
-    pair Poisson-subsampled at a further rate) or as the composition of ``parts``."""
+    pair Poisson-subsampled at a further rate; ``regrid``: the same pair on another grid) or as
+    the composition of ``parts``."""
 
     lower: Laws | None = None
     sampled: Sampler | None = None
     parts: tuple[PrivacyLossDistribution, PrivacyLossDistribution] | None = None
+    regrid: Sampler | None = None  # the same pair on another value_discretization
 
 
 @frozen(eq=False, repr=False)
@@ -368,14 +370,19 @@ def grid(h: object, tail: object) -> tuple[float, float]:
 
 
 def from_laws(
-    laws: Laws, lower: Laws | None, h: float, tail: float, sampled: Sampler | None = None
+    laws: Laws,
+    lower: Laws | None,
+    h: float,
+    tail: float,
+    sampled: Sampler | None = None,
+    regrid: Sampler | None = None,
 ) -> PrivacyLossDistribution:
     """The PLD of (remove, add) laws (the same object for a symmetric pair); ``lower``: the
     laws the optimistic side discretises (None: only the upper side is known)."""
     remove, add = laws
     first = discretise(remove, h, tail)
     second = first if add is remove else discretise(add, h, tail)
-    return PrivacyLossDistribution(first, second, Origin(lower, sampled))
+    return PrivacyLossDistribution(first, second, Origin(lower, sampled, None, regrid))
 
 
 @functools.lru_cache(maxsize=_COMPOSED_CACHE)

@@ -7,16 +7,22 @@ loss is then rounded *down* to a grid point and its mass *down* (a smaller measu
 losses has smaller hockey-stick sums for every γ >= 0, and convolution keeps that order), so
 the composed law's δ, minus the carried convolution error, is a lower bound on the exact δ.
 
-Rounding down to a fixed grid would lose about h/2 per round (k·h/2 after k rounds: far too
-much). The grid is therefore shifted: l_i = t + i·h with t chosen to minimise the mass-weighted
-drop Σ_j P_j·((l̄_j − t) mod h), and the cells are placed so that the merged losses of smooth
-parts fall just above grid points ([j·h + b, (j+1)·h + b] with b = t_atom − h/2 where a heavy
-atom sits at t_atom mod h): for a smooth density the merged loss lies within O(h²) of the
-cell's midpoint, so the drop per round is O(h²), not h/2.
+Rounding each merged loss down to the grid would lose about h/2 per round (k·h/2 after k
+rounds: far too much). Instead the merged cells, in ascending order of loss, are *pooled*
+(`_pool`) from the top down and from the bottom up, meeting at the lightest cell: a group starts at a
+cell, takes the grid point below (above) it plus a slack for the errors below as its target,
+and collects lower (higher) cells until its merged loss reaches the target, taking the needed
+fraction of the last one — sending a fraction of a cell's
+outcomes to one group and the rest to the next is again a post-processing, and the fraction
+keeps the cell's P/Q ratio. Every group then sits exactly on a grid point (plus the slack);
+only the two groups meeting at the lightest cell are rounded down (a cell or two of mass). The grid l_i = t + i·h is aligned with the
+heaviest atom, if any (a Laplace or randomised-response atom stays put).
 
-Mass bounds: quadrature masses carry the relative error `pairs.MASS_MARGIN` (the same
-assumption as the pessimistic side, tested against 50-digit quadrature), so P_j is lowered by
-it and l̄_j by 4·MASS_MARGIN plus its float error. Mass beyond the loss cap sits at the cap
+Mass bounds: a merged cell's P_j and Q_j are quadrature sums of an analytic integrand (no
+connect-the-dots weights, so no 1/h amplification of the loss's rounding); their relative
+error is taken to be at most `MERGE_ERROR` = 2^-40 (tests/test_pld_brackets.py checks them
+against 50-digit quadrature; the pessimistic side allows 2^-30), so a group's merged loss must
+clear its grid point by 4·MERGE_ERROR plus float error, and its mass is lowered by 2·MERGE_ERROR. Mass beyond the loss cap sits at the cap
 (moved down); tails are dropped.
 """
 
@@ -28,38 +34,63 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.pld.discrete import LOSS_CAP, DiscreteLoss
-from expost.pld.discretise import capped, cell_range, quadrature, split_margin
-from expost.pld.pairs import MASS_MARGIN, LossLaw, PartLike
+from expost.pld.discretise import capped, quadrature
+from expost.pld.pairs import LossLaw
 
-__all__ = ["discretise_lower"]
+__all__ = ["MERGE_ERROR", "discretise_lower"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 _U = 2.0**-53
+MERGE_ERROR = 2.0**-40  # relative error allowed on a merged cell's P_j, Q_j (module doc)
 
 
-def _best_shift(residues: FloatArray, masses: FloatArray, h: float) -> float:
-    """The t in [0, h) among the residues minimising Σ m_j·((r_j − t) mod h)."""
-    order = np.argsort(residues)
-    r, m = residues[order], masses[order]
-    below = np.concatenate([[0.0], np.cumsum(m)[:-1]])  # mass with r_j < r_k
-    cost = float(np.dot(m, r)) - r * float(np.sum(m)) + h * below
-    return float(r[int(np.argmin(cost))])
-
-
-def _moved(part: PartLike, h: float, b: float) -> FloatArray:
-    """How far to move each cell boundary down so that merged losses land on the cells'
-    midpoints: a first pass gives each cell's offset d_j = l̄_j − midpoint (O(h²) for a smooth
-    density); boundary k moves by the mean of its two cells' offsets."""
-    idx = cell_range(part, h, b)
-    j, x, dens, _, _ = quadrature(part, h, b)
-    k = j - int(idx[0])
-    pm = np.bincount(k, weights=dens, minlength=idx.size)
-    qm = np.bincount(k, weights=dens * np.exp(-part.loss(x)), minlength=idx.size)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = np.log(pm) - np.log(qm) - ((idx + 0.5) * h + b)
-    d = np.where(np.isfinite(d) & (np.abs(d) < 0.25 * h), d, 0.0)
-    return np.concatenate([[d[0]], 0.5 * (d[1:] + d[:-1])])
+def _pool(
+    loss: FloatArray,
+    pm: FloatArray,
+    qm: FloatArray,
+    grid: tuple[float, float, float],
+    downward: bool,
+) -> tuple[list[int], list[float]]:
+    """Merged cells pooled into groups whose merged loss is a grid point t + i·h plus ``slack``
+    (``grid`` = (t, h, slack)); each group's P-mass goes to that point (module doc). Downward:
+    from the top cell, a group aims at the point below it and takes lower cells; upward: from
+    the bottom, at the point above it, taking higher cells. A cell is split between two groups
+    in proportion (its P/Q ratio kept in both). The last group stays on the safe side of its
+    point (rounded down)."""
+    t, h, slack = grid
+    out_i: list[int] = []
+    out_m: list[float] = []
+    group_p = group_q = level = 0.0
+    target = 0
+    for c in range(loss.size - 1, -1, -1) if downward else range(loss.size):
+        p, q = float(pm[c]), float(qm[c])
+        while p > 0.0:
+            if group_p == 0.0:  # a new group from (the rest of) this cell
+                target = math.floor((float(loss[c]) - slack - t) / h)
+                group_p, group_q, p = p, q, 0.0
+                if float(loss[c]) - (t + target * h) - slack < 1e-3 * h:  # on the point
+                    out_i.append(target)
+                    out_m.append(group_p)
+                    group_p = group_q = 0.0
+                elif not downward:
+                    target += 1
+                level = math.exp(t + target * h + slack)
+                break
+            surplus = group_p - level * group_q  # >= 0 downward, < 0 upward
+            gain = p - level * q
+            if (surplus + gain >= 0.0) == downward:  # the whole cell joins
+                group_p, group_q, p = group_p + p, group_q + q, 0.0
+                break
+            share = -surplus / gain  # the fraction of the cell that brings it to the point
+            out_i.append(target)
+            out_m.append(group_p + share * p)
+            group_p = group_q = 0.0
+            p, q = (1.0 - share) * p, (1.0 - share) * q
+    if group_p > 0.0:  # the last group, on the safe side of its point
+        out_i.append(target if downward else target - 1)
+        out_m.append(group_p)
+    return out_i, out_m
 
 
 def discretise_lower(law: LossLaw, h: float, tail_mass: float) -> DiscreteLoss:
@@ -70,16 +101,18 @@ def discretise_lower(law: LossLaw, h: float, tail_mass: float) -> DiscreteLoss:
     inf = math.fsum(a_mass[np.isinf(a_loss)].tolist()) * (1.0 - 4.0 * _U)
     fin = np.isfinite(a_loss) & (a_mass > 0)
     a_loss, a_mass = np.minimum(a_loss[fin], LOSS_CAP), a_mass[fin]
-    b = 0.0
-    if a_mass.size and float(np.max(a_mass)) > 1e-3:
-        b = float(a_loss[int(np.argmax(a_mass))]) % h - 0.5 * h
-    # merged cells: P_j, Q_j per cell [j·h + b, (j+1)·h + b]
-    js, ps, qs = [np.floor((a_loss - b) / h).astype(np.int64)], [a_mass], [a_mass * np.exp(-a_loss)]
+    slack = 4.0 * MERGE_ERROR + 64.0 * _U * (LOSS_CAP + 1.0)
+    t = 0.0
+    if a_mass.size and float(np.max(a_mass)) > 1e-3:  # align the grid with the heaviest atom
+        t = (float(a_loss[int(np.argmax(a_mass))]) - 2.0 * slack) % h
+    # merged cells: P_j, Q_j per cell [j·h, (j+1)·h]
+    js, ps = [np.floor(a_loss / h).astype(np.int64)], [a_mass]
+    qs = [a_mass * np.exp(-a_loss)]
     for part in law.parts:
         c = capped(part, LOSS_CAP)
         if c.hi <= c.lo:
             continue
-        j, x, dens, _, _ = quadrature(c, h, b, _moved(c, h, b))
+        j, x, dens, _, _ = quadrature(c, h)
         js.append(j)
         ps.append(dens)
         qs.append(dens * np.exp(-c.loss(x)))
@@ -91,14 +124,14 @@ def discretise_lower(law: LossLaw, h: float, tail_mass: float) -> DiscreteLoss:
     qm = np.bincount(j_all - first, weights=np.concatenate(qs)).astype(np.float64)
     keep = (pm > 0) & (qm > 0)
     pm, qm = pm[keep], qm[keep]
-    margin = split_margin(LOSS_CAP, h) + MASS_MARGIN
-    with np.errstate(over="ignore"):
-        merged = np.log(pm) - np.log(qm)
-    merged = merged - 4.0 * margin - 8.0 * _U * (np.abs(np.log(pm)) + np.abs(np.log(qm)) + 1.0)
-    merged = np.minimum(merged, LOSS_CAP)
-    t = _best_shift(np.mod(merged, h), pm, h)
-    idx = np.floor((merged - t) / h).astype(np.int64)
-    idx = np.where(t + idx * h > merged, idx - 1, idx)  # float rounding: never above
+    merged = np.minimum(np.log(pm) - np.log(qm), LOSS_CAP)
+    order = np.argsort(merged, kind="stable")
+    loss, pm, qm = merged[order], pm[order], qm[order]
+    middle = int(np.argmin(pm))  # the groups meet at the lightest cell
+    up_i, up_m = _pool(loss[:middle], pm[:middle], qm[:middle], (t, h, slack), False)
+    down_i, down_m = _pool(loss[middle:], pm[middle:], qm[middle:], (t, h, slack), True)
+    idx = np.array(up_i + down_i, dtype=np.int64)
+    mass = np.array(up_m + down_m, dtype=np.float64)
     low = int(idx.min())
-    masses = np.bincount(idx - low, weights=pm * (1.0 - 2.0 * margin)) * (1.0 - 4.0 * _U)
+    masses = np.bincount(idx - low, weights=mass * (1.0 - 2.0 * MERGE_ERROR)) * (1.0 - 4.0 * _U)
     return DiscreteLoss(h, low, masses, inf, 0.0, tail_mass, t, True)
