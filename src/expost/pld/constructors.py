@@ -55,8 +55,11 @@ PLD = PrivacyLossDistribution
 
 
 def _rates(q: float, s: float) -> tuple[float, float]:
-    """(up, down) roundings of the rate q·s of a sample of a sample."""
-    return up(q * s, 1), max(down(q * s, 1), 0.0)
+    """(up, down) roundings of the rate q·s of a sample of a sample (q·s itself if exact)."""
+    r = q * s
+    if Fraction(r) == Fraction(q) * Fraction(s):
+        return r, r
+    return up(r, 1), max(down(r, 1), 0.0)
 
 
 def _ratio_down(numerator: float, denominator: float) -> float:
