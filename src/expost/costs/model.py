@@ -50,11 +50,16 @@ class Mechanism:
     __slots__ = ()
 
     def pair(self) -> Pair | None:
-        """The dominating pair; derived: randomised response at eps for an (eps, 0)-DP round."""
+        """The dominating pair; derived: randomised response at eps for an (eps, 0)-DP round,
+        the worst (eps, delta) pair otherwise (Kairouz, Oh & Viswanath 2015)."""
         from expost.costs.pairs import ClosedPair
 
         d = self.dp()
-        return ClosedPair("rr", d[0]) if d is not None and d[1] == 0.0 else None
+        if d is None:
+            return None
+        return (
+            ClosedPair("rr", d[0]) if d[1] == 0.0 else ClosedPair("eps_delta", d[0], extra=(d[1],))
+        )
 
     def rdp(self, alpha: float) -> float | None:
         """ε_α of a curve fixed before the round; derived: randomised response's for an

@@ -18,64 +18,88 @@ the output with probability r'/r, else replace it by a draw from Q).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import TYPE_CHECKING, Literal, Union
+from typing import TYPE_CHECKING, Union
 
 import attrs
 from attrs import field, frozen
 
 from expost._validation import as_float, positive, sampling_probability, validator
 from expost.errors import InvalidParameter
-from expost.rounding import up, up_exact
+from expost.rounding import up_exact
 
 if TYPE_CHECKING:
     from expost.pld import PrivacyLossDistribution
 
-__all__ = ["ClosedPair", "Pair", "PmfPair", "ProductPair", "closed_order", "rr_pmfs"]
+__all__ = ["FAMILIES", "ClosedPair", "Pair", "PmfPair", "ProductPair", "closed_order"]
 
 _RATE = field(default=1.0, converter=as_float, validator=validator(sampling_probability))
-_TAIL = 1e-16  # expost.pld.distribution.DEFAULT_TAIL_MASS (imported lazily: scipy)
+
+
+def _gaussian(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
+    from expost.pld import PrivacyLossDistribution  # lazy: scipy, numpy FFT
+
+    return PrivacyLossDistribution.gaussian(pair.level, 1.0, pair.rate, value_discretization=grid)
+
+
+def _laplace(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
+    from expost.pld import PrivacyLossDistribution
+
+    # Lap(ε0, 1) against Lap(0, 1): ε0 exactly
+    return PrivacyLossDistribution.laplace(1.0, pair.level, pair.rate, value_discretization=grid)
+
+
+def _rr(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
+    from expost.pld import PrivacyLossDistribution
+
+    return PrivacyLossDistribution.pure_dp(pair.level, pair.rate, value_discretization=grid)
+
+
+def _eps_delta(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
+    from expost.pld import PrivacyLossDistribution
+
+    (delta,) = pair.extra
+    return PrivacyLossDistribution.from_eps_delta(
+        pair.level, delta, pair.rate, value_discretization=grid
+    )
+
+
+FAMILIES: dict[str, Callable[[ClosedPair, float], PrivacyLossDistribution]] = {
+    "gaussian": _gaussian,
+    "laplace": _laplace,
+    "rr": _rr,
+    "eps_delta": _eps_delta,
+}
+"""Each closed family's PLD constructor (`expost.pld.PrivacyLossDistribution`): ``level`` σ/Δ
+(gaussian) or ε0, ``extra`` the family's further parameters (eps_delta: (δ,))."""
+
+
+def _family(_instance: object, _attribute: object, value: object) -> None:
+    if value not in FAMILIES:
+        raise InvalidParameter("family", value, f"must be one of {', '.join(FAMILIES)}")
 
 
 @frozen
 class ClosedPair:
-    """A pair of a family with a closed-form order: ``family`` "gaussian" (``level`` = σ, the
-    noise multiplier in units of Δ), "laplace" or "rr" (``level`` = ε0), Poisson-subsampled at
+    """A pair of a named family (`FAMILIES`): "gaussian" (``level`` = σ, the noise multiplier
+    in units of Δ), "laplace" or "rr" (``level`` = ε0), "eps_delta" (``level`` = ε, ``extra`` =
+    (δ,): the worst (ε, δ) pair, Kairouz, Oh & Viswanath 2015), Poisson-subsampled at
     ``rate``."""
 
-    family: Literal["gaussian", "laplace", "rr"]
+    family: str = field(validator=_family)
     level: float = field(converter=as_float, validator=validator(positive))
     rate: float = _RATE
+    extra: tuple[float, ...] = field(default=(), kw_only=True, converter=tuple)
 
     def sampled(self, rate: float) -> Pair:
         """This pair on a Poisson sample at ``rate`` (rates multiply)."""
         r = up_exact(Fraction(self.rate) * Fraction(sampling_probability("sampling_prob", rate)))
-        if self.family == "rr" and r < 1.0:
-            p, q = rr_pmfs(self.level)
-            return PmfPair(p, q, r)
         return attrs.evolve(self, rate=r)
 
     def pld(self, grid: float) -> PrivacyLossDistribution:
         """The safe-sided PLD of both directions on a loss grid of spacing ``grid``."""
-        from expost.pld import PrivacyLossDistribution  # lazy: scipy, numpy FFT
-
-        if self.family == "gaussian":
-            return PrivacyLossDistribution.gaussian(
-                self.level, 1.0, self.rate, value_discretization=grid
-            )
-        if self.family == "laplace":  # Lap(ε0, 1) against Lap(0, 1): ε0 exactly
-            return PrivacyLossDistribution.laplace(
-                1.0, self.level, self.rate, value_discretization=grid
-            )
-        return PrivacyLossDistribution.pure_dp(self.level, value_discretization=grid)
-
-
-def rr_pmfs(eps: float) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Float pmfs of a randomised response at some ε' >= ``eps``: a = e^ε/(1 + e^ε) rounded up
-    (1 − a is then exact), so the pair dominates RR(eps)."""
-    a = up(1.0 / (1.0 + math.exp(-eps)), 4)
-    a = min(a, 1.0)
-    return (a, 1.0 - a), (1.0 - a, a)
+        return FAMILIES[self.family](self, grid)
 
 
 def _pmf(name: str, value: object) -> tuple[float, ...]:
@@ -125,35 +149,13 @@ class PmfPair:
         return p, q, [(1 - r) * b + r * a for a, b in zip(p, q, strict=True)]
 
     def pld(self, grid: float) -> PrivacyLossDistribution:
-        """The safe-sided PLD of both directions: remove (M, Q), add (Q, M)."""
-        _, q, m = self.laws()
-        return _pmf_pld((tuple(m), tuple(q)), grid)
+        """The safe-sided PLD of both directions: remove (M, Q), add (Q, M)
+        (`expost.pld.PrivacyLossDistribution.from_pmfs`)."""
+        from expost.pld import PrivacyLossDistribution
 
-
-def _direction(a: tuple[Fraction, ...], b: tuple[Fraction, ...], grid: float) -> object:
-    """The grid law of log(a/b) under a: each loss and mass rounded up; mass where b = 0 at +∞."""
-    from expost.pld.discretise import discretise
-    from expost.pld.pairs import LossLaw
-
-    atoms = tuple(
-        (up(math.log(x / y), 4), up_exact(x)) for x, y in zip(a, b, strict=True) if x > 0 and y > 0
-    )
-    infinite = up_exact(
-        sum((x for x, y in zip(a, b, strict=True) if x > 0 and y == 0), Fraction(0))
-    )
-    if not atoms:
-        atoms = ((0.0, 0.0),)
-    law = discretise(LossLaw(atoms, ()), grid, _TAIL)
-    return attrs.evolve(law, inf_mass=up(law.inf_mass + infinite, 1)) if infinite else law
-
-
-def _pmf_pld(
-    laws: tuple[tuple[Fraction, ...], tuple[Fraction, ...]], grid: float
-) -> PrivacyLossDistribution:
-    from expost.pld import PrivacyLossDistribution
-
-    m, q = laws
-    return PrivacyLossDistribution(_direction(m, q, grid), _direction(q, m, grid))  # type: ignore[arg-type]  # DiscreteLoss, typed loosely to keep the import lazy
+        return PrivacyLossDistribution.from_pmfs(
+            self.p, self.q, self.rate, value_discretization=grid
+        )
 
 
 @frozen
@@ -197,11 +199,12 @@ Pair = Union[ClosedPair, PmfPair, ProductPair]  # noqa: UP007  # a runtime alias
 def closed_order(fixed: Pair, other: Pair) -> bool | None:
     """Whether ``fixed`` dominates ``other`` by a closed-form order (module docstring); None
     where none applies (then domination is computed)."""
-    if isinstance(other, PmfPair) and isinstance(fixed, PmfPair) and other.p == fixed.p:
-        return (other.q == fixed.q and other.rate <= fixed.rate) or None
+    same = isinstance(other, PmfPair | ClosedPair) and type(other) is type(fixed)
+    if same and attrs.evolve(other, rate=fixed.rate) == fixed:  # the same pair, smaller rate
+        return other.rate <= fixed.rate or None
     if not (isinstance(fixed, ClosedPair) and isinstance(other, ClosedPair)):
         return None
-    if other.rate > fixed.rate:
+    if other.rate > fixed.rate or fixed.extra or other.extra:
         return None
     if fixed.family == "gaussian":
         return (other.family == "gaussian" and other.level >= fixed.level) or None
