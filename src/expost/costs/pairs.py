@@ -75,7 +75,11 @@ FAMILIES: dict[str, Callable[[ClosedPair, float], PrivacyLossDistribution]] = {
 (gaussian) or ε0, ``extra`` the family's further parameters (eps_delta: (δ,))."""
 
 
-def _family(_instance: object, _attribute: object, value: object) -> None:
+def _floats(value: tuple[float, ...] | list[float]) -> tuple[float, ...]:
+    return tuple(float(x) for x in value)
+
+
+def _family(_instance: object, _attribute: object, value: str) -> None:
     if value not in FAMILIES:
         raise InvalidParameter("family", value, f"must be one of {', '.join(FAMILIES)}")
 
@@ -90,7 +94,7 @@ class ClosedPair:
     family: str = field(validator=_family)
     level: float = field(converter=as_float, validator=validator(positive))
     rate: float = _RATE
-    extra: tuple[float, ...] = field(default=(), kw_only=True, converter=tuple)
+    extra: tuple[float, ...] = field(default=(), kw_only=True, converter=_floats)
 
     def sampled(self, rate: float) -> Pair:
         """This pair on a Poisson sample at ``rate`` (rates multiply)."""
@@ -199,9 +203,13 @@ Pair = Union[ClosedPair, PmfPair, ProductPair]  # noqa: UP007  # a runtime alias
 def closed_order(fixed: Pair, other: Pair) -> bool | None:
     """Whether ``fixed`` dominates ``other`` by a closed-form order (module docstring); None
     where none applies (then domination is computed)."""
-    same = isinstance(other, PmfPair | ClosedPair) and type(other) is type(fixed)
-    if same and attrs.evolve(other, rate=fixed.rate) == fixed:  # the same pair, smaller rate
-        return other.rate <= fixed.rate or None
+    for kind in (PmfPair, ClosedPair):  # the same pair at a smaller rate
+        if (
+            isinstance(other, kind)
+            and isinstance(fixed, kind)
+            and attrs.evolve(other, rate=fixed.rate) == fixed
+        ):
+            return other.rate <= fixed.rate or None
     if not (isinstance(fixed, ClosedPair) and isinstance(other, ClosedPair)):
         return None
     if other.rate > fixed.rate or fixed.extra or other.extra:
