@@ -65,14 +65,25 @@ def _eps_delta(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
     )
 
 
+def _discrete_laplace(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
+    from expost.pld import PrivacyLossDistribution
+
+    (sensitivity,) = pair.extra
+    return PrivacyLossDistribution.discrete_laplace(
+        pair.level, int(sensitivity), pair.rate, value_discretization=grid
+    )
+
+
 FAMILIES: dict[str, Callable[[ClosedPair, float], PrivacyLossDistribution]] = {
     "gaussian": _gaussian,
     "laplace": _laplace,
     "rr": _rr,
     "eps_delta": _eps_delta,
+    "discrete_laplace": _discrete_laplace,
 }
 """Each closed family's PLD constructor (`expost.pld.PrivacyLossDistribution`): ``level`` σ/Δ
-(gaussian) or ε0, ``extra`` the family's further parameters (eps_delta: (δ,))."""
+(gaussian), ε0 or a scale, ``extra`` the family's further parameters (eps_delta: (δ,);
+discrete_laplace: (Δ,))."""
 
 
 def _floats(value: tuple[float, ...] | list[float]) -> tuple[float, ...]:

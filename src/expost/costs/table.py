@@ -56,6 +56,7 @@ def _rows() -> tuple[Kind, ...]:
     from expost.filters.costs import (
         BoundedRangeCost,
         BrownianCost,
+        DiscreteLaplaceCost,
         DPCost,
         ExPostCost,
         GaussianCost,
@@ -79,6 +80,9 @@ def _rows() -> tuple[Kind, ...]:
         ),
         Kind("DPCost", DPCost, ("eps", "delta"), pure, ("eps",), server="DPCost"),
         Kind("LaplaceCost", LaplaceCost, ("eps", "delta"), pure, ("eps",), (), True, "DPCost"),
+        Kind(
+            "DiscreteLaplaceCost", DiscreteLaplaceCost, ("scale", "sensitivity"), pure, ("scale",)
+        ),
         Kind(
             "BoundedRangeCost",
             BoundedRangeCost,

@@ -22,6 +22,7 @@ from expost._validation import (
     as_float,
     nonnegative,
     positive,
+    positive_int,
     probability,
     validator,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "Composed",
     "Cost",
     "DPCost",
+    "DiscreteLaplaceCost",
     "ExPostCost",
     "GaussianCost",
     "LaplaceCost",
@@ -171,6 +173,24 @@ class LaplaceCost(DPCost):
         from expost.renyi import laplace_renyi
 
         return laplace_renyi(self.eps, alpha)
+
+
+@frozen
+class DiscreteLaplaceCost(Mechanism):
+    """Discrete Laplace noise, P(x) ∝ e^{−|x|/scale}, on an integer query of integer
+    ``sensitivity`` Δ (the secure-mode Laplace): (Δ/scale)-DP, dominated by its own pair
+    (`expost.pld.PrivacyLossDistribution.discrete_laplace`), tighter than randomised response."""
+
+    scale: float = field(converter=as_float, validator=validator(positive))
+    sensitivity: int = field(default=1, validator=validator(positive_int))
+
+    def dp(self) -> Price:
+        """(Δ/scale rounded up, 0)."""
+        return up_exact(Fraction(self.sensitivity) / Fraction(self.scale)), 0.0
+
+    def pair(self) -> Pair:
+        """The discrete Laplace pair (scale, Δ)."""
+        return ClosedPair("discrete_laplace", self.scale, extra=(self.sensitivity,))
 
 
 @frozen
@@ -324,6 +344,7 @@ Cost = (
     ZCDPCost
     | GaussianCost
     | DPCost
+    | DiscreteLaplaceCost
     | LaplaceCost
     | BoundedRangeCost
     | BrownianCost
