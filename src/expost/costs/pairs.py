@@ -18,6 +18,7 @@ the output with probability r'/r, else replace it by a draw from Q).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING, Union
@@ -201,10 +202,12 @@ class ProductPair:
         )
 
     def pld(self, grid: float) -> PrivacyLossDistribution:
-        """The parts' PLDs composed."""
-        out = self.parts[0].pld(grid)
-        for part in self.parts[1:]:
-            out = out.compose(part.pld(grid))
+        """The parts' PLDs composed (equal parts by repeated squaring: `self_compose`)."""
+        counts = Counter(self.parts)
+        plds = [part.pld(grid).self_compose(k) for part, k in counts.items()]
+        out = plds[0]
+        for other in plds[1:]:
+            out = out.compose(other)
         return out
 
 
