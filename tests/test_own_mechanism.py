@@ -174,3 +174,29 @@ def test_records_of_the_new_kinds_decode_to_the_same_cost() -> None:
         assert decode(encode(cost), "test") == cost
     old = {"type": "SubsampledGaussianCost", "rho": 0.5, "delta": 0.0, "sampling_prob": 0.01}
     assert decode(old, "test") == PoissonSampled(GaussianCost(0.5), 0.01)  # a /3 record
+
+
+def test_every_backend_takes_the_new_kinds_it_prices_and_refuses_the_others(
+    ledger_target: str,
+) -> None:
+    """A DP-SGD step (PoissonSampled of a GaussianCost carrying σ) and a subsampled Laplace round
+    go through the server's record check (SQL derived from the table of kinds); a kind the
+    server does not price (PairCost) is refused there before anything is charged; SQLite takes
+    every kind."""
+    f = ZCDPFilter(1.0)
+    s = ep.PrivateSession(f, np.random.default_rng(0), ledger=ledger_target, create=True)
+    s.subsampled_gaussian([[1.0], [2.0]], 1.0, 4.0, 0.5)
+    s.release(PoissonSampled(LaplaceCost(0.1), 0.5), lambda rng: 0)
+    spent = s.spent
+    pair = PairCost.from_pmfs([0.5, 0.5], [0.4, 0.6])
+    if ledger_target.startswith("postgresql"):
+        with pytest.raises(ep.ExpostError):
+            s.release(pair, lambda rng: 0)
+        s.refresh()
+        assert s.spent == spent
+    else:
+        s.release(pair, lambda rng: 0)
+    s.close()
+    again = ep.PrivateSession(f, np.random.default_rng(1), ledger=ledger_target)
+    assert again.filter.rounds == (2 if ledger_target.startswith("postgresql") else 3)
+    again.close()
