@@ -135,3 +135,14 @@ def test_a_subsample_of_the_fixed_mechanism_is_admitted_by_its_order() -> None:
     assert f.admits(PoissonSampled(c, 0.2))
     assert not f.accepts(c)  # rate 1 > 0.5
     assert math.isfinite(f.budget)
+
+
+def test_a_fixed_pair_without_closed_bounds_uses_its_pld_sides() -> None:
+    """Under a subsampled Gaussian (no closed form for its lower δ) a mild pmf pair is admitted
+    from the PLD's optimistic side, a blatant one refused."""
+    from expost.filters import SubsampledGaussianCost
+
+    f = PLDFilter(8.0, 0.05, SubsampledGaussianCost.from_sigma(1.0, 0.5))
+    assert f.budget > 0
+    assert f.admits(PairCost.from_pmfs([0.34, 0.33, 0.33], [0.33, 0.33, 0.34]))
+    assert not f.accepts(PairCost.from_pmfs([0.6, 0.2, 0.2], [0.2, 0.2, 0.6]))

@@ -19,13 +19,16 @@ A ⊗ T_τ with T_τ the *symmetric* (0, τ) pair ((1−τ)·point₀ + τ·poin
 Certified bounds here: finite pairs (`PmfPair`, the laws the filter counts with) exactly (a
 float sum with its rounding error bounded), the unsampled closed families in closed form
 (Gaussian: Balle & Wang 2018; Laplace: (1 − e^{(ε−ε0)/2})_+; randomised response), each with a
-stated margin (tests/test_computed_domination.py checks them against mpmath). A B whose loss is
+stated margin (tests/test_computed_domination.py checks them against mpmath); any other pair by
+the two certified sides of its PLD (`expost.pld`: the optimistic law minus its convolution
+error below, the pessimistic law above). A B whose loss is
 unbounded (a Gaussian) has no finite ε_m: it is dominated only by a closed-form order
 (`expost.costs.pairs.closed_order`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -38,6 +41,9 @@ __all__ = ["GRID_POINTS", "dominated", "profile_bounds"]
 
 GRID_POINTS = 2000
 """The most grid points ε_i `dominated` checks (spaced evenly up to B's largest loss)."""
+FALLBACK_GRID = 1e-3
+"""The loss grid of the PLD whose certified sides bound a pair without finite or closed-form
+bounds (a subsampled Gaussian, a discrete Laplace, a product)."""
 
 _U = 2.0**-53
 
@@ -100,7 +106,26 @@ def profile_bounds(pair: Pair, eps: npt.ArrayLike, direction: str) -> tuple[Floa
         bounds = _closed_bounds(pair, e)  # symmetric families: one law for both directions
         if bounds is not None:
             return bounds
-    return np.zeros_like(e), np.ones_like(e)
+    return _pld_bounds(pair, e, direction)
+
+
+def _pld_bounds(pair: Pair, e: FloatArray, direction: str) -> tuple[FloatArray, FloatArray]:
+    """Any other pair: the certified sides of its PLD on a grid of `FALLBACK_GRID`, in the one
+    direction — the optimistic law's δ minus its error below, the pessimistic law's above
+    (`expost.pld`, the per-direction laws behind ``delta_bracket``)."""
+    from expost.pld.distribution import _lower  # the optimistic laws, per direction
+
+    pld = pair.pld(FALLBACK_GRID)
+    index = 0 if direction == "remove" else 1
+    upper_law = (pld.remove, pld.add)[index]
+    lower_laws = _lower(pld)
+    lower = (
+        [0.0] * e.size
+        if lower_laws is None
+        else [lower_laws[index].delta_lower(float(x)) for x in e]
+    )
+    upper = [upper_law.delta(float(x)) for x in e]
+    return np.array(lower, dtype=np.float64), np.array(upper, dtype=np.float64)
 
 
 def _largest_loss(pair: Pair, direction: str) -> tuple[float, Fraction] | None:
@@ -124,9 +149,11 @@ def _inf_mass_lower(pair: Pair, direction: str) -> Fraction:
     return sum((a for a, b in zip(p, q, strict=True) if a > 0 and b == 0), Fraction(0))
 
 
+@functools.lru_cache(maxsize=256)
 def dominated(fixed: Pair, new: Pair, tau: float = 0.0) -> bool:
     """Whether ``new`` is dominated by ``fixed`` ⊗ T_τ (module docstring): by a closed-form
-    order, else by the certified grid test in both directions. False where it cannot be shown."""
+    order, else by the certified grid test in both directions. False where it cannot be shown.
+    Cached: a filter asks once per (fixed, new, τ)."""
     if closed_order(fixed, new):
         return True
     t = Fraction(tau)
