@@ -200,3 +200,33 @@ def test_every_backend_takes_the_new_kinds_it_prices_and_refuses_the_others(
     again = ep.PrivateSession(f, np.random.default_rng(1), ledger=ledger_target)
     assert again.filter.rounds == (2 if ledger_target.startswith("postgresql") else 3)
     again.close()
+
+
+def test_a_format_3_ledger_of_a_dp_sgd_counting_filter_still_opens(tmp_path: Path) -> None:
+    """Its configuration names the step as ``SubsampledGaussianCost`` (rho, sampling_prob) and
+    has no ``tau``: read through today's codec it is the same filter, and its rounds replay."""
+    path = tmp_path / "v3.sqlite"
+    old_step = {"type": "SubsampledGaussianCost", "rho": 0.5, "delta": 0.0, "sampling_prob": 0.01}
+    config = {
+        "format": "expost-session/3",
+        "filter": {
+            "type": "PLDFilter",
+            "eps": 2.0,
+            "delta": 1e-5,
+            "mechanism": old_step,
+            "grid": 5e-4,
+        },
+    }
+    ledger = ep.Ledger.open(path, config, create=True)
+    for kind in ("reserve", "settle"):
+        record = {"round": 0, "mechanism": "subsampled_gaussian", "cost": old_step}
+        ledger.append(kind, lambda _entries, r=record: r)
+    ledger.close()
+    f = PLDFilter(2.0, 1e-5, SubsampledGaussianCost(0.5, sampling_prob=0.01))
+    s = ep.PrivateSession(f, np.random.default_rng(0), ledger=path)
+    assert s.spent == 1.0
+    s.release(SubsampledGaussianCost.from_sigma(1.0, 0.01), lambda rng: 0)  # the same step
+    assert s.spent == 2.0
+    s.close()
+    with pytest.raises(ep.LedgerMismatch):
+        ep.PrivateSession(PLDFilter(2.0, 1e-4, f.mechanism), np.random.default_rng(0), ledger=path)
