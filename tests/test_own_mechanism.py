@@ -218,9 +218,13 @@ def test_a_format_3_ledger_of_a_dp_sgd_counting_filter_still_opens(tmp_path: Pat
         },
     }
     ledger = ep.Ledger.open(path, config, create=True)
+    record: dict[str, Any] = {"round": 0, "mechanism": "subsampled_gaussian", "cost": old_step}
+
+    def decide(_entries: object) -> dict[str, Any]:
+        return record
+
     for kind in ("reserve", "settle"):
-        record = {"round": 0, "mechanism": "subsampled_gaussian", "cost": old_step}
-        ledger.append(kind, lambda _entries, r=record: r)
+        ledger.append(kind, decide)
     ledger.close()
     f = PLDFilter(2.0, 1e-5, SubsampledGaussianCost(0.5, sampling_prob=0.01))
     s = ep.PrivateSession(f, np.random.default_rng(0), ledger=path)
