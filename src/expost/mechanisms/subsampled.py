@@ -36,8 +36,8 @@ from expost._validation import (
     sampling_probability,
     validator,
 )
-from expost.errors import InvalidParameter
 from expost.costs import PoissonSampled
+from expost.errors import InvalidParameter
 from expost.filters.costs import SubsampledGaussianCost
 from expost.guarantees import ZCDP
 from expost.rounding import up_exact
