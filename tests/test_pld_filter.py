@@ -144,7 +144,8 @@ def test_pure_dp_rounds_under_randomised_response() -> None:
 
 
 @pytest.mark.parametrize(
-    "cost", [ZCDPCost(0.01), BrownianCost(4.0), ExPostCost(0.1)]  # DPCost(eps, delta): its pair
+    "cost",
+    [ZCDPCost(0.01), BrownianCost(4.0), ExPostCost(0.1)],  # DPCost(eps, delta): its pair
 )
 def test_costs_without_a_dominating_pair_are_refused(cost: Any) -> None:
     f = PLDFilter(1.0, 1e-6)
