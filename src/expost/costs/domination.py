@@ -98,6 +98,12 @@ def profile_bounds(pair: Pair, eps: npt.ArrayLike, direction: str) -> tuple[Floa
     """(lower, upper) bounds on the pair's δ(ε) in ``direction`` ("remove" or "add") at each
     ε >= 0; where this module has none, the trivial ones (0, 1)."""
     e = np.atleast_1d(np.asarray(eps, dtype=np.float64))
+    with np.errstate(all="ignore"):  # overflow at extreme levels: NaN goes to the safe side
+        low, high = _bounds(pair, e, direction)
+    return np.nan_to_num(low, nan=0.0, posinf=0.0), np.nan_to_num(high, nan=1.0, neginf=1.0)
+
+
+def _bounds(pair: Pair, e: FloatArray, direction: str) -> tuple[FloatArray, FloatArray]:
     laws = _laws(pair)
     if laws is not None:
         p, q = laws if direction == "remove" else laws[::-1]
@@ -159,12 +165,12 @@ def dominated(fixed: Pair, new: Pair, tau: float = 0.0) -> bool:
     t = Fraction(tau)
     for direction in ("remove", "add"):
         top = _largest_loss(new, direction)
-        if top is None:
+        if top is None or not math.isfinite(top[0]):  # unbounded loss: no tail argument here
             return False
         largest, inf_new = top
         if inf_new > t + (1 - t) * _inf_mass_lower(fixed, direction):
             return False
-        points = np.linspace(0.0, largest, num=min(GRID_POINTS, 2 + int(largest / 1e-3)))
+        points = np.linspace(0.0, largest, num=2 + int(min(largest / 1e-3, GRID_POINTS - 2)))
         points[-1] = largest
         lower = profile_bounds(fixed, points[1:], direction)[0]
         upper = profile_bounds(new, points[:-1], direction)[1]
