@@ -46,6 +46,10 @@ _TYPE = re.compile(
 _NOT_PUBLIC = ("expost.audit", "expost.testing", "expost.symbolic", "expost.rounding")
 
 NOT_GUARANTEES: dict[str, str] = {
+    "PrivacyLossDistribution.from_eps_delta": "builds the worst (eps, delta) pair's PLD",
+    "pld.constructors.eps_delta": "builds the worst (eps, delta) pair's PLD",
+    "pld.mechanisms.eps_delta": "the worst (eps, delta) pair's mass bounds (a mechanism)",
+    "pld.mechanisms.pmf_bounds": "outward bounds on a user's pmfs (a mechanism, not a bound)",
     # parameters of a mechanism or of a grid, not a guarantee: their prices are registered
     "BrownianCost.from_eps": "builds the cost of a BM at t = Δ²/eps²; priced from t exactly",
     "GaussianCost.mu": "sqrt(2·rho) for display; gdp_price charges 2·rho exactly",
