@@ -220,9 +220,18 @@ def test_from_noise_gaussian_law_matches_the_gaussian_pair() -> None:
         PLD.from_noise(norm.logpdf, lambda x: 1.0, 1.0)  # a tail bound that never falls
 
 
+def test_gaussian_compositions_are_one_gaussian_pair() -> None:
+    """k unsampled Gaussian rounds are the Gaussian pair μ√k (exact): built directly."""
+    direct = PLD.gaussian(2.0).self_compose(9)
+    _contains(direct, lambda e: gaussian_delta(ratio(3.0, 2.0), e), 1e-4, (0.5, 2.0))
+    pair = PLD.gaussian(2.0).compose(PLD.gaussian(1.0))
+    mu = mp.sqrt(mp.mpf("1.25"))
+    _contains(pair, lambda e: gaussian_delta(mu, e), 1e-4, (0.5, 2.0))
+
+
 def test_poisson_sampled_refused_for_a_composition() -> None:
     with pytest.raises(InvalidParameter):
-        PLD.gaussian(1.0).compose(PLD.gaussian(2.0)).poisson_sampled(0.5)
+        PLD.laplace(1.0).compose(PLD.laplace(2.0)).poisson_sampled(0.5)
 
 
 def test_laplace_huge_eps0_is_safe_not_half() -> None:

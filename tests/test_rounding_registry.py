@@ -38,7 +38,8 @@ _NAME = re.compile(
 # inverses: the time at which a boundary or a filter admits a level, a grid cut to a budget
 _INVERSE = re.compile(r"^(times?_for|min_\w*_time|clip(_each)?)$")
 _TYPE = re.compile(
-    r"\b(PureDP|ApproxDP|ZCDP|ProbabilisticDP|ExPost|ExPostRDP|GaussianDP|Guarantee|Price|\w*Cost)\b"
+    r"\b(PureDP|ApproxDP|ZCDP|ProbabilisticDP|ExPost|ExPostRDP|GaussianDP|Guarantee|Price|\w*Cost"
+    r"|PoissonSampled|Composed)\b"
 )
 # Not the library's reported guarantees: audits and test helpers compute statistics and lower
 # bounds to check the library; symbolic proves formulas; rounding holds the tools themselves
@@ -46,6 +47,10 @@ _TYPE = re.compile(
 _NOT_PUBLIC = ("expost.audit", "expost.testing", "expost.symbolic", "expost.rounding")
 
 NOT_GUARANTEES: dict[str, str] = {
+    "PrivacyLossDistribution.from_eps_delta": "builds the worst (eps, delta) pair's PLD",
+    "pld.constructors.eps_delta": "builds the worst (eps, delta) pair's PLD",
+    "pld.mechanisms.eps_delta": "the worst (eps, delta) pair's mass bounds (a mechanism)",
+    "pld.mechanisms.pmf_bounds": "outward bounds on a user's pmfs (a mechanism, not a bound)",
     # parameters of a mechanism or of a grid, not a guarantee: their prices are registered
     "BrownianCost.from_eps": "builds the cost of a BM at t = Δ²/eps²; priced from t exactly",
     "GaussianCost.mu": "sqrt(2·rho) for display; gdp_price charges 2·rho exactly",
@@ -219,6 +224,7 @@ NOT_YET_AUDITED: dict[str, str] = {
     "costs.Composed.dp": "test_cost_model.py (sums checked against Fractions)",
     "costs.Composed.zcdp": "test_cost_model.py (sums checked against Fractions)",
     "PairCost.dp": "test_cost_model.py (against 50-digit mpmath)",
+    "filters.costs.DiscreteLaplaceCost.dp": "test_cost_model.py (Δ/scale, up_exact)",
     "costs.domination.profile_bounds": "test_computed_domination.py (against mpmath)",
     "apps.lnr_composition.ComposedLaplace.dp_eps": "test_lnr_composition.py",
 }

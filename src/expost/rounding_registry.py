@@ -158,6 +158,7 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("costs.Composed.dp", _UP, "sums, sum_up"),
     ("costs.Composed.zcdp", _UP, "sums, sum_up"),
     ("PairCost.dp", _UP, "the largest abs log(p/q), up 4 ulps"),
+    ("filters.costs.DiscreteLaplaceCost.dp", _UP, "Δ/scale up_exact"),
     ("costs.domination.profile_bounds", _UP, "upper: the float sum + its error; lower: - it"),
     ("filters.gaussian_dp.pure_dp_mu_squared", _UP, "mu(eps)² with margin, up_exact"),
     # --- filters: prices, budgets, guarantees
@@ -308,6 +309,14 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("PrivacyLossDistribution.delta", _UP, "max of the directions' DiscreteLoss.delta"),
     ("PrivacyLossDistribution.eps", _UP, "max of the directions' DiscreteLoss.eps"),
     ("pld.max_rounds", _DOWN, "a count whose composed delta (up) is within the target"),
+    (
+        "pld.discrete.DiscreteLoss.delta_lower",
+        _DOWN,
+        "optimistic law: e^x up, products down − error",
+    ),
+    ("pld.discrete.DiscreteLoss.eps_lower", _DOWN, "largest float with delta_lower > target"),
+    ("PrivacyLossDistribution.delta_bracket", _UP, "a bracket (lower, upper): upper = delta"),
+    ("PrivacyLossDistribution.eps_bracket", _UP, "a bracket (lower, upper): upper = eps"),
     ("apps.learning.accounting.steps_eps", _UP, "PrivacyLossDistribution.eps of the steps"),
     ("apps.learning.ex_post_rdp_eps", _UP, "ExPostRDP.probabilistic of sum_up of Unit.rdp"),
     ("apps.learning.CountingGrid.reported", _UP, "PrivacyLossDistribution.eps at δ_j (down)"),

@@ -34,7 +34,7 @@ from expost.pld.pairs import (
     laplace_laws,
     ratio_up,
 )
-from expost.rounding import down, down_exact, up
+from expost.rounding import down, down_exact, sqrt_up_exact, up
 
 __all__ = [
     "bounded_range",
@@ -78,7 +78,26 @@ def _gaussian(mu: tuple[float, float], q: tuple[float, float], h: float, tail: f
         return _gaussian(mu, q, step, tail)
 
     upper = gaussian_laws(mu[0], q[0], tail)
-    return from_laws(upper, gaussian_laws(mu[1], q[1], tail), h, tail, sampled, regrid)
+    lower = gaussian_laws(mu[1], q[1], tail)
+    plain = mu if q[0] == 1.0 else None
+    return from_laws(upper, lower, h, tail, sampled, regrid, plain)
+
+
+def gaussian_composed(
+    a: tuple[float, float], b: tuple[float, float], h: float, tail: float, k: int = 1
+) -> PLD:
+    """Unsampled Gaussian rounds as one Gaussian pair: μ² = μa² + μb² (``k`` = 1), or k·μa²
+    (k rounds of ``a``). The product N(μa, 1)⊗N(μb, 1) vs N(0, I) is N(μ, 1) vs N(0, 1) after
+    a rotation (exact); μ rounded up for the upper side (exact rationals) and down for the
+    lower (2 ulps below the float sqrt). ``a``, ``b``: (μ up, μ down)."""
+    if k > 1:
+        square_up, square_down = k * Fraction(a[0]) ** 2, k * Fraction(a[1]) ** 2
+    else:
+        square_up = Fraction(a[0]) ** 2 + Fraction(b[0]) ** 2
+        square_down = Fraction(a[1]) ** 2 + Fraction(b[1]) ** 2
+    upper = sqrt_up_exact(square_up)
+    lower = down(math.sqrt(float(square_down)), 2)
+    return _gaussian((upper, lower), (1.0, 1.0), h, tail)
 
 
 @functools.lru_cache(maxsize=_CACHE)

@@ -37,7 +37,7 @@ from expost._validation import (
 )
 from expost.errors import InvalidParameter
 from expost.pld.convolution import convolve
-from expost.rounding import down, largest_where, smallest_where, up
+from expost.rounding import down, smallest_where, up
 
 __all__ = ["LOSS_CAP", "DiscreteLoss"]
 
@@ -144,15 +144,26 @@ class DiscreteLoss:
         return max(0.0, down(s + self.inf_mass * (1.0 - 4.0 * _U) - self.error, 4))
 
     def eps_lower(self, delta: float) -> float:
-        """A lower bound on the smallest ε >= 0 with H_{e^ε} <= delta (of a ``lower`` law): the
-        largest float at which `delta_lower` is seen above ``delta`` (0 if none)."""
+        """A lower bound on the smallest ε >= 0 with H_{e^ε} <= delta (of a ``lower`` law): a
+        float at which `delta_lower` is seen above ``delta`` — found below the estimated
+        crossing, then moved up by 40 bisections within a grid step (0 if none)."""
         if self.delta_lower(0.0) <= delta:
             return 0.0
         if self.inf_mass * (1.0 - 4.0 * _U) - self.error > delta:
             return math.inf
-        top = up(float(self.losses[-1]) + 1.0, 1)
-        found = largest_where(lambda e: self.delta_lower(e) > delta, 0.0, 0.0, top)
-        return 0.0 if found is None else found
+        low = max(0.0, self._estimate(delta))
+        step = self.h
+        while low > 0.0 and self.delta_lower(low) <= delta:
+            low = max(0.0, low - step)
+            step *= 2.0
+        high = low + step
+        for _ in range(40):
+            mid = 0.5 * (low + high)
+            if self.delta_lower(mid) > delta:
+                low = mid
+            else:
+                high = mid
+        return low
 
     def eps(self, delta: float) -> float:
         """An ε >= 0 with `delta` (ε) <= delta, rounded up: the float crossing of the profile

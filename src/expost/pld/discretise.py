@@ -129,13 +129,17 @@ def split_margin(largest_loss: float, h: float) -> float:
 def discretise(law: LossLaw, h: float, tail_mass: float) -> DiscreteLoss:
     """The connect-the-dots grid law of ``law`` on multiples of ``h`` (module doc), every mass
     raised by the relative `split_margin`, upper tails and losses above `LOSS_CAP` at +∞,
-    losses below −`LOSS_CAP` moved up to it."""
+    losses below −`LOSS_CAP` moved up to the lowest other loss."""
     atoms = np.array(law.atoms, dtype=np.float64).reshape(-1, 2)
     losses, weights = atoms[:, 0], atoms[:, 1]
     over = losses > LOSS_CAP
     inf = math.fsum(weights[over].tolist())
-    losses, weights = np.maximum(losses[~over], -LOSS_CAP), weights[~over]
+    losses, weights = losses[~over], weights[~over]
     parts = [capped(p, LOSS_CAP) for p in law.parts]
+    # losses below −LOSS_CAP move up to the lowest loss above it (no long empty grid)
+    floors = [float(x) for x in losses[losses >= -LOSS_CAP]]
+    floors += [float(p.loss(np.array([p.lo]))[0]) for p in parts if p.hi > p.lo]
+    losses = np.maximum(losses, min(floors, default=-LOSS_CAP))
     pieces = [atom_masses(losses, weights, h)] + [_part_masses(p, h) for p in parts if p.hi > p.lo]
     pieces += [
         (np.array([math.ceil(-LOSS_CAP / h) + 1]), np.array([p.below]))

@@ -55,12 +55,14 @@ Sampler = Callable[[float], "PrivacyLossDistribution"]
 class Origin:
     """How a PLD was made: from laws (``lower``: the optimistic laws; ``sampled``: the same
     pair Poisson-subsampled at a further rate; ``regrid``: the same pair on another grid) or as
-    the composition of ``parts``."""
+    the composition of ``parts``; ``gaussian``: the pair is N(μ, 1) vs N(0, 1), whose
+    compositions are Gaussian pairs again, μ = √(μ1² + μ2²), built directly)."""
 
     lower: Laws | None = None
     sampled: Sampler | None = None
     parts: tuple[PrivacyLossDistribution, PrivacyLossDistribution] | None = None
     regrid: Sampler | None = None  # the same pair on another value_discretization
+    gaussian: tuple[float, float] | None = None  # (μ up, μ down) of an unsampled Gaussian pair
 
 
 @frozen(eq=False, repr=False)
@@ -309,6 +311,11 @@ class PrivacyLossDistribution:
     def self_compose(self, k: int) -> PrivacyLossDistribution:
         """``k`` rounds of this PLD, by repeated squaring (about 2·log2 k convolutions)."""
         k = positive_int("k", k)
+        g = self.origin.gaussian
+        if g is not None and k > 1:  # a Gaussian pair: μ√k directly (exact)
+            from expost.pld import constructors
+
+            return constructors.gaussian_composed(g, g, self.remove.h, self.remove.tail_mass, k)
         result: PrivacyLossDistribution | None = None
         j = 0
         while k:
@@ -376,13 +383,14 @@ def from_laws(
     tail: float,
     sampled: Sampler | None = None,
     regrid: Sampler | None = None,
+    gaussian: tuple[float, float] | None = None,
 ) -> PrivacyLossDistribution:
     """The PLD of (remove, add) laws (the same object for a symmetric pair); ``lower``: the
     laws the optimistic side discretises (None: only the upper side is known)."""
     remove, add = laws
     first = discretise(remove, h, tail)
     second = first if add is remove else discretise(add, h, tail)
-    return PrivacyLossDistribution(first, second, Origin(lower, sampled, None, regrid))
+    return PrivacyLossDistribution(first, second, Origin(lower, sampled, None, regrid, gaussian))
 
 
 @functools.lru_cache(maxsize=_COMPOSED_CACHE)
@@ -405,6 +413,12 @@ def _lower(p: PrivacyLossDistribution) -> tuple[DiscreteLoss, DiscreteLoss] | No
 
 @functools.lru_cache(maxsize=_COMPOSED_CACHE)
 def _compose(a: PrivacyLossDistribution, b: PrivacyLossDistribution) -> PrivacyLossDistribution:
+    ga, gb = a.origin.gaussian, b.origin.gaussian
+    same_grid = (a.remove.h, a.remove.tail_mass) == (b.remove.h, b.remove.tail_mass)
+    if ga is not None and gb is not None and same_grid:  # Gaussian pairs: exact, one grid law
+        from expost.pld import constructors
+
+        return constructors.gaussian_composed(ga, gb, a.remove.h, a.remove.tail_mass)
     origin = Origin(parts=(a, b))
     remove = a.remove.compose(b.remove)
     if a.symmetric and b.symmetric:

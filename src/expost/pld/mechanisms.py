@@ -142,17 +142,25 @@ def pmf_bounds(p: object, q: object, tolerance: float) -> Bounds:
 
 
 def _with_tails(
-    p: FloatArray, q: FloatArray, rel: FloatArray, tail_p: float, tail_q: float
+    p: FloatArray,
+    q: FloatArray,
+    rel: FloatArray,
+    tail_p: float,
+    tail_q: float,
+    underflow: bool = True,
 ) -> Bounds:
-    """Bounds from values with relative error ``rel`` (capped at 1: a lower bound 0), upper
-    bounds raised by the smallest subnormal (values that underflowed), and two tail outcomes
-    at +∞."""
+    """Bounds from values with relative error ``rel`` (capped at 1: a lower bound 0), two tail
+    outcomes at +∞, and, if ``underflow`` (no value is exactly 0), zeros raised to the smallest
+    subnormal in the upper bounds."""
     r = np.minimum(rel, 1.0)
     zero = np.zeros(2)
     p_lo = np.concatenate([p * (1.0 - r), zero])
     q_lo = np.concatenate([q * (1.0 - r), zero])
-    p_hi = np.concatenate([np.nextafter(p * (1.0 + r), np.inf) + _TINY, [tail_p, 0.0]])
-    q_hi = np.concatenate([np.nextafter(q * (1.0 + r), np.inf) + _TINY, [0.0, tail_q]])
+    floor = _TINY if underflow else 0.0
+    p_up = np.where(p > 0, np.nextafter(p * (1.0 + r), np.inf), floor)
+    q_up = np.where(q > 0, np.nextafter(q * (1.0 + r), np.inf), floor)
+    p_hi = np.concatenate([p_up, [tail_p, 0.0]])
+    q_hi = np.concatenate([q_up, [0.0, tail_q]])
     return Bounds(p_lo, p_hi, q_lo, q_hi)
 
 
@@ -209,7 +217,7 @@ def eps_delta(eps: float, delta: float) -> Bounds:
     """The worst (ε, δ)-DP pair: P = (δ, (1−δ)a, (1−δ)b, 0), Q = (0, (1−δ)b, (1−δ)a, δ),
     a = 1/(1 + e^{−ε}), b = e^{−ε}/(1 + e^{−ε}) (Kairouz, Oh & Viswanath 2015)."""
     e = math.exp(-eps)
-    a, b = 1.0 / (1.0 + e), e / (1.0 + e)
+    a, b = 1.0 / (1.0 + e), max(e / (1.0 + e), _TINY)  # b raised where it underflows
     p = np.array([delta, (1.0 - delta) * a, (1.0 - delta) * b, 0.0])
     q = np.array([0.0, (1.0 - delta) * b, (1.0 - delta) * a, delta])
-    return _with_tails(p, q, np.full(4, 8.0 * _U), 0.0, 0.0)
+    return _with_tails(p, q, np.full(4, 8.0 * _U), 0.0, 0.0, underflow=False)

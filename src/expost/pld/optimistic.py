@@ -99,15 +99,15 @@ def discretise_lower(law: LossLaw, h: float, tail_mass: float) -> DiscreteLoss:
     atoms = np.array(law.atoms, dtype=np.float64).reshape(-1, 2)
     a_loss, a_mass = atoms[:, 0], atoms[:, 1]
     inf = math.fsum(a_mass[np.isinf(a_loss)].tolist()) * (1.0 - 4.0 * _U)
-    fin = np.isfinite(a_loss) & (a_mass > 0)
+    fin = np.isfinite(a_loss) & (a_mass > 0) & (a_loss >= -LOSS_CAP)  # lower ones dropped
     a_loss, a_mass = np.minimum(a_loss[fin], LOSS_CAP), a_mass[fin]
     slack = 4.0 * MERGE_ERROR + 64.0 * _U * (LOSS_CAP + 1.0)
     t = 0.0
     if a_mass.size and float(np.max(a_mass)) > 1e-3:  # align the grid with the heaviest atom
         t = (float(a_loss[int(np.argmax(a_mass))]) - 2.0 * slack) % h
-    # merged cells: P_j, Q_j per cell [j·h, (j+1)·h]
-    js, ps = [np.floor(a_loss / h).astype(np.int64)], [a_mass]
-    qs = [a_mass * np.exp(-a_loss)]
+    # merged cells: P_j, Q_j per cell [j·h, (j+1)·h] of each part; atoms stay apart (an atom
+    # on the grid must not be pulled off it by the density around it)
+    js, ps, qs = [], [], []
     for part in law.parts:
         c = capped(part, LOSS_CAP)
         if c.hi <= c.lo:
@@ -116,14 +116,16 @@ def discretise_lower(law: LossLaw, h: float, tail_mass: float) -> DiscreteLoss:
         js.append(j)
         ps.append(dens)
         qs.append(dens * np.exp(-c.loss(x)))
-    j_all = np.concatenate(js)
-    if j_all.size == 0:
-        return DiscreteLoss(h, 0, np.array([0.0]), inf, 0.0, tail_mass, 0.0, True)
-    first = int(j_all.min())
-    pm = np.bincount(j_all - first, weights=np.concatenate(ps)).astype(np.float64)
-    qm = np.bincount(j_all - first, weights=np.concatenate(qs)).astype(np.float64)
+    pm, qm = a_mass, a_mass * np.exp(-a_loss)
+    if js:
+        j_all = np.concatenate(js)
+        first = int(j_all.min())
+        pm = np.concatenate([pm, np.bincount(j_all - first, weights=np.concatenate(ps))])
+        qm = np.concatenate([qm, np.bincount(j_all - first, weights=np.concatenate(qs))])
     keep = (pm > 0) & (qm > 0)
-    pm, qm = pm[keep], qm[keep]
+    pm, qm = pm[keep].astype(np.float64), qm[keep].astype(np.float64)
+    if pm.size == 0:
+        return DiscreteLoss(h, 0, np.array([0.0]), inf, 0.0, tail_mass, 0.0, True)
     merged = np.minimum(np.log(pm) - np.log(qm), LOSS_CAP)
     order = np.argsort(merged, kind="stable")
     loss, pm, qm = merged[order], pm[order], qm[order]
