@@ -17,7 +17,9 @@ multiplier"; every conversion rounded to the side that charges more):
   dp-accounting has one: `DPCost(ε, δ)`;
 - ``PoissonSampledDpEvent(q, e)``: `PoissonSampled(cost_of(e), q)`;
 - ``SelfComposedDpEvent(e, k)``: `Composed` of k copies; ``ComposedDpEvent(es)``: `Composed`
-  of the events' costs (``NoOpDpEvent`` parts left out).
+  of the events' costs (``NoOpDpEvent`` parts left out). A filter counts rounds: give it the
+  cost of one step (a ledger record holds at most 4,096 characters, so a k-fold `Composed` is
+  for pricing a whole run, not for recording it).
 
 Any other event (sampling without replacement, tree aggregation, non-private, unsupported, …) is
 refused with `InvalidParameter` naming it: no cost says what it is.
