@@ -6,6 +6,8 @@
    5e-4), the exact value (μ√k closed form, 50 digits), dp-accounting's pessimistic
    connect-the-dots δ (grid 1e-4) and prv-accountant's certified bracket, and the time of each
    (cold caches); the ratio of times dp-accounting / ours.
+0. Speed at equal or smaller error (issue 40): 1,000 Gaussian rounds and 1,202 DP-SGD steps,
+   ours (time, certified bracket width) against dp-accounting (time, error) and the ratio.
 2. `max_rounds` for the issue's three budgets (Laplace ε0 = 0.1 at (10, 1e-6) and (1, 1e-6);
    DP-SGD q = 0.01, σ = 1 at (2, 1e-5)) and its time, against dp-accounting's PLD searched the
    same way (doubling and bisection over self_compose). Without dp-accounting the baseline is
@@ -171,10 +173,53 @@ def naive_baseline(repeats: int) -> None:
     )
 
 
+def _ours_dp_sgd() -> PLD:
+    return PLD.gaussian(1.0, sampling_prob=0.01).self_compose(1202)
+
+
+def _dp_dp_sgd(grid: float) -> Any:
+    return dp_pld.from_gaussian_mechanism(
+        1.0, sampling_prob=0.01, value_discretization_interval=grid
+    ).self_compose(1202)
+
+
+def speed(repeats: int) -> None:
+    """Issue 40 item 7: composition time against dp-accounting at equal or smaller error, both
+    in one run. The error of ours is certified (`delta_bracket`: upper/lower − 1); the error of
+    dp-accounting is measured against the exact value (Gaussian) or our certified bracket
+    (DP-SGD, where its δ must lie inside for equal error)."""
+    print("\n## speed at equal or smaller error (ours: certified bracket width)")
+    sigma = math.sqrt(K)
+    exact = float(gaussian_delta(ratio(1.0, sigma), 4.0, K))
+    t_ours = median_seconds(_cold(partial(_ours_gaussian, sigma)), repeats)
+    lo, hi = PLD.gaussian(sigma).self_compose(K).delta_bracket(4.0)
+    line = f"{K} Gaussian rounds (mu_total 1, eps 4): ours {t_ours:.3f} s, width {hi / lo - 1:.1e}"
+    if dp_pld is not None:
+        t_dp = median_seconds(partial(_dp_gaussian, sigma), repeats)
+        dp = dp_pld.from_gaussian_mechanism(sigma).self_compose(K).get_delta_for_epsilon(4.0)
+        line += f"; dp-accounting {t_dp:.3f} s, error {abs(dp / exact - 1):.1e}"
+        line += f"; ratio dp/ours {t_dp / t_ours:.2f}"
+    print(line)
+    t_ours = median_seconds(_cold(_ours_dp_sgd), repeats)
+    lo, hi = _ours_dp_sgd().delta_bracket(2.0)
+    line = (
+        f"1202 DP-SGD steps (q 0.01, sigma 1, eps 2): ours {t_ours:.3f} s, width {hi / lo - 1:.1e}"
+    )
+    if dp_pld is not None:
+        for grid in (1e-4, 1e-3):
+            t_dp = median_seconds(partial(_dp_dp_sgd, grid), repeats)
+            dp = _dp_dp_sgd(grid).get_delta_for_epsilon(2.0)
+            inside = "inside" if lo <= dp <= hi else f"off by {max(dp / hi - 1, 1 - dp / lo):.1e}"
+            line += f"; dp-accounting (grid {grid}) {t_dp:.3f} s, {inside} ours"
+            line += f", ratio dp/ours {t_dp / t_ours:.2f}"
+    print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    speed(args.repeats)
     gaussian_table(args.repeats)
     counts(args.repeats)
     if dp_pld is None:

@@ -29,7 +29,7 @@ SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Grids and stopping rules", ("expost.grids", "expost.stopping")),
     ("Mechanisms and their results", ("expost.mechanisms",)),
     ("Privacy boundaries", ("expost.boundaries", "expost.skellam.boundary")),
-    ("Costs and filters", ("expost.filters",)),
+    ("Costs and filters", ("expost.filters", "expost.costs")),
     ("Odometers", ("expost.odometers",)),
     ("Sessions and the ledger", ("expost.session", "expost.ledger")),
     ("Exact samplers: bit sources", ("expost.exact",)),

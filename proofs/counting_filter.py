@@ -26,6 +26,9 @@ while the composed profile of the rounds actually run fits: on the first instanc
 output P favours), else RR(2) again and, after its output 0, a third RR(2), reaches H = 89/216 > 3/8 = 81/216, although every run it can make
 fits (Regehr et al., arXiv 2602.15815: natural filters are free exactly for totally ordered
 families).
+Rounds admitted by computed domination (a pair given by its pmfs, dominated in both directions
+as `proofs/computed_domination.py` shows) enter the same padding argument: the library admits
+a non-RR binary ln(5/2)-DP pair that way, and refuses a one-direction pair.
 Assumptions: rounds dominated (γ >= 0 sense) by the pair they are priced at; the menu and the
 pairs fixed before the first round; the analyst adaptive and deterministic (randomised
 analysts are mixtures). Source: THEORY §12; Zhu, Dong & Wang 2022 Thm 10.
@@ -183,11 +186,36 @@ def _library(charge: Any) -> Step:
     )
 
 
+def _computed() -> Step:
+    """`PLDFilter` on RR(3) admits a non-RR binary pair by computation (`proofs/
+    computed_domination.py`): given by its pmfs no closed-form order applies; the padding
+    argument needs only that it is dominated, which the exact kinks confirm. (The grid test
+    needs slack: the ln 3-DP pair of the second instance touches RR(3) at ε = ln 3.)"""
+    from expost.costs import PairCost
+
+    fixed = PLDFilter(math.log(2.0), 0.6, DPCost(math.log(3.0)))
+    pair = ((Fr(1, 2), Fr(1, 2)), (Fr(1, 5), Fr(4, 5)))  # ln(5/2)-DP, not RR
+    binary = PairCost.from_pmfs([float(x) for x in pair[0]], [float(y) for y in pair[1]])
+    one_way = PairCost.from_pmfs([0.5, 0.5, 0.0], [0.45, 0.45, 0.1])  # remove direction only
+    exact = all(
+        hockey_stick(d(pair), g) <= hockey_stick(d(randomized_response(Fr(3))), g)
+        for d in (lambda p: p, reverse)
+        for g in kinks((pair, randomized_response(Fr(3))), 1)
+    )
+    admitted, refused = fixed.accepts(binary), not fixed.accepts(one_way)
+    return Step(
+        "computed domination: PLDFilter on RR(3) admits a binary ln(5/2)-DP pair given by its "
+        f"pmfs ({admitted}), dominated at every kink in both directions ({exact}), and refuses "
+        f"a pair dominated in one direction only ({refused})",
+        admitted and exact and refused,
+    )
+
+
 def check(charge: Any) -> tuple[Step, ...]:
     """Domination, the budget under every strategy, the padding bound; enumeration cross-check;
-    the library's count."""
+    the library's count; a round admitted by computed domination."""
     steps = [step for i in range(len(_INSTANCES)) for step in _instance(charge, i)]
-    return (*steps, _enumeration(charge), _library(charge))
+    return (*steps, _enumeration(charge), _library(charge), _computed())
 
 
 PROOF = Proof(

@@ -135,3 +135,33 @@ def test_gaussian_cell_masses_are_above_their_50_digit_values() -> None:
         assert worst <= 2 * MASS_MARGIN
         assert unsafe_twin > 0  # without the margin some masses fall below the exact value
     assert math.isclose(float(sum(d.masses)), 1.0, rel_tol=1e-8)
+
+
+def test_transform_of_a_unit_vector_is_within_kappa() -> None:
+    """F e_1 is the vector of twiddles e^{−2πij/n}: pocketfft's long-double transform of it
+    lies within κ·||F e_1||_2 = κ√n of the 50-digit values (κ from `kappa`, which takes the
+    twiddles' error μ = 4u: this is where that assumption is checked); twin: κ/100 fails."""
+    import scipy.fft
+
+    from expost.pld.convolution import kappa
+
+    u = float(np.finfo(np.longdouble).eps) / 2.0
+    for n in (64, 512, 4096):
+        e1 = np.zeros(n, dtype=np.clongdouble)
+        e1[1] = 1
+        got = scipy.fft.fft(e1)
+        with mp.workdps(50):
+            digits = partial(np.format_float_scientific, precision=30, unique=False)
+            err = mp.sqrt(
+                mp.fsum(
+                    abs(
+                        mp.mpc(mp.mpf(digits(got[j].real)), mp.mpf(digits(got[j].imag)))
+                        - mp.expjpi(-2 * mp.mpf(j) / n)
+                    )
+                    ** 2
+                    for j in range(n)
+                )
+            )
+        bound = kappa(n, u) * math.sqrt(n)
+        assert err <= bound
+    assert err > bound / 100 or u < 2.0**-60  # the twin: a bound 100 times smaller fails

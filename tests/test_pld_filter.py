@@ -106,7 +106,7 @@ def test_the_first_round_fixes_the_mechanism() -> None:
 
 MIXES = [
     (GaussianCost(0.01), GaussianCost(0.02)),  # smaller σ
-    (GaussianCost(0.01), LaplaceCost(0.01)),
+    (GaussianCost(0.01), LaplaceCost(1.0)),  # (LaplaceCost(0.01) is dominated: computed)
     (STEP, SubsampledGaussianCost.from_sigma(1.0, 0.02)),  # larger q
     (STEP, GaussianCost(1e-6)),  # no subsampling: q = 1 > 0.01
     (LaplaceCost(0.1), DPCost(0.1)),  # RR is not dominated by the Laplace pair
@@ -165,7 +165,8 @@ def test_pure_dp_rounds_under_randomised_response() -> None:
 
 
 @pytest.mark.parametrize(
-    "cost", [ZCDPCost(0.01), DPCost(0.1, 1e-7), BrownianCost(4.0), ExPostCost(0.1)]
+    "cost",
+    [ZCDPCost(0.01), BrownianCost(4.0), ExPostCost(0.1)],  # DPCost(eps, delta): its pair
 )
 def test_costs_without_a_dominating_pair_are_refused(cost: Any) -> None:
     f = PLDFilter(1.0, 1e-6)

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TOP_ROOMS = frozenset(
     {
         "boundaries",
+        "costs",
         "errors",
         "ex_post_rdp",
         "exact",

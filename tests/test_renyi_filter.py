@@ -53,7 +53,7 @@ def test_dp_sgd_steps_at_one_order() -> None:
     """(2, 1e-5) at α = 8: the 50-digit count ⌊B/ε_8⌋ is 879 (the issue's); the filter admits
     no more than it and at least 870 (its prices and budget are rounded to the safe side)."""
     with mp.workdps(50):
-        exact = int(mp.floor(_ref_budget(2.0, 1e-5, 8.0) / ref_subsampled(DPSGD.rho, 0.01, 8.0)))
+        exact = int(mp.floor(_ref_budget(2.0, 1e-5, 8.0) / ref_subsampled(DPSGD.of.rho, 0.01, 8.0)))
     assert exact == 879
     f, n = _spend_all(RenyiFilter(2.0, 1e-5, 8.0), DPSGD)
     assert 870 <= n <= exact
@@ -99,7 +99,7 @@ def test_prices_are_the_exact_curves_at_the_order() -> None:
     for cost in (DPSGD, DPCost(0.1), LaplaceCost(0.1), BoundedRangeCost(0.3), GaussianCost(0.01)):
         assert f.price(cost) == (rdp_price(cost, 4.0), 0.0)
     assert f.price(LaplaceCost(0.1))[0] < f.price(DPCost(0.1))[0] < min(0.1, 4 * 0.01 / 2)
-    assert f.price(DPSGD)[0] < f.price(GaussianCost(DPSGD.rho))[0]
+    assert f.price(DPSGD)[0] < f.price(GaussianCost(DPSGD.of.rho))[0]
 
 
 @pytest.mark.parametrize(

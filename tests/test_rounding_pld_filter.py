@@ -79,7 +79,7 @@ def test_the_count_is_never_unsafe(rounded: Rounded) -> None:
 def test_the_step_rho_is_rounded_up(rounded: Rounded) -> None:
     rng = np.random.default_rng(3536)
     sigmas = [float(s) for s in log_uniform(rng, 1e-3, 1e3, N)]
-    got = [SubsampledGaussianMechanism(1.0, s, 0.5).cost().rho for s in sigmas]
+    got = [SubsampledGaussianMechanism(1.0, s, 0.5).cost().of.rho for s in sigmas]
     with mp.workdps(DIGITS):
         want = [mp.mpf(1) / (2 * mp.mpf(s) ** 2) for s in sigmas]
     assert all(Fraction(g) >= 1 / (2 * Fraction(s) ** 2) for g, s in zip(got, sigmas, strict=True))

@@ -41,6 +41,7 @@ from expost import (
 from expost._validation import EXACT_POISSON_MEAN_LIMIT
 from expost.errors import ExpostError, InvalidParameter
 from expost.exact.bits import GeneratorBits, SecureBits
+from expost.filters import DPCost
 from expost.ledger import open_ledger, stored_config
 from expost.mechanisms import (
     BrownianNoiseReduction,
@@ -252,12 +253,27 @@ def _laplace_good(exact: bool) -> Kwargs:
     return {"value": [3, -(2**62)] if exact else [3.0, -1.5], "sensitivity": 1, "eps": 1.0}
 
 
+def _own_draw(source: object) -> int:
+    """The caller's own mechanism of the ``release`` row: a constant (any draw is the caller's)."""
+    return 7
+
+
+def _oracle_release(exact: bool, kw: Kwargs, released: Any) -> None:
+    assert released == 7  # release returns what the caller's draw returned
+
+
 TABLE: dict[str, dict[str, Any]] = {
     "gaussian": {
         "filter": _zcdp,
         "good": _gaussian_good,
         "bad": {"value": BAD_VALUES, "sensitivity": BAD_POSITIVE, "rho": BAD_POSITIVE},
         "oracle": _oracle_additive("gaussian"),
+    },
+    "release": {
+        "filter": _zcdp,
+        "good": lambda exact: {"cost": DPCost(1.0), "draw": _own_draw},
+        "bad": {"cost": [None, 3, "DPCost", 1.0], "draw": [None, 3, "f"]},
+        "oracle": _oracle_release,
     },
     "laplace": {
         "filter": _zcdp,

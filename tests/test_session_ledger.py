@@ -351,7 +351,7 @@ def test_ledger_records_are_the_rounds_own_costs(tmp_path: Path) -> None:
     spent = s.spent
     s.close()
     ledger = ep.Ledger.open(
-        path, {"format": "expost-session/3", "filter": _describe(f)}, create=True
+        path, {"format": "expost-session/4", "filter": _describe(f)}, create=True
     )
     settled = [dict(e.record["cost"]) for e in ledger.entries() if e.kind == "settle"]
     ledger.close()
@@ -417,7 +417,7 @@ def test_an_unknown_ledger_format_or_cost_is_a_clear_ledger_error(tmp_path: Path
     with pytest.raises(LedgerMismatch) as info:
         _session(f, ledger=future)
     assert "expost-session/9" in str(info.value)
-    assert "expost-session/3" in str(info.value)
+    assert "expost-session/4" in str(info.value)
     odd = tmp_path / "odd.sqlite"
     _old_ledger(odd, f, [{"type": "GaussianDPCost", "mu": 0.1}])
     with pytest.raises(ep.LedgerCorrupted, match="unknown cost record"):

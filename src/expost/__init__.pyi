@@ -17,6 +17,8 @@ from expost.boundaries import NormalMixture as NormalMixture
 from expost.boundaries import PolynomialStitching as PolynomialStitching
 from expost.boundaries import PrivacyBoundary as PrivacyBoundary
 from expost.boundaries import apc_psi as apc_psi
+from expost.costs import PairCost as PairCost
+from expost.costs import PoissonSampled as PoissonSampled
 from expost.errors import BudgetExceeded as BudgetExceeded
 from expost.errors import ExpostError as ExpostError
 from expost.errors import InvalidParameter as InvalidParameter

@@ -31,6 +31,7 @@ from expost._validation import (
     positive_parameter,
     private_real,
 )
+from expost.costs import PoissonSampled
 from expost.errors import InvalidParameter, refused
 from expost.exact.samplers import MAX_SCALE, MIN_SCALE
 from expost.filters import (
@@ -41,7 +42,6 @@ from expost.filters import (
     ExPostCost,
     GaussianCost,
     PrivacyFilter,
-    SubsampledGaussianCost,
     ZCDPCost,
 )
 from expost.mechanisms import (
@@ -357,8 +357,8 @@ MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
     ),
     ("subsampled-gaussian", "float"): Choice(
         SubsampledGaussianMechanism,
-        SubsampledGaussianCost,
-        "the Poisson-subsampled Gaussian pair (THEORY §12); as a GaussianCost, rho = 1/(2σ²)",
+        PoissonSampled,
+        "the Poisson-subsampled Gaussian pair (THEORY §12); elsewhere the Gaussian's rho = 1/(2σ²)",
         _subsampled_gaussian,
     ),
     ("reduced-above-threshold", "float"): Choice(

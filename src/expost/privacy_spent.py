@@ -35,6 +35,7 @@ from typing import Any
 from attrs import frozen
 
 from expost._validation import open_probability
+from expost.costs.pairs import Pair
 from expost.errors import InvalidParameter
 from expost.filters import (
     ApproxDPFilter,
@@ -47,7 +48,6 @@ from expost.filters import (
     UnifiedFilter,
     ZCDPFilter,
 )
-from expost.filters.pld import Pair, pair_pld
 from expost.guarantees import ZCDP, GaussianDP, cks_zcdp_to_dp
 from expost.rounding import sqrt_up_exact, sum_up, up_iv
 from expost.rounds import Number
@@ -91,7 +91,7 @@ class PrivacySpent:
 
 @lru_cache(maxsize=128)
 def _pld_eps(pair: Pair, rounds: int, delta: float, grid: float) -> float:
-    return float(pair_pld(pair, grid).self_compose(rounds).eps(delta))
+    return float(pair.pld(grid).self_compose(rounds).eps(delta))
 
 
 def _cks_eps(total: float, alpha: float, delta: float) -> float:

@@ -21,8 +21,9 @@ of two valid bounds is one).
   direction D_n((1−q)Q + qP‖Q), which bounds the add direction D_n(Q‖(1−q)Q + qP) too
   (MTZ 2019 §3: A_α >= B_α; checked by numerical integration in tests/test_renyi.py). At a fractional order α in (n, n+1): log A_α = (α−1)·ε_α is the cumulant
   generating function of the privacy loss under Q, which is convex in α (Hölder), and
-  log A_1 = 0; so log A_α <= (n+1−α)·log A_n + (α−n)·log A_(n+1). The add direction's
-  (α−1)·D_α is convex in α too and at most log A at the integers, so the same line bounds it.
+  log A_1 = 0; so log A_α <= (n+1−α)·log A_n + (α−n)·log A_(n+1) — an upper bound, not the
+  exact value (up to 1.8× it at small q; issue 40). The add direction's (α−1)·D_α is convex in α
+  too and at most log A at the integers, so the same line bounds it.
   At q = 1 it is the Gaussian's α·rho; at every q at most α·rho (subsampling does not add
   privacy loss, the bound kept where the sum is not evaluated: orders above `MAX_ORDER`).
 """

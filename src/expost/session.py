@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from expost import prepare
+from expost import own_round, prepare
 from expost._validation import bit_source, flag, generator
 from expost.batches import PoissonBatch, prepare_poisson_batch
 from expost.errors import InvalidParameter, NotCopyable
@@ -473,6 +473,15 @@ class PrivateSession(Spendable):
         (docs/session.md)."""
         args = (value, sensitivity, times, rate, stop, boundary, fixed_delta, fixed_price)
         return self._release(self._prepare("skellam", prepare.prepare_skellam, *args))
+
+    def release(self, cost: Cost, draw: Callable[[Any], R]) -> R:
+        """Run the caller's own mechanism ``draw`` as one round priced at ``cost``, declared
+        before it runs (`expost.own_round`; docs/your-own-mechanism.md): reserved, drawn with
+        the session's rng (float mode; the bit source in secure mode), settled at ``cost`` —
+        also if ``draw`` raises. The guarantee holds if ``draw`` is the mechanism ``cost``
+        describes."""
+        prepared: Prepared[R] = self._prepare("release", own_round.prepare_release, cost, draw)
+        return self._release(prepared)
 
     def reduced_above_threshold(
         self,

@@ -108,7 +108,10 @@ class Filter(ABC):
     """
 
     _UNIT: ClassVar[str]
-    _ACCEPTS: ClassVar[str]
+    _PRICES_BY: ClassVar[tuple[str, ...]]
+    """The representations the filter prices by (`expost.costs.model.REPRESENTATIONS`)."""
+    _NOTE: ClassVar[str] = ""
+    """What a refusal adds to the table's text."""
 
     _realised: Chain[Cost] = field(
         default=Chain(), kw_only=True, converter=_costs, alias="realised"
@@ -155,7 +158,12 @@ class Filter(ABC):
         """(amount in ``unit``, delta) of ``cost``; `InvalidParameter` if not accepted."""
         rate = self._rate(cost)
         if rate is None:
-            raise refuse(self, self._what(cost), self._ACCEPTS)
+            from expost.costs.table import refusal
+
+            rule = refusal(type(self).__name__, cost, *self._PRICES_BY, note=self._NOTE)
+            raise InvalidParameter(
+                "filter", type(self).__name__, rule.replace(repr(cost), self._what(cost), 1)
+            )
         return rate
 
     def max_bm_eps(self, sensitivity: float = 1.0) -> float | None:

@@ -13,6 +13,8 @@ ex-post function can take. As *realised* (after it ran) it is what the round did
 from __future__ import annotations
 
 import math
+from fractions import Fraction
+from typing import Final
 
 from attrs import field, frozen
 
@@ -20,21 +22,30 @@ from expost._validation import (
     as_float,
     nonnegative,
     positive,
+    positive_int,
     probability,
-    sampling_probability,
     validator,
 )
+from expost.costs.model import Mechanism, Price, times_up
+from expost.costs.pairs import ClosedPair, Pair
+from expost.costs.wrappers import Composed, PairCost, PoissonSampled
 from expost.errors import InvalidParameter
+from expost.filters._exact import rho_of_brownian
 from expost.loss import rho_of_sigma, sigma_of_rho
+from expost.rounding import up_exact
 
 __all__ = [
     "BoundedRangeCost",
     "BrownianCost",
+    "Composed",
     "Cost",
     "DPCost",
+    "DiscreteLaplaceCost",
     "ExPostCost",
     "GaussianCost",
     "LaplaceCost",
+    "PairCost",
+    "PoissonSampled",
     "SubsampledGaussianCost",
     "ZCDPCost",
 ]
@@ -57,91 +68,132 @@ def _optional_float(value: float | None) -> float | None:
 
 
 @frozen
-class ZCDPCost:
+class ZCDPCost(Mechanism):
     """A delta-approximate rho-zCDP round (APC Def 2.3): a Gaussian mechanism, a doubling run."""
 
     rho: float = field(converter=as_float, validator=validator(positive))
     delta: float = _DELTA
+
+    def zcdp(self) -> Price:
+        """(rho, delta) as stated (FAC Thm 1)."""
+        return self.rho, self.delta
 
 
 @frozen
 class GaussianCost(ZCDPCost):
     """A Gaussian round: rho = Δ²/(2σ²) (a Gaussian mechanism, or Gaussian tries composed).
 
-    It is a `ZCDPCost` (every filter prices it as one) that also says where it comes from: a
-    Gaussian mechanism is exactly mu-GDP with mu = Δ/σ = sqrt(2·rho) (THEORY §9), which a
-    general zCDP round is not, so `GaussianDPFilter` prices only this kind. Its delta is 0.
+    A zCDP round that also says where it comes from: a Gaussian mechanism is exactly mu-GDP with
+    mu = Δ/σ = sqrt(2·rho) (THEORY §9), which a general zCDP round is not, and is dominated by
+    the Gaussian pair (N(1, σ²), N(0, σ²)) (THEORY §12). ``sigma``, when known (`from_sigma`,
+    which sets rho = 1/(2σ²) rounded up), is the noise multiplier σ/Δ itself: the pair is built
+    from it, not from rho rounded back (each representation is the one the cost declares).
+    Its delta is 0.
     """
+
+    sigma: float | None = field(default=None, kw_only=True, converter=_optional_float)
+
+    @sigma.validator
+    def _check_sigma(self, attribute: object, value: float | None) -> None:
+        _optional_positive(self, attribute, value)
 
     def __attrs_post_init__(self) -> None:
         if self.delta != 0.0:
             raise InvalidParameter("delta", self.delta, "must be 0 for a Gaussian round")
+
+    @classmethod
+    def from_sigma(cls, sigma: float) -> GaussianCost:
+        """The round with noise multiplier ``sigma`` = σ/Δ: rho = 1/(2σ²) rounded up, σ kept."""
+        s = positive("sigma", sigma)
+        rho = rho_of_sigma(s)
+        if math.isinf(rho):
+            raise InvalidParameter("sigma", sigma, "gives rho = 1/(2σ²) beyond the floats")
+        return cls(rho, sigma=s)
 
     @property
     def mu(self) -> float:
         """sqrt(2·rho) = Δ/σ: the round is exactly mu-GDP (Dong–Roth–Su; THEORY §9)."""
         return math.sqrt(2.0 * self.rho)
 
-
-@frozen
-class SubsampledGaussianCost(GaussianCost):
-    """One Poisson-subsampled Gaussian round (a DP-SGD step; THEORY §12): each record kept
-    independently with probability ``sampling_prob`` = q, rows clipped to ℓ2 norm Δ and summed,
-    N(0, (σ·Δ)²) added, σ the noise multiplier.
-
-    As a `GaussianCost` its rho is 1/(2σ²) rounded up: the Gaussian mechanism without
-    subsampling dominates the subsampled one (subsampling is a post-processing of the data
-    before a mechanism that would be rho-zCDP and mu-GDP on any neighbours), so every filter
-    that prices a Gaussian round prices this one validly; filters that know the subsampled pair
-    (`PLDFilter`, RDP filters at the subsampled RDP, Mironov–Talwar–Zhang 2019) price it tighter.
-    Build it with `from_sigma`.
-    """
-
-    sampling_prob: float = field(
-        default=1.0, kw_only=True, converter=as_float, validator=validator(sampling_probability)
-    )
-
-    @classmethod
-    def from_sigma(cls, sigma: float, sampling_prob: float) -> SubsampledGaussianCost:
-        """The round with noise multiplier ``sigma`` and Poisson rate ``sampling_prob``; a
-        ``sigma`` whose rho = 1/(2σ²) is beyond the floats is refused, naming ``sigma``."""
-        rho = rho_of_sigma(positive("sigma", sigma))
-        if math.isinf(rho):
-            raise InvalidParameter("sigma", sigma, "gives rho = 1/(2σ²) beyond the floats")
-        return cls(rho, sampling_prob=sampling_prob)
-
     @property
-    def sigma(self) -> float:
-        """The noise multiplier, rounded down: the largest float s with 1/(2s²) >= rho (a
-        smaller σ is a dominating round, so pricing at it is safe)."""
-        return sigma_of_rho(self.rho, up=False)
+    def noise_multiplier(self) -> float:
+        """σ/Δ: ``sigma`` when known, else the largest float s with 1/(2s²) >= rho (a smaller σ
+        is a dominating round, so pricing at it is safe)."""
+        return self.sigma if self.sigma is not None else sigma_of_rho(self.rho, up=False)
+
+    def pair(self) -> Pair:
+        """The Gaussian pair at σ/Δ (`noise_multiplier`)."""
+        return ClosedPair("gaussian", self.noise_multiplier)
+
+    def gdp(self) -> float:
+        """mu² = 2·rho (exact doubling of rho rounded up)."""
+        return 2.0 * self.rho
+
+    def sampled_rdp(self, rate: float, alpha: float) -> float:
+        """ε_α of this Gaussian on a Poisson sample at ``rate`` (Mironov–Talwar–Zhang 2019)."""
+        from expost.rdp_curves import subsampled_gaussian_renyi
+
+        return subsampled_gaussian_renyi(self.rho, rate, alpha)
 
 
 @frozen
-class DPCost:
+class DPCost(Mechanism):
     """An (eps, delta)-DP round (APC Def 2.1): Laplace, AboveThreshold."""
 
     eps: float = field(converter=as_float, validator=validator(positive))
     delta: float = _DELTA
+
+    def dp(self) -> Price:
+        """(eps, delta) as stated."""
+        return self.eps, self.delta
 
 
 @frozen
 class LaplaceCost(DPCost):
     """A (continuous) Laplace mechanism on a scalar query: pure eps-DP with eps = Δ1/b.
 
-    It is a `DPCost` (every filter prices it as one) that also says where it comes from: it is
-    dominated by the Laplace pair (Lap(Δ, b), Lap(0, b)) (THEORY §12), tighter than the
-    randomised-response pair that bounds a general eps-DP round, which counting filters use. Vector
-    Laplace releases and discrete (exact) Laplace noise are plain `DPCost`. Its delta is 0.
+    An eps-DP round that also says where it comes from: it is dominated by the Laplace pair
+    (Lap(Δ, b), Lap(0, b)) (THEORY §12), tighter than the randomised-response pair that bounds
+    a general eps-DP round, and has the Laplace mechanism's Rényi curve (Mironov 2017 Prop 6).
+    Vector Laplace releases and discrete (exact) Laplace noise are plain `DPCost`. Its delta
+    is 0.
     """
 
     def __attrs_post_init__(self) -> None:
         if self.delta != 0.0:
             raise InvalidParameter("delta", self.delta, "must be 0 for a Laplace round")
 
+    def pair(self) -> Pair:
+        """The Laplace pair at eps."""
+        return ClosedPair("laplace", self.eps)
+
+    def rdp(self, alpha: float) -> float:
+        """The Laplace mechanism's ε_α (`expost.renyi.laplace_renyi`)."""
+        from expost.rdp_curves import laplace_renyi
+
+        return laplace_renyi(self.eps, alpha)
+
 
 @frozen
-class BoundedRangeCost:
+class DiscreteLaplaceCost(Mechanism):
+    """Discrete Laplace noise, P(x) ∝ e^{−|x|/scale}, on an integer query of integer
+    ``sensitivity`` Δ (the secure-mode Laplace): (Δ/scale)-DP, dominated by its own pair
+    (`expost.pld.PrivacyLossDistribution.discrete_laplace`), tighter than randomised response."""
+
+    scale: float = field(converter=as_float, validator=validator(positive))
+    sensitivity: int = field(default=1, validator=validator(positive_int))
+
+    def dp(self) -> Price:
+        """(Δ/scale rounded up, 0)."""
+        return up_exact(Fraction(self.sensitivity) / Fraction(self.scale)), 0.0
+
+    def pair(self) -> Pair:
+        """The discrete Laplace pair (scale, Δ)."""
+        return ClosedPair("discrete_laplace", self.scale, extra=(self.sensitivity,))
+
+
+@frozen
+class BoundedRangeCost(Mechanism):
     """An eps-bounded-range round (Durfee–Rogers 2019): the exponential mechanism.
 
     eps is the range (eps_EM for monotone scores, 2·eps_EM otherwise, THEORY §2); such a
@@ -150,9 +202,31 @@ class BoundedRangeCost:
 
     eps: float = field(converter=as_float, validator=validator(positive))
 
+    def dp(self) -> Price:
+        """(eps, 0): a bounded-range round is eps-DP."""
+        return self.eps, 0.0
+
+    def zcdp(self) -> Price:
+        """(eps²/8 rounded up, 0) (Cesar–Rogers 2021)."""
+        from expost.filters._exact import rho_of_bounded_range
+
+        return rho_of_bounded_range(self.eps), 0.0
+
+    def gdp(self) -> float:
+        """mu(eps/2)²: randomised response at eps/2 (`expost.filters.gaussian_dp`)."""
+        from expost.filters.gaussian_dp import pure_dp_mu_squared
+
+        return pure_dp_mu_squared(Fraction(self.eps) / 2)  # exact: eps/2 of 5e-324 is not 0
+
+    def rdp(self, alpha: float) -> float:
+        """The smaller of the pure-DP curve and α·eps²/8 (both valid constants)."""
+        from expost.rdp_curves import pure_dp_renyi
+
+        return min(pure_dp_renyi(self.eps, alpha), times_up(alpha, Fraction(self.eps) ** 2 / 8))
+
 
 @frozen
-class BrownianCost:
+class BrownianCost(Mechanism):
     """A Brownian mechanism with sensitivity Δ stopped at time t (APC Def 4.4, Thm 3, Thm 5).
 
     Stopped at t it is Δ²/(2t)-zCDP in the filters of APC Thm 5 / Lemma 6.2. With a privacy
@@ -180,9 +254,33 @@ class BrownianCost:
         d = positive("sensitivity", sensitivity)
         return cls(d * d / (e * e), d)
 
+    def brownian(self) -> tuple[float, float]:
+        """(time, sensitivity)."""
+        return self.time, self.sensitivity
+
+    def zcdp(self) -> Price:
+        """(Δ²/(2t) rounded up, 0) (APC Thm 5)."""
+        return rho_of_brownian(self.time, self.sensitivity), 0.0
+
+    def gdp(self) -> float:
+        """mu² = Δ²/t: a Gaussian shift experiment observed up to a stopping time (THEORY §9)."""
+        return 2.0 * rho_of_brownian(self.time, self.sensitivity)
+
+    def rdp(self, alpha: float) -> None:
+        """None: a realised cost, priced ex post (`ex_post_rdp`)."""
+        return
+
+    def ex_post(self) -> Price | None:
+        """(ψ(t), delta) with a privacy boundary; None without one."""
+        return None if self.bound is None else (self.bound, self.delta)
+
+    def ex_post_rdp(self, alpha: float) -> float:
+        """α·Δ²/(2t) (THEORY §11: the zCDP price is the release's ex-post zCDP)."""
+        return times_up(alpha, rho_of_brownian(self.time, self.sensitivity))
+
 
 @frozen
-class ExPostCost:
+class ExPostCost(Mechanism):
     """An ex-post private round: its ex-post bound E and delta (APC Def 4.1).
 
     ``eps_max``, when given, is a pure-DP level the whole round also has (Laplace noise
@@ -198,14 +296,59 @@ class ExPostCost:
     def _check_eps_max(self, attribute: object, value: float | None) -> None:
         _optional_positive(self, attribute, value)
 
+    def dp(self) -> Price | None:
+        """(eps_max, 0) when the round has that pure-DP level; None otherwise."""
+        return None if self.eps_max is None else (self.eps_max, 0.0)
+
+    def ex_post(self) -> Price:
+        """(bound, delta) (APC Lemma B.2)."""
+        return self.bound, self.delta
+
+    def rdp(self, alpha: float) -> None:
+        """None: a realised cost, priced ex post (`ex_post_rdp`)."""
+        return
+
+    def pair(self) -> None:
+        """None: a realised ex-post round is not counted by a pair."""
+        return
+
+    def ex_post_rdp(self, alpha: float) -> float | None:
+        """The realised bound for a pure ex-post round (delta 0; BNR Prop 4.2), else None."""
+        return self.bound if self.delta == 0.0 else None
+
+
+class _SubsampledGaussian:
+    """``SubsampledGaussianCost``: a DP-SGD step's cost by its old name, kept as a constructor —
+    one Poisson-subsampled Gaussian round, `PoissonSampled` (rate q) of `GaussianCost` (σ kept).
+    ``SubsampledGaussianCost.from_sigma(σ, q)``; ``SubsampledGaussianCost(rho,
+    sampling_prob=q)`` (a ledger record of format 3) takes σ from rho, rounded down."""
+
+    __slots__ = ()
+    __name__ = "SubsampledGaussianCost"
+
+    def __call__(
+        self, rho: float, delta: float = 0.0, *, sampling_prob: float = 1.0
+    ) -> PoissonSampled:
+        return PoissonSampled(GaussianCost(rho, delta), sampling_prob)
+
+    def from_sigma(self, sigma: float, sampling_prob: float) -> PoissonSampled:
+        """The step with noise multiplier ``sigma`` and Poisson rate ``sampling_prob``."""
+        return PoissonSampled(GaussianCost.from_sigma(sigma), sampling_prob)
+
+
+SubsampledGaussianCost: Final = _SubsampledGaussian()
+"""The cost of one Poisson-subsampled Gaussian round (a DP-SGD step), by its old name."""
 
 Cost = (
     ZCDPCost
     | GaussianCost
-    | SubsampledGaussianCost
     | DPCost
+    | DiscreteLaplaceCost
     | LaplaceCost
     | BoundedRangeCost
     | BrownianCost
     | ExPostCost
+    | PoissonSampled
+    | Composed
+    | PairCost
 )

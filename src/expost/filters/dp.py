@@ -7,11 +7,11 @@ from typing import ClassVar
 from attrs import field, frozen
 
 from expost._validation import as_float, open_probability, positive, probability, validator
+from expost.costs.model import Mechanism
 from expost.errors import InvalidParameter
-from expost.filters._exact import rho_of_eps
+from expost.filters._exact import rho_of_brownian, rho_of_eps
 from expost.filters.base import Price, RhoFilter
-from expost.filters.costs import BoundedRangeCost, Cost, ZCDPCost
-from expost.filters.zcdp import zcdp_price
+from expost.filters.costs import Cost
 from expost.guarantees import ApproxDP, rho_for_dp
 from expost.rounding import sum_up
 
@@ -32,7 +32,7 @@ class ApproxDPFilter(RhoFilter):
     the filter's rho form sums).
     """
 
-    _ACCEPTS: ClassVar[str] = "DPCost, BoundedRangeCost, BrownianCost and ExPostCost with eps_max"
+    _PRICES_BY: ClassVar[tuple[str, ...]] = ("dp", "brownian")
 
     eps: float = field(converter=as_float, validator=validator(positive))
     delta_prime: float = field(converter=as_float, validator=validator(probability))
@@ -59,11 +59,13 @@ class ApproxDPFilter(RhoFilter):
         return self.delta_prime
 
     def _rate(self, cost: Cost) -> Price | None:
-        if isinstance(cost, ZCDPCost):  # FAC Thm 2 is stated for DP rounds
+        if not isinstance(cost, Mechanism):
             return None
-        if isinstance(cost, BoundedRangeCost):  # charged as an eps-DP round
-            return rho_of_eps(cost.eps), 0.0
-        return zcdp_price(cost)
+        d = cost.dp()  # FAC Thm 2 is stated for DP rounds: a bounded-range one as eps-DP
+        if d is not None:
+            return rho_of_eps(d[0]), d[1]
+        b = cost.brownian()
+        return None if b is None else (rho_of_brownian(*b), 0.0)
 
     def guarantee(self) -> ApproxDP:
         """(eps, delta' + delta'')-DP (FAC Thm 2), the delta sum rounded up."""

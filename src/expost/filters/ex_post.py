@@ -7,8 +7,9 @@ from typing import ClassVar
 from attrs import field, frozen
 
 from expost._validation import as_float, positive, probability, validator
+from expost.costs.model import Mechanism
 from expost.filters.base import Filter, Price
-from expost.filters.costs import BoundedRangeCost, BrownianCost, Cost, DPCost, ExPostCost
+from expost.filters.costs import BrownianCost, Cost
 from expost.guarantees import ApproxDP
 
 __all__ = ["ExPostFilter"]
@@ -25,9 +26,7 @@ class ExPostFilter(Filter):
     """
 
     _UNIT: ClassVar[str] = "eps"
-    _ACCEPTS: ClassVar[str] = (
-        "ExPostCost, BrownianCost with a privacy boundary, DPCost and BoundedRangeCost"
-    )
+    _PRICES_BY: ClassVar[tuple[str, ...]] = ("ex_post",)
 
     eps: float = field(converter=as_float, validator=validator(positive))
     delta: float = field(default=0.0, converter=as_float, validator=validator(probability))
@@ -41,15 +40,7 @@ class ExPostFilter(Filter):
         return self.delta
 
     def _rate(self, cost: Cost) -> Price | None:
-        if isinstance(cost, ExPostCost):
-            return cost.bound, cost.delta
-        if isinstance(cost, BrownianCost):
-            return None if cost.bound is None else (cost.bound, cost.delta)
-        if isinstance(cost, DPCost):
-            return cost.eps, cost.delta
-        if isinstance(cost, BoundedRangeCost):
-            return cost.eps, 0.0
-        return None
+        return cost.ex_post() if isinstance(cost, Mechanism) else None
 
     def _what(self, cost: object) -> str:
         if isinstance(cost, BrownianCost):

@@ -45,21 +45,14 @@ import attrs
 from attrs import field, frozen
 
 from expost._validation import as_float, positive, validator
+from expost.costs.model import Mechanism
 from expost.errors import InvalidParameter
-from expost.filters._exact import rho_of_brownian
 from expost.filters.base import BrownianPricedFilter, Price
-from expost.filters.costs import (
-    BoundedRangeCost,
-    BrownianCost,
-    Cost,
-    DPCost,
-    ExPostCost,
-    GaussianCost,
-)
+from expost.filters.costs import Cost
 from expost.guarantees import ApproxDP, GaussianDP, gdp_delta, gdp_mu_for_dp
 from expost.rounding import down_ratio, up_exact
 
-__all__ = ["GaussianDPFilter", "gdp_price", "pure_dp_mu"]
+__all__ = ["GaussianDPFilter", "gdp_price", "pure_dp_mu", "pure_dp_mu_squared"]
 
 _MU_MARGIN = 1 + Fraction(1, 2**44)  # relative, far above the few-ulp error of erfinv / ndtri
 _MARGIN = 1 + Fraction(1, 2**40)  # on mu(eps)², kept as before (mu is already rounded up)
@@ -107,7 +100,7 @@ def pure_dp_mu(eps: float) -> float:
     return _mu_up(Fraction(positive("eps", eps)))
 
 
-def _pure_dp_price(e: Fraction) -> float:
+def pure_dp_mu_squared(e: Fraction) -> float:
     """mu(e)² enlarged by the relative margin, rounded up exactly; +inf past the floats."""
     mu = _mu_up(e)
     if math.isinf(mu):
@@ -116,22 +109,13 @@ def _pure_dp_price(e: Fraction) -> float:
 
 
 def gdp_price(cost: Cost) -> Price | None:
-    """(mu², delta) of a round in the GDP filter, rounded up; None if it cannot be priced.
-
-    GaussianCost 2·rho (exact); BrownianCost Δ²/t; DPCost (delta = 0) and ExPostCost with
-    eps_max mu(eps)²; BoundedRangeCost mu(eps/2)² (module docstring).
+    """(mu², delta) of a round in the GDP filter, rounded up; None if it cannot be priced:
+    the cost's own ``gdp()`` (`expost.costs.model`). GaussianCost 2·rho (exact); BrownianCost
+    Δ²/t; an (eps, 0)-DP round (DPCost, ExPostCost with eps_max) mu(eps)²; BoundedRangeCost
+    mu(eps/2)² (module docstring).
     """
-    if isinstance(cost, GaussianCost):
-        return 2.0 * cost.rho, 0.0  # doubling is exact
-    if isinstance(cost, BrownianCost):
-        return 2.0 * rho_of_brownian(cost.time, cost.sensitivity), 0.0
-    if isinstance(cost, DPCost) and cost.delta == 0.0:
-        return _pure_dp_price(Fraction(cost.eps)), 0.0
-    if isinstance(cost, ExPostCost) and cost.eps_max is not None:
-        return _pure_dp_price(Fraction(cost.eps_max)), 0.0
-    if isinstance(cost, BoundedRangeCost):
-        return _pure_dp_price(Fraction(cost.eps) / 2), 0.0  # exact: eps/2 of 5e-324 is not 0
-    return None
+    mu2 = cost.gdp() if isinstance(cost, Mechanism) else None
+    return None if mu2 is None else (mu2, 0.0)
 
 
 @frozen
@@ -145,10 +129,7 @@ class GaussianDPFilter(BrownianPricedFilter):
     """
 
     _UNIT: ClassVar[str] = "mu²"
-    _ACCEPTS: ClassVar[str] = (
-        "GaussianCost, BrownianCost, DPCost with delta = 0, BoundedRangeCost "
-        "and ExPostCost with eps_max"
-    )
+    _PRICES_BY: ClassVar[tuple[str, ...]] = ("gdp",)
     _BM_DIVISOR: ClassVar[float] = 1.0
 
     mu: float = field(converter=as_float, validator=validator(positive))

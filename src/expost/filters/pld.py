@@ -13,34 +13,21 @@ first round when none is given (a ledger replays it from its first record).
 The literature's *natural filter* (admit a round while the composed PLD of the rounds so far
 fits) is this filter when every round is the one mechanism. A mix of mechanisms is refused:
 natural filters are free exactly for totally ordered families (Regehr et al., arXiv
-2602.15815), and for adaptively chosen mixes they can fail; RDPFilter,
-RenyiFilter, UnifiedFilter or GaussianDPFilter (Gaussian rounds of any σ) price mixes; a
-refusal names those that would admit the round (`expost.filters.advice.mix_advice`).
+2602.15815), and for adaptively chosen mixes they can fail; RDPFilter, RenyiFilter,
+UnifiedFilter or GaussianDPFilter (Gaussian rounds of any σ) price mixes; a refusal names those
+that would admit the round (`expost.filters.advice.mix_advice`).
 
-Pairs and the dominance orders used (each a post-processing or a monotone closed form, for
-every γ = e^ε' >= 0, so for both neighbour directions; tests/test_pld_dominance.py checks each
-numerically against a planted wrong order):
-
-- `GaussianCost` (rho, q = 1), `SubsampledGaussianCost` (rho, q): the Gaussian pair
-  (N(1, σ²), N(0, σ²)) with σ = 1/sqrt(2·rho) (`SubsampledGaussianCost.sigma`, rounded down),
-  Poisson-subsampled at rate q (remove: ((1−q)Q + qP, Q); add: (Q, (1−q)Q + qP)).
-  *Larger σ* (smaller rho): adding independent N(0, σ² − σ0²) to both laws of the σ0 pair
-  (and of its mixtures: the kernel commutes with mixing) gives the σ pair, a post-processing.
-  *Smaller q*: with t = q/q0 <= 1 the kernel "keep the output with probability t, else
-  replace it by a fresh draw from Q" maps (M0, Q) to ((1−t)Q + t·M0, Q) = (M_q, Q) and
-  (Q, M0) to (Q, M_q) — a post-processing in both directions; equivalently joint convexity
-  of H_γ with H_γ(Q‖Q) = (1−γ)_+ <= H_γ(M0‖Q). For q = 1 the count is exact in closed form:
-  k rounds of mu = sqrt(2·rho) compose to sqrt(k)·mu-GDP, so K = max{k : k·mu² <= mu*²} with
-  mu* = `gdp_mu_for_dp(eps, delta)` (rounded down; Dong–Roth–Su Cor. 2.13).
-- `LaplaceCost` (eps0): the Laplace pair (Lap(eps0, 1), Lap(0, 1)). *Smaller eps0*: its
-  profile δ(ε') = (1 − e^{(ε'−eps0)/2})_+ for ε' >= 0 and 1 − e^{ε'} + e^{ε'}·δ(−ε') for
-  ε' < 0 (the pair is symmetric) is nondecreasing in eps0 for every ε'.
-- `DPCost` with delta 0 (eps0) and `BoundedRangeCost` (range eps0, an eps0-DP mechanism):
-  randomised response at eps0, which dominates every eps0-DP mechanism (Kairouz, Oh &
-  Viswanath 2015). This gives up the bounded-range gain of the exponential mechanism (its
-  own pair is tighter; not derived here). *Smaller eps*: RR(eps) is RR(eps0) followed by
-  flipping the answer with probability r = (p0 − p)/(2p0 − 1), p = e^eps/(1 + e^eps) — a
-  garbling. A `LaplaceCost` round is eps-DP, so RR(eps0) dominates it too.
+Pairs are the costs' own (`expost.costs.model`: ``cost.pair()``; `expost.costs.pairs`): the
+Gaussian pair at σ/Δ (σ carried, not rounded through rho), Laplace, randomised response for any
+pure-DP round, a user's pmfs (`PairCost`), Poisson subsamples of any of them (`PoissonSampled`,
+both directions) and products (`Composed`). A round is admitted when the fixed mechanism's pair
+dominates its pair in both directions: by a closed-form order (larger σ, smaller ε0 or smaller
+rate: each a post-processing, `expost.costs.pairs.closed_order`; tests/test_pld_dominance.py
+checks each numerically against a planted wrong order), else by computation from certified
+profile bounds (`expost.costs.domination`, THEORY §13). With ``tau`` > 0 (fixed in advance) a
+round dominated only up to τ — δ_new <= τ + (1 − τ)·δ_fixed in both directions — is admitted
+too: every round is then dominated by the fixed pair composed with the symmetric (0, τ) pair,
+and K counts δ_K(eps) + K·τ <= delta (THEORY §13).
 
 Units: ``spent`` and ``remaining`` are rounds; ``budget`` is K (``inf`` until the mechanism
 is fixed). K is computed once per (pair, eps, delta) and cached, so a round costs O(1).
@@ -51,30 +38,23 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from functools import lru_cache
-from typing import TYPE_CHECKING, ClassVar, Literal, Self
+from typing import ClassVar, Self
 
 import attrs
 from attrs import field, frozen
 
-from expost._validation import as_float, open_probability, positive, validator
+from expost._validation import as_float, open_probability, positive, probability, validator
+from expost.costs.domination import dominated
+from expost.costs.model import Mechanism
+from expost.costs.pairs import ClosedPair, Pair, closed_order
 from expost.errors import InvalidParameter
 from expost.filters.advice import mix_advice
 from expost.filters.base import Filter, Price
-from expost.filters.costs import (
-    BoundedRangeCost,
-    Cost,
-    DPCost,
-    GaussianCost,
-    LaplaceCost,
-    SubsampledGaussianCost,
-)
+from expost.filters.costs import Cost
 from expost.guarantees import ApproxDP, gdp_mu_for_dp
 from expost.pld.distribution import DEFAULT_VALUE_DISCRETIZATION
 
-if TYPE_CHECKING:
-    from expost.pld import PrivacyLossDistribution
-
-__all__ = ["MAX_COUNT", "PLDFilter", "Pair", "dominates", "pair_of", "pair_pld", "round_count"]
+__all__ = ["MAX_COUNT", "PLDFilter", "Pair", "dominates", "pair_of", "round_count"]
 
 MAX_COUNT = 1 << 20
 """The most rounds a `PLDFilter` counts to (the search for K stops there)."""
@@ -89,70 +69,52 @@ MIX = (
     "first round, and a mix chosen on the fly is not free (Regehr et al., arXiv 2602.15815; "
     "THEORY §12)"
 )
-_KINDS = (
-    "GaussianCost, SubsampledGaussianCost, LaplaceCost, DPCost with delta 0 and "
-    "BoundedRangeCost rounds"
-)
-
-
-@frozen
-class Pair:
-    """A dominating pair: ``kind`` "gaussian" (``level`` = rho, Poisson rate ``q``), "laplace"
-    or "rr" (randomised response; ``level`` = eps)."""
-
-    kind: Literal["gaussian", "laplace", "rr"]
-    level: float
-    q: float = 1.0
 
 
 def pair_of(cost: object) -> Pair | None:
-    """The pair that dominates ``cost`` (module docstring), None if this filter cannot price it."""
-    if isinstance(cost, SubsampledGaussianCost):
-        return Pair("gaussian", cost.rho, cost.sampling_prob)
-    if isinstance(cost, GaussianCost):
-        return Pair("gaussian", cost.rho)
-    if isinstance(cost, LaplaceCost):
-        return Pair("laplace", cost.eps)
-    if (isinstance(cost, DPCost) and cost.delta == 0.0) or isinstance(cost, BoundedRangeCost):
-        return Pair("rr", cost.eps)
-    return None
+    """The pair that dominates ``cost`` (its own ``pair()``), None if it carries none."""
+    if not isinstance(cost, Mechanism):
+        return None
+    try:
+        return cost.pair()
+    except InvalidParameter:  # e.g. a product that cannot be subsampled part by part
+        return None
 
 
-def dominates(fixed: Pair, other: Pair) -> bool:
-    """Whether ``fixed`` dominates ``other`` by the orders of the module docstring: Gaussian by
-    larger σ (smaller rho) and smaller q; Laplace by smaller eps; RR by smaller eps (and any
-    pure-DP round, Laplace included, at most its eps)."""
-    if fixed.kind == "gaussian":
-        return other.kind == "gaussian" and other.level <= fixed.level and other.q <= fixed.q
-    if fixed.kind == "laplace":
-        return other.kind == "laplace" and other.level <= fixed.level
-    return other.kind in ("laplace", "rr") and other.level <= fixed.level
+def dominates(fixed: Pair, other: Pair, tau: float = 0.0) -> bool:
+    """Whether ``fixed`` (composed with the symmetric (0, τ) pair) dominates ``other`` in both
+    directions: a closed-form order, else computed (module docstring)."""
+    return bool(closed_order(fixed, other)) or dominated(fixed, other, tau)
 
 
 @lru_cache(maxsize=256)
-def round_count(pair: Pair, eps: float, delta: float, grid: float = GRID) -> int:
-    """K: the most rounds of ``pair`` whose composition is (eps, delta)-DP in both directions
-    (at most `MAX_COUNT`). Gaussian without subsampling: exact, k·mu² <= mu*² in rationals;
-    otherwise the safe-sided PLD on a loss grid of spacing ``grid`` (`expost.pld.max_rounds`).
-    Cached: once per (pair, eps, delta, grid)."""
-    if pair.kind == "gaussian" and pair.q == 1.0:
+def round_count(pair: Pair, eps: float, delta: float, grid: float = GRID, tau: float = 0.0) -> int:
+    """K: the most rounds k of ``pair`` with δ_k(eps) + k·τ <= delta in both directions (at most
+    `MAX_COUNT`). An unsampled Gaussian with τ = 0: exact, k·mu² <= mu*² in rationals
+    (mu = Δ/σ, Dong–Roth–Su Cor. 2.13); otherwise the safe-sided PLD on a loss grid of spacing
+    ``grid`` (`expost.pld.max_rounds`). Cached: once per (pair, eps, delta, grid, tau)."""
+    if (
+        isinstance(pair, ClosedPair)
+        and pair.family == "gaussian"
+        and pair.rate == 1.0
+        and tau == 0.0
+    ):
         mu_star = Fraction(gdp_mu_for_dp(eps, delta))
-        return min(MAX_COUNT, math.floor(mu_star**2 / (2 * Fraction(pair.level))))
+        return min(MAX_COUNT, math.floor(mu_star**2 * Fraction(pair.level) ** 2))
     from expost.pld import max_rounds  # lazy: numpy FFT work
 
-    return max_rounds(pair_pld(pair, grid), eps, delta, limit=MAX_COUNT)
-
-
-def pair_pld(pair: Pair, grid: float = GRID) -> PrivacyLossDistribution:
-    """The safe-sided PLD of one round of ``pair`` on a loss grid of spacing ``grid``."""
-    from expost.pld import PrivacyLossDistribution  # lazy: numpy FFT work
-
-    if pair.kind == "gaussian":
-        sigma = SubsampledGaussianCost(pair.level, sampling_prob=pair.q).sigma
-        return PrivacyLossDistribution.gaussian(sigma, 1.0, pair.q, value_discretization=grid)
-    if pair.kind == "laplace":  # Lap(eps0, 1) against Lap(0, 1): eps0 exactly
-        return PrivacyLossDistribution.laplace(1.0, pair.level, value_discretization=grid)
-    return PrivacyLossDistribution.pure_dp(pair.level, value_discretization=grid)
+    pld = pair.pld(grid)
+    if tau == 0.0:
+        return max_rounds(pld, eps, delta, limit=MAX_COUNT)
+    count, low = 0, 1  # δ_k + k·τ is nondecreasing in k: bisect for the largest k that fits
+    high = min(MAX_COUNT, math.floor(Fraction(delta) / Fraction(tau)))
+    while low <= high:
+        k = (low + high) // 2
+        if Fraction(pld.self_compose(k).delta(eps)) + k * Fraction(tau) <= Fraction(delta):
+            count, low = k, k + 1
+        else:
+            high = k - 1
+    return count
 
 
 def _grid(_instance: object, _attribute: object, value: object) -> None:
@@ -163,29 +125,37 @@ def _grid(_instance: object, _attribute: object, value: object) -> None:
 
 def _mechanism(_instance: object, _attribute: object, value: Cost | None) -> None:
     if value is not None and pair_of(value) is None:
-        raise InvalidParameter("mechanism", value, f"must be None or one of {_KINDS}")
+        from expost.costs.table import refusal
+
+        raise InvalidParameter(
+            "mechanism", value, "must be None or " + refusal("PLDFilter", value, "pair")
+        )
 
 
 @frozen
 class PLDFilter(Filter):
     """The counting filter: (eps, delta)-DP by counting rounds of one mechanism (module
-    docstring; THEORY §12). The literature's natural filter on rounds of one mechanism.
+    docstring; THEORY §12, §13). The literature's natural filter on rounds of one mechanism.
 
     ``mechanism``: a cost value (``SubsampledGaussianCost.from_sigma(1.0, 0.01)``,
-    ``LaplaceCost(0.1)``, ...) or None, then the first round fixes it; ``grid``: the loss
-    spacing of the PLD K is counted by (`GRID`; finer counts a little more, slower). Admits rounds that
-    mechanism dominates while at most `budget` = K rounds are recorded; refuses any other
-    round with `InvalidParameter` naming the reason, an admitted kind past K with
-    `BudgetExceeded` (in rounds).
+    ``LaplaceCost(0.1)``, ``PairCost.from_pmfs(p, q)``, ...) or None, then the first round fixes
+    it; ``grid``: the loss spacing of the PLD K is counted by (`GRID`; finer counts a little more,
+    slower); ``tau``: the δ charged per round dominated only up to τ (0: exact domination only).
+    Admits rounds that mechanism dominates while at most `budget` = K rounds are recorded;
+    refuses any other round with `InvalidParameter` naming the reason, an admitted kind past K
+    with `BudgetExceeded` (in rounds).
     """
 
     _UNIT: ClassVar[str] = "rounds"
-    _ACCEPTS: ClassVar[str] = _KINDS
+    _PRICES_BY: ClassVar[tuple[str, ...]] = ("pair",)
 
     eps: float = field(converter=as_float, validator=validator(positive))
     delta: float = field(converter=as_float, validator=validator(open_probability))
     mechanism: Cost | None = field(default=None, validator=_mechanism)
     grid: float = field(default=GRID, kw_only=True, converter=as_float, validator=_grid)
+    tau: float = field(
+        default=0.0, kw_only=True, converter=as_float, validator=validator(probability)
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.mechanism is None and self._realised.size:  # replayed: the first round fixes it
@@ -203,11 +173,11 @@ class PLDFilter(Filter):
         pair = self.pair
         if pair is None:
             return math.inf
-        return float(round_count(pair, self.eps, self.delta, self.grid))
+        return float(round_count(pair, self.eps, self.delta, self.grid, self.tau))
 
     @property
     def delta_budget(self) -> float:
-        """No per-round delta: the rounds' deltas are inside the composed profile."""
+        """No per-round delta: the rounds' deltas (and K·τ) are inside the count."""
         return 0.0
 
     @property
@@ -217,7 +187,7 @@ class PLDFilter(Filter):
 
     def _rate(self, cost: Cost) -> Price | None:
         pair, fixed = pair_of(cost), self.pair
-        if pair is None or (fixed is not None and not dominates(fixed, pair)):
+        if pair is None or (fixed is not None and not dominates(fixed, pair, self.tau)):
             return None
         return (1.0, 0.0)
 
@@ -228,13 +198,13 @@ class PLDFilter(Filter):
         if rate is not None:
             return rate
         if pair_of(cost) is None:
-            rule = f"cannot charge {cost!r}: accepts only {_KINDS}"
-        else:
-            rule = (
-                f"cannot charge {cost!r}: accepts only rounds its mechanism {self.mechanism!r} "
-                f"dominates (the same, larger σ, smaller q or smaller eps); {MIX}; "
-                + mix_advice(self.eps, self.delta, self.realised, cost)
-            )
+            return Filter.price(self, cost)
+        rule = (
+            f"cannot charge {cost!r}: accepts only rounds its mechanism {self.mechanism!r} "
+            f"dominates in both neighbour directions (the same, larger σ, smaller q or smaller "
+            f"eps, or shown by computation{'' if self.tau == 0.0 else f' up to τ = {self.tau!r}'}"
+            f"); {MIX}; " + mix_advice(self.eps, self.delta, self.realised, cost)
+        )
         raise InvalidParameter("filter", type(self).__name__, rule)
 
     def _fixed(self, cost: Cost) -> Self:

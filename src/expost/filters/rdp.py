@@ -33,10 +33,13 @@ import attrs
 from attrs import field, frozen
 
 from expost._validation import as_float, open_probability, positive, validator
+from expost.costs.model import Mechanism
+from expost.costs.table import refusal
+from expost.costs.wrappers import PoissonSampled
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP, markov_bound, renyi_orders
 from expost.filters._exact import Chain, history, rho_of_brownian
-from expost.filters.base import bm_extreme, refuse
+from expost.filters.base import bm_extreme
 from expost.filters.costs import (
     BoundedRangeCost,
     BrownianCost,
@@ -44,20 +47,12 @@ from expost.filters.costs import (
     DPCost,
     ExPostCost,
     GaussianCost,
-    LaplaceCost,
-    SubsampledGaussianCost,
     ZCDPCost,
 )
 from expost.guarantees import ApproxDP
-from expost.rdp_curves import laplace_renyi, pure_dp_renyi, subsampled_gaussian_renyi
 from expost.rounding import SMALLEST, down_exact, sum_down, up_exact
 
 __all__ = ["RDPCost", "RDPFilter", "ex_post_rdp_of", "rdp_price", "refused"]
-
-_ACCEPTS = (
-    "RDPCost, BrownianCost, ZCDPCost/GaussianCost and DPCost with delta 0, BoundedRangeCost, "
-    "ExPostCost with delta 0"
-)
 
 
 def _guarantee(name: str, value: object) -> None:
@@ -102,24 +97,15 @@ def _exact(price: float) -> Fraction:
 
 
 def rdp_price(cost: RoundCost, alpha: float) -> float | None:
-    """ε_α charged for ``cost`` at order ``alpha`` (module docstring), None if not accepted."""
+    """ε_α charged for ``cost`` at order ``alpha`` (module docstring), None if not accepted: an
+    `RDPCost`'s realised ε_α, else the cost's fixed curve ``rdp(α)`` or its realised ex-post
+    charge ``ex_post_rdp(α)`` (`expost.costs.model`)."""
     if isinstance(cost, RDPCost):
         return cost.guarantee.eps(alpha)
-    if isinstance(cost, BrownianCost):
-        return _times(alpha, rho_of_brownian(cost.time, cost.sensitivity))
-    if isinstance(cost, SubsampledGaussianCost):
-        return subsampled_gaussian_renyi(cost.rho, cost.sampling_prob, alpha)
-    if isinstance(cost, ZCDPCost):
-        return _times(alpha, cost.rho) if cost.delta == 0.0 else None
-    if isinstance(cost, LaplaceCost):
-        return laplace_renyi(cost.eps, alpha)
-    if isinstance(cost, DPCost):
-        return pure_dp_renyi(cost.eps, alpha) if cost.delta == 0.0 else None
-    if isinstance(cost, BoundedRangeCost):
-        return min(pure_dp_renyi(cost.eps, alpha), _times(alpha, Fraction(cost.eps) ** 2 / 8))
-    if isinstance(cost, ExPostCost) and cost.delta == 0.0:
-        return cost.bound
-    return None
+    if not isinstance(cost, Mechanism):
+        return None
+    fixed = cost.rdp(alpha)
+    return fixed if fixed is not None else cost.ex_post_rdp(alpha)
 
 
 @frozen
@@ -186,7 +172,8 @@ class RDPFilter:
         """ε_α of ``cost`` at each order; `InvalidParameter` if the filter cannot charge it."""
         prices = [rdp_price(cost, a) for a in self.orders]
         if any(p is None for p in prices):
-            raise refuse(self, repr(cost), _ACCEPTS)
+            rule = refusal(type(self).__name__, cost, "rdp", "ex_post_rdp")
+            raise InvalidParameter("filter", type(self).__name__, rule)
         return tuple(float(p) for p in prices if p is not None)
 
     def accepts(self, cost: RoundCost) -> bool:
@@ -348,6 +335,8 @@ def ex_post_rdp_of(cost: Cost | None) -> ExPostRDP | None:
     samples for, a `LaplaceCost` pure at eps): what a transcript carries never undercuts what a
     filter charged, and the pure and zCDP shapes keep their stronger forms.
     """
+    if isinstance(cost, PoissonSampled):  # the unsampled round's shape bounds the sampled one
+        return ex_post_rdp_of(cost.of)
     if isinstance(cost, BrownianCost):
         return ExPostRDP.of_rho(rho_of_brownian(cost.time, cost.sensitivity))
     if isinstance(cost, GaussianCost | ZCDPCost) and cost.delta == 0.0:

@@ -29,10 +29,10 @@ from typing import Any, ClassVar
 from attrs import field, frozen
 
 from expost._validation import as_float, open_probability, positive, renyi_order, validator
+from expost.costs.model import Mechanism
 from expost.ex_post_rdp import renyi_orders
 from expost.filters.base import Filter, Price
-from expost.filters.costs import BoundedRangeCost, Cost, DPCost, ZCDPCost
-from expost.filters.rdp import rdp_price
+from expost.filters.costs import Cost
 from expost.guarantees import ApproxDP
 from expost.rounding import down_mp, iv_eval
 
@@ -43,12 +43,6 @@ CANDIDATE_ORDERS = (
     *(14.0, 16.0, 20.0, 24.0, 28.0, 32.0, 40.0, 48.0, 64.0, 96.0, 128.0, 256.0),
 )
 """The orders `RenyiFilter.for_rounds` chooses from."""
-
-_ACCEPTS = (
-    "rounds whose RDP curve is fixed before they run: ZCDPCost/GaussianCost and DPCost with "
-    "delta 0, SubsampledGaussianCost, LaplaceCost, BoundedRangeCost (a realised ex-post cost, "
-    "BrownianCost or ExPostCost, is priced by RDPFilter: Markov at its realised ε_α, THEORY §11)"
-)
 
 
 @functools.lru_cache(maxsize=256)
@@ -63,13 +57,6 @@ def _budget(eps: float, delta: float, alpha: float) -> float:
     return max(0.0, down_mp(iv_eval(compute)))
 
 
-def _fixed_curve(cost: object) -> bool:
-    """A round whose RDP curve is fixed before it runs (module docstring)."""
-    if isinstance(cost, ZCDPCost | DPCost):
-        return cost.delta == 0.0
-    return isinstance(cost, BoundedRangeCost)
-
-
 @frozen
 class RenyiFilter(Filter):
     """(eps, delta)-DP for rounds with fixed RDP curves, budgeted at **one** order ``alpha``
@@ -82,7 +69,12 @@ class RenyiFilter(Filter):
     """
 
     _UNIT: ClassVar[str] = "eps_alpha"
-    _ACCEPTS: ClassVar[str] = _ACCEPTS
+    _PRICES_BY: ClassVar[tuple[str, ...]] = ("rdp",)
+    _NOTE: ClassVar[str] = (
+        ": rounds whose RDP curve is fixed before they run; a realised ex-post cost, "
+        "BrownianCost or ExPostCost, is priced by RDPFilter: Markov at its realised ε_α, "
+        "THEORY §11"
+    )
 
     eps: float = field(converter=as_float, validator=validator(positive))
     delta: float = field(converter=as_float, validator=validator(open_probability))
@@ -113,9 +105,7 @@ class RenyiFilter(Filter):
         return 0.0
 
     def _rate(self, cost: Cost) -> Price | None:
-        if not _fixed_curve(cost):
-            return None
-        price = rdp_price(cost, self.alpha)
+        price = cost.rdp(self.alpha) if isinstance(cost, Mechanism) else None  # a fixed curve
         return None if price is None else (price, 0.0)
 
     def capacity(self, cost: Cost) -> int:

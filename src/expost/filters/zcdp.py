@@ -7,17 +7,11 @@ from typing import ClassVar, Literal
 from attrs import field, frozen
 
 from expost._validation import as_float, open_probability, positive, probability, validator
+from expost.costs.model import Mechanism
 from expost.errors import InvalidParameter
-from expost.filters._exact import rho_of_bounded_range, rho_of_brownian, rho_of_eps
+from expost.filters._exact import rho_of_brownian
 from expost.filters.base import Price, RhoFilter
-from expost.filters.costs import (
-    BoundedRangeCost,
-    BrownianCost,
-    Cost,
-    DPCost,
-    ExPostCost,
-    ZCDPCost,
-)
+from expost.filters.costs import Cost
 from expost.guarantees import (
     ZCDP,
     ApproxDP,
@@ -31,27 +25,15 @@ __all__ = ["BrownianFilter", "Conversion", "UnifiedFilter", "ZCDPFilter", "zcdp_
 
 Conversion = Literal["bun-steinke", "cks"]
 
-ZCDP_ACCEPTS = "ZCDPCost, BrownianCost, DPCost, BoundedRangeCost and ExPostCost with eps_max"
-
 
 def zcdp_price(cost: Cost) -> Price | None:
-    """(rho, delta) of a round in a zCDP filter, every conversion rounded up; None if none.
-
-    ZCDPCost: (rho, delta) (FAC Thm 1); BrownianCost: Δ²/(2t) (APC Thm 5); DPCost: eps²/2
-    with its delta (APC Lemma 2.1); BoundedRangeCost: eps²/8 (Cesar–Rogers 2021);
-    ExPostCost with eps_max: an eps_max-DP round, eps_max²/2.
+    """(rho, delta) of a round in a zCDP filter, every conversion rounded up; None if none:
+    the cost's own ``zcdp()`` (`expost.costs.model`). ZCDPCost: (rho, delta) (FAC Thm 1);
+    BrownianCost: Δ²/(2t) (APC Thm 5); an (eps, delta)-DP round: eps²/2 with its delta (APC
+    Lemma 2.1); BoundedRangeCost: eps²/8 (Cesar–Rogers 2021); ExPostCost with eps_max: an
+    eps_max-DP round, eps_max²/2.
     """
-    if isinstance(cost, ZCDPCost):
-        return cost.rho, cost.delta
-    if isinstance(cost, BrownianCost):
-        return rho_of_brownian(cost.time, cost.sensitivity), 0.0
-    if isinstance(cost, DPCost):
-        return rho_of_eps(cost.eps), cost.delta
-    if isinstance(cost, BoundedRangeCost):
-        return rho_of_bounded_range(cost.eps), 0.0
-    if isinstance(cost, ExPostCost) and cost.eps_max is not None:
-        return rho_of_eps(cost.eps_max), 0.0
-    return None
+    return cost.zcdp() if isinstance(cost, Mechanism) else None
 
 
 _DELTA = field(default=0.0, converter=as_float, validator=validator(probability))
@@ -62,7 +44,7 @@ class _ZCDPBudget(RhoFilter):
     """A budget (rho, delta) for rounds priced by `zcdp_price`; the stopped interaction is
     delta-approximate rho-zCDP (FAC Thm 1; APC Thm 5, as its proof shows)."""
 
-    _ACCEPTS: ClassVar[str] = ZCDP_ACCEPTS
+    _PRICES_BY: ClassVar[tuple[str, ...]] = ("zcdp",)
 
     rho: float = field(converter=as_float, validator=validator(positive))
     delta: float = _DELTA
@@ -166,7 +148,7 @@ class BrownianFilter(RhoFilter):
     for Δ = 1). Result: (rho + 2·sqrt(rho·log(1/delta)), delta)-DP.
     """
 
-    _ACCEPTS: ClassVar[str] = "BrownianCost"
+    _PRICES_BY: ClassVar[tuple[str, ...]] = ("brownian",)
 
     rho: float = field(converter=as_float, validator=validator(positive))
     delta: float = field(converter=as_float, validator=validator(open_probability))
@@ -180,9 +162,8 @@ class BrownianFilter(RhoFilter):
         return 0.0
 
     def _rate(self, cost: Cost) -> Price | None:
-        if isinstance(cost, BrownianCost):
-            return rho_of_brownian(cost.time, cost.sensitivity), 0.0
-        return None
+        b = cost.brownian() if isinstance(cost, Mechanism) else None
+        return None if b is None else (rho_of_brownian(*b), 0.0)
 
     def guarantee(self) -> ApproxDP:
         """(rho + 2·sqrt(rho·log(1/delta)), delta)-DP (APC Lemma 6.2)."""

@@ -5,7 +5,9 @@ so that every client decodes it and prices it to a finite value in bounded time)
 ``expost.price`` (a round's price in each filter's unit, exact decimals), ``expost.within``
 (a budget's check on the running totals) and ``expost.settles`` (a settlement fits its
 reservation). `expost.ledger.pg_schema` installs them; docs/sharing-a-budget.md says why each
-rule is what it is.
+rule is what it is. The kinds the server knows — their fields, which are positive, which must
+have delta 0, and the kind each is priced as — come from the table of kinds
+(`expost.costs.table.KINDS`, column ``server``); a kind without one is refused by the server.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from expost.costs.table import KINDS
 from expost.ledger.limits import (
     BELOW,
     LARGEST_NUMBER,
@@ -85,6 +88,21 @@ _BELOW_SQL: Final = " ".join(
 )
 """The bounds of `expost.ledger.limits.BELOW` (what `number_fault` checks on the Python side)."""
 
+
+_SERVED: Final = tuple(k for k in KINDS.values() if k.server is not None)
+_ALLOWED: Final = "\n        ".join(
+    f"WHEN '{k.name}' THEN '{{{','.join(k.fields)}}}'" for k in _SERVED
+)  # the fields of each kind the server knows
+_POSITIVE: Final = ", ".join(
+    sorted({f"'{f}'" for k in _SERVED for f in k.positive} | {f"'{f}'" for f in POSITIVE_FIELDS})
+)  # never 0: the kinds' positive fields and `expost.ledger.limits`'s
+_ZERO_DELTA: Final = ", ".join(f"'{k.name}'" for k in _SERVED if k.zero_delta)
+_PRICED_AS: Final = " ".join(
+    f"WHEN '{k.name}' THEN '{k.server}'" for k in _SERVED if k.server not in (k.name, "of")
+)  # a kind priced as another by every filter the server knows
+_WRAPPERS: Final = ", ".join(f"'{k.name}'" for k in _SERVED if k.server == "of")
+_INNER: Final = ", ".join(f"'{k.name}'" for k in _SERVED if k.server != "of")
+
 _CHECK_COST: Final = rf"""
 CREATE OR REPLACE FUNCTION expost.check_cost(c jsonb) RETURNS void LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp AS $$
@@ -99,12 +117,7 @@ BEGIN
         RAISE EXCEPTION 'expost: a cost must be a JSON object, not %', c;
     END IF;
     allowed := CASE t
-        WHEN 'ZCDPCost' THEN '{{rho,delta}}' WHEN 'GaussianCost' THEN '{{rho,delta}}'
-        WHEN 'SubsampledGaussianCost' THEN '{{rho,delta,sampling_prob}}'
-        WHEN 'DPCost' THEN '{{eps,delta}}' WHEN 'LaplaceCost' THEN '{{eps,delta}}'
-        WHEN 'BoundedRangeCost' THEN '{{eps}}'
-        WHEN 'BrownianCost' THEN '{{time,sensitivity,bound,delta}}'
-        WHEN 'ExPostCost' THEN '{{bound,delta,eps_max}}' END;
+        {_ALLOWED} END;
     IF allowed IS NULL THEN
         RAISE EXCEPTION 'expost: unknown cost type in %', c;
     END IF;
@@ -116,6 +129,13 @@ BEGIN
         IF NOT k = ANY (allowed) THEN
             RAISE EXCEPTION 'expost: cost % has an unknown field %', c, k;
         END IF;
+        IF k = 'of' THEN  -- a wrapper (PoissonSampled) of one cost the server prices
+            IF jsonb_typeof(v) IS DISTINCT FROM 'object' OR NOT (v->>'type' IN ({_INNER})) THEN
+                RAISE EXCEPTION 'expost: cost % wraps no cost the server prices', c;
+            END IF;
+            PERFORM expost.check_cost(v);
+            CONTINUE;
+        END IF;
         CONTINUE WHEN jsonb_typeof(v) = 'null'
             AND (k = 'eps_max' OR k = 'bound' AND t = 'BrownianCost');
         IF jsonb_typeof(v) <> 'number' THEN
@@ -126,29 +146,30 @@ BEGIN
         IF n < 0 OR n > {LARGEST_NUMBER!r} OR n > 0 AND n < {SMALLEST_NUMBER!r}
             OR length(rtrim(ltrim(replace(n::text, '.', ''), '0'), '0')) > {MAX_DIGITS}
             {_BELOW_SQL}
-            OR k IN ({", ".join(f"'{f}'" for f in POSITIVE_FIELDS)}) AND n = 0
+            OR k IN ({_POSITIVE}) AND n = 0
         THEN
             RAISE EXCEPTION 'expost: cost % has an invalid % (numbers: 0 or in [%, %], at most % significant digits)',
                 c, k, {SMALLEST_NUMBER!r}, {LARGEST_NUMBER!r}, {MAX_DIGITS};
         END IF;
     END LOOP;
-    IF t IN ('GaussianCost', 'SubsampledGaussianCost', 'LaplaceCost')
+    IF t IN ({_ZERO_DELTA})
             AND coalesce((c->>'delta')::numeric, 0) <> 0
         OR t = 'BrownianCost' AND c->>'bound' IS NULL AND coalesce((c->>'delta')::numeric, 0) <> 0
-    THEN  -- the cost classes' own checks (GaussianCost, LaplaceCost, BrownianCost)
+    THEN  -- the cost classes' own checks (zero_delta in the table, BrownianCost)
         RAISE EXCEPTION 'expost: cost % has an invalid delta', c;
     END IF;
 END $$"""
 
-_PRICE: Final = r"""
-CREATE OR REPLACE FUNCTION expost.price(f jsonb, c jsonb, OUT rho numeric, OUT delta numeric,
+_PRICE: Final = rf"""
+CREATE OR REPLACE FUNCTION expost.price(f jsonb, w jsonb, OUT rho numeric, OUT delta numeric,
     OUT eps numeric, OUT eps_delta numeric) LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     ft text := f->>'type';
-    -- a subclass is priced as its base class by every filter the server knows (costs.py)
-    t text := CASE c->>'type' WHEN 'SubsampledGaussianCost' THEN 'GaussianCost'
-                              WHEN 'LaplaceCost' THEN 'DPCost' ELSE c->>'type' END;
+    -- a wrapper is priced as the cost it wraps (subsampling is a post-processing for every
+    -- filter the server knows), some kinds as another (the table's column server)
+    c jsonb := CASE WHEN w->>'type' IN ({_WRAPPERS}) THEN w->'of' ELSE w END;
+    t text := CASE c->>'type' {_PRICED_AS} ELSE c->>'type' END;
     d numeric := coalesce((c->>'delta')::numeric, 0);
     e numeric := coalesce((c->>'eps')::numeric, (c->>'eps_max')::numeric);
     s numeric := coalesce((c->>'sensitivity')::numeric, 1);

@@ -5,8 +5,9 @@ round is a ``reserve`` entry ``{"round": k, "mechanism": name, "cost": encode(re
 committed before the round runs and a ``settle`` entry ``{"round": k, "cost":
 encode(realised)}`` committed before its result is returned (ARCHITECTURE "Filters guard
 budgets"). `Replay` turns the entries back into the filter they imply. The classes a record
-may name are listed here explicitly (`COSTS`, `DESCRIBABLE`): a ledger never makes this
-module import anything by a name read from disk.
+may name are listed explicitly: costs by the table of kinds (`expost.costs.table.KINDS`, which
+also decodes the records of older formats, e.g. ``SubsampledGaussianCost``), filters and values
+in `DESCRIBABLE`: a ledger never makes this module import anything by a name read from disk.
 """
 
 from __future__ import annotations
@@ -19,27 +20,21 @@ from typing import Any, Final
 
 import attrs
 
+from expost.costs.model import Mechanism
+from expost.costs.table import KINDS, Kind, decode_cost, encode_cost
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
 from expost.filters import (
     ApproxDPFilter,
-    BoundedRangeCost,
-    BrownianCost,
     BrownianFilter,
     ConcurrentFilter,
     Cost,
-    DPCost,
-    ExPostCost,
     ExPostFilter,
-    GaussianCost,
     GaussianDPFilter,
-    LaplaceCost,
     PLDFilter,
     PrivacyFilter,
     RDPFilter,
     RenyiFilter,
-    SubsampledGaussianCost,
     UnifiedFilter,
-    ZCDPCost,
     ZCDPFilter,
 )
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
@@ -62,20 +57,8 @@ __all__ = [
     "session_config",
 ]
 
-COSTS: Final[Mapping[str, type[Cost]]] = {
-    c.__name__: c
-    for c in (
-        ZCDPCost,
-        GaussianCost,
-        SubsampledGaussianCost,
-        BrownianCost,
-        DPCost,
-        LaplaceCost,
-        BoundedRangeCost,
-        ExPostCost,
-    )
-}
-"""Every cost a record may name, by its ``type``."""
+COSTS: Final[Mapping[str, Kind]] = KINDS
+"""Every cost a record may name, by its ``type`` (the table of kinds)."""
 
 DESCRIBABLE: Final[Mapping[str, type]] = {
     c.__name__: c
@@ -94,34 +77,35 @@ DESCRIBABLE: Final[Mapping[str, type]] = {
         ZCDP,
         PureDP,
         GaussianDP,
-        *COSTS.values(),  # a PLDFilter's mechanism
     )
 }
-"""Every filter, and every value a filter holds, that a ledger's configuration may name."""
+"""Every filter, and every value a filter holds, that a ledger's configuration may name (and
+every cost kind of `COSTS`: a `PLDFilter`'s mechanism)."""
 
-FORMAT: Final = "expost-session/3"  # /3: Gaussian rounds are recorded as GaussianCost
-OLD_FORMATS: Final = ("expost-session/1", "expost-session/2")  # their records: a subset of /3
+FORMAT: Final = "expost-session/4"  # /4: the table of kinds (PoissonSampled, PairCost, ...)
+OLD_FORMATS: Final = ("expost-session/1", "expost-session/2", "expost-session/3")
+"""Formats whose records decode as they did (a subset of /4's, read through the table)."""
 
 
 def encode(cost: Cost) -> dict[str, Any]:
-    """A cost as a record: its class name as ``type`` and its fields."""
-    return {"type": type(cost).__name__, **attrs.asdict(cost)}
+    """A cost as a record: its kind's name as ``type`` and its fields (`encode_cost`)."""
+    return encode_cost(cost)
 
 
 def decode(record: Mapping[str, Any], path: Path | str) -> Cost:
     """The cost a record describes, or `LedgerCorrupted` naming the ledger."""
-    fields = dict(record)
-    kind = COSTS.get(fields.pop("type", None))
-    if kind is None:
-        raise LedgerCorrupted(path, f"unknown cost record {dict(record)!r}")
+    if not isinstance(record, Mapping) or str(record.get("type")) not in COSTS:
+        raise LedgerCorrupted(path, f"unknown cost record {record!r}")
     try:
-        return kind(**fields)
-    except (TypeError, InvalidParameter) as err:
+        return decode_cost(record)  # type: ignore[no-any-return]  # a kind's constructor
+    except (TypeError, ValueError, InvalidParameter) as err:
         raise LedgerCorrupted(path, f"bad cost record {dict(record)!r}: {err}") from err
 
 
 def describe(f: Any) -> dict[str, Any]:
     """The filter's configuration (type and parameters, not its history) as JSON."""
+    if isinstance(f, Mechanism):
+        return encode_cost(f)
     out: dict[str, Any] = {"type": type(f).__name__}
     for a in attrs.fields(type(f)):
         if a.alias == "realised" or a.alias.startswith("_") or not a.init:  # state
@@ -143,12 +127,17 @@ def filter_from_description(description: Mapping[str, Any]) -> PrivacyFilter:
     def build(value: Any) -> Any:
         if not isinstance(value, Mapping) or "type" not in value:
             return value
+        if str(value["type"]) in COSTS:
+            try:
+                return decode_cost(value)
+            except (TypeError, ValueError) as err:
+                raise InvalidParameter("description", dict(value), str(err)) from err
         kind = DESCRIBABLE.get(str(value["type"]))
         if kind is None:
             raise InvalidParameter(
                 "description",
                 dict(value),
-                f"names no filter or value a ledger may hold ({', '.join(DESCRIBABLE)})",
+                f"names no filter or value a ledger may hold ({', '.join([*DESCRIBABLE, *COSTS])})",
             )
         try:
             return kind(**{k: build(v) for k, v in value.items() if k != "type"})
@@ -191,10 +180,23 @@ def open_session_ledger(
         if (
             isinstance(stored, dict)
             and stored.get("format") in (FORMAT, *OLD_FORMATS)
-            and configuration(stored.get("filter")) == json.loads(json.dumps(config["filter"]))
+            and _same(stored.get("filter"), json.loads(json.dumps(config["filter"])))
         ):
             return open_ledger(target, stored, create=create, ledger_id=ledger_id)
         raise
+
+
+def _same(stored: object, current: object) -> bool:
+    """Whether a stored description is the current one, read through today's codec (an old
+    record of a `PLDFilter`'s mechanism, ``SubsampledGaussianCost``, is the same round)."""
+    stored = configuration(stored)
+    if stored == current:
+        return True
+    try:
+        rebuilt = describe(filter_from_description(stored))  # type: ignore[arg-type]
+    except (InvalidParameter, TypeError, ValueError):
+        return False
+    return bool(json.loads(json.dumps(rebuilt)) == current)
 
 
 def configuration(description: object) -> object:

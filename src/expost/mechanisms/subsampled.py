@@ -37,6 +37,7 @@ from expost._validation import (
     sampling_probability,
     validator,
 )
+from expost.costs import PoissonSampled
 from expost.errors import InvalidParameter, refused
 from expost.filters.costs import SubsampledGaussianCost
 from expost.guarantees import ZCDP
@@ -124,14 +125,15 @@ class SubsampledGaussianMechanism:
         q = Fraction(self.sampling_prob)
         return q.numerator * _SCALE // q.denominator
 
-    def cost(self) -> SubsampledGaussianCost:
-        """`SubsampledGaussianCost.from_sigma(sigma, sampling_prob)` (rho up, σ down)."""
+    def cost(self) -> PoissonSampled:
+        """`SubsampledGaussianCost.from_sigma(sigma, sampling_prob)`: `PoissonSampled` of the
+        Gaussian at σ (σ carried, rho = 1/(2σ²) rounded up)."""
         return SubsampledGaussianCost.from_sigma(self.sigma, self.sampling_prob)
 
     def guarantee(self) -> ZCDP:
         """1/(2σ²)-zCDP (rounded up): the Gaussian without subsampling dominates the step (a
         valid bound; `expost.pld` and `PLDFilter` use the subsampled pair, far tighter)."""
-        return ZCDP(self.cost().rho)
+        return ZCDP(self.cost().of.rho)
 
     def clipped(self, records: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Each row scaled to ℓ2 norm at most Δ·(1 − 2⁻³⁰) (rows within it are unchanged).

@@ -6,16 +6,23 @@ Two ways, each with what it promises about the exact convolution ``a * b`` of it
   output is a sum of at most m nonnegative products, so its relative error is at most
   γ_{m+1} = (m+1)u/(1 − (m+1)u) (Higham 2002, Lemma 3.1 and §3.1); each output is multiplied by
   1 + 2γ_{m+1}, raised by m·2^-1074 (products that underflow) and moved up one float, so it is >= the exact value. No error term.
-- **FFT in extended precision** (`scipy.fft` on `numpy.longdouble`, unit roundoff u): returns
-  the computed convolution (negatives clipped to 0, which moves every entry towards the exact,
-  nonnegative value; each entry rounded *up* to float64) and an ℓ1 bound on its distance from
-  ``a * b`` before that up-rounding. The bound is Higham's radix-2 FFT bound (Higham 2002,
-  Thm 24.2: ||fl(F x) − F x||_2 <= κ ||F x||_2, κ = Lη/(1 − Lη), L = log2 N,
-  η = μ + γ_4(√2 + μ), μ the twiddle factors' error) carried through the forward transforms, the
-  pointwise product (Lemma 3.5: complex product error <= √2 γ_2) and the inverse transform, see
-  `fft_error`; the ℓ1 bound is √N times the ℓ2 bound. pocketfft's real transforms are not the
-  radix-2 algorithm of the theorem: η is taken `SAFETY` times larger (and μ = 4u), an assumption
-  the tests check against exact rational convolutions.
+- **FFT in extended precision** (pocketfft's complex transform, `scipy.fft.fft`/`ifft` on
+  `numpy.clongdouble`, unit roundoff u): returns the computed convolution (negatives clipped to
+  0, which moves every entry towards the exact, nonnegative value; each entry rounded *up* to
+  float64) and an ℓ1 bound on its distance from ``a * b`` before that up-rounding. For a length
+  N = 2^m pocketfft runs passes of radix 8 (⌊m/3⌋ of them), then one of radix 4 or 2 for the
+  rest; a radix-r pass is A = permutation · blockdiag(DFT_r) · diag(twiddles), ||A||_2 = √r.
+  Each output of a pass is a sum of r twiddled inputs computed through at most d_r complex
+  additions and m_r multiplications by constants of modulus <= 1 (`PASS_DEPTHS`, from the
+  code's data flow; proofs/fft_error.py checks it against the code transcribed), so it is off by
+  at most θ_r·Σ|inputs|, θ_r = (1+u)^{d_r}·((1+μ)(1+√2γ_2))^{m_r} − 1 (μ the twiddles' error,
+  Higham 2002 Lemma 3.5 for a complex product), and the pass by η_r = √r·θ_r relative in ℓ2
+  (|| |A| ||_2 <= r). Over the passes ||fl(Fx) − Fx||_2 <= κ||Fx||_2, κ = Π(1 + η_r) − 1 — the
+  form of Higham's Thm 24.2, proven here for pocketfft's passes — carried through the forward
+  transforms, the pointwise product and the inverse transform (`fft_error`; derivation in
+  docs/theory/fft-error.md). μ = 4u is the one assumption left (pocketfft computes its
+  twiddles in extended precision; tests/test_pld_convolution.py checks transforms of unit
+  vectors, whose outputs are the twiddles, against 50-digit values).
 """
 
 from __future__ import annotations
@@ -25,11 +32,12 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DIRECT_MAX", "SAFETY", "convolve", "fft_error"]
+__all__ = ["DIRECT_MAX", "PASS_DEPTHS", "convolve", "fft_error", "kappa", "passes"]
 
 FloatArray = npt.NDArray[np.float64]
 DIRECT_MAX = 64  # the shorter input's length up to which the direct sum is used
-SAFETY = 4.0  # factor on Higham's η for pocketfft's real (not radix-2 complex) transforms
+PASS_DEPTHS = {2: (1, 1), 4: (2, 1), 8: (4, 2)}  # radix: (additions, multiplications) per path
+TWIDDLE_ERROR = 4.0  # μ in units of u: pocketfft's twiddles (the assumption, module doc)
 _U64 = 2.0**-53
 _TINY = math.ulp(0.0)
 
@@ -38,31 +46,47 @@ def _gamma(k: float, u: float) -> float:
     return k * u / (1.0 - k * u)
 
 
+def passes(n: int) -> tuple[int, ...]:
+    """The radices of pocketfft's complex passes for a power-of-two length ``n``."""
+    m = n.bit_length() - 1
+    tail = {0: (), 1: (2,), 2: (4,)}[m % 3]
+    return (8,) * (m // 3) + tail
+
+
+def kappa(n: int, u: float) -> float:
+    """κ with ||fl(F x) − F x||_2 <= κ ||F x||_2 for pocketfft's length-``n`` complex transform
+    in arithmetic of unit roundoff ``u`` (module doc), rounded up generously (relative 2^-40)."""
+    log_mult = math.log1p(TWIDDLE_ERROR * u) + math.log1p(math.sqrt(2.0) * _gamma(2.0, u))
+    total = 0.0  # log Π(1 + η_r), by log1p/expm1: no cancellation for u far below 2^-53
+    for r in passes(n):
+        d, m = PASS_DEPTHS[r]
+        theta = math.expm1(d * math.log1p(u) + m * log_mult)
+        total += math.log1p(math.sqrt(r) * theta)
+    return math.expm1(total) * (1.0 + 2.0**-40)
+
+
 def fft_error(a: FloatArray, b: FloatArray, n: int, u: float) -> float:
-    """An ℓ1 bound on ``fl(ifft(fft(a)·fft(b))) − a * b`` for an FFT of length ``n`` (a power
-    of two >= len(a) + len(b) − 1) in arithmetic with unit roundoff ``u`` (module docstring).
+    """An ℓ1 bound on ``fl(ifft(fft(a)·fft(b))) − a * b`` for transforms of length ``n`` (a
+    power of two >= len(a) + len(b) − 1) in arithmetic with unit roundoff ``u`` (module doc).
 
     With A_p = ||a||_p, B_p = ||b||_p and ||F x||_∞ <= ||x||_1, ||F x||_2 = √n ||x||_2:
     the transforms' errors e_a, e_b have ||e_a||_2 <= κ√n A_2; the product's error is
     ||e_a⊙Fb + Fa⊙e_b + e_a⊙e_b||_2 + √2γ_2 ||Â⊙B̂||_2 <= √n E_1 with
     E_1 = κ(A_2 B_1 + A_1 B_2) + κ²√n A_2 B_2 + √2γ_2 (1+κ)(A_2 B_1 + κ√n A_2 B_2); the inverse
-    transform divides by √n and adds κ(||Fa⊙Fb||_2 + √n E_1)/√n, so
+    transform divides by n (exactly: a power of two) and adds κ(||Fa⊙Fb||_2 + √n E_1)/√n, so
     ||error||_2 <= (1+κ)E_1 + κ A_2 B_1 and the ℓ1 bound is √n times that. Every term is
     evaluated in float64 and enlarged by a relative 2^-40 (norms and products of a few floats).
     """
-    levels = max(1.0, math.log2(n))
-    mu = 4.0 * u
-    eta = SAFETY * (mu + _gamma(4.0, u) * (math.sqrt(2.0) + mu))
-    kappa = levels * eta / (1.0 - levels * eta)
+    k = kappa(n, u)
     a1, b1 = float(np.sum(a)), float(np.sum(b))
     a2, b2 = float(np.sqrt(np.dot(a, a))), float(np.sqrt(np.dot(b, b)))
     root = math.sqrt(n)
     e1 = (
-        kappa * (a2 * b1 + a1 * b2)
-        + kappa**2 * root * a2 * b2
-        + math.sqrt(2.0) * _gamma(2.0, u) * (1.0 + kappa) * (a2 * b1 + kappa * root * a2 * b2)
+        k * (a2 * b1 + a1 * b2)
+        + k**2 * root * a2 * b2
+        + math.sqrt(2.0) * _gamma(2.0, u) * (1.0 + k) * (a2 * b1 + k * root * a2 * b2)
     )
-    l2 = (1.0 + kappa) * e1 + kappa * a2 * b1
+    l2 = (1.0 + k) * e1 + k * a2 * b1
     return root * l2 * (1.0 + 2.0**-40)
 
 
@@ -90,10 +114,9 @@ def convolve(a: FloatArray, b: FloatArray) -> tuple[FloatArray, float]:
 
     size = a.size + b.size - 1
     n = 1 << (size - 1).bit_length()
-    fa = scipy.fft.rfft(a.astype(np.longdouble), n)
-    fb = fa if b is a else scipy.fft.rfft(b.astype(np.longdouble), n)  # a square: one transform
-    spectrum = fa * fb
-    c = scipy.fft.irfft(spectrum, n)[:size]
+    fa = scipy.fft.fft(a.astype(np.clongdouble), n)  # complex input: the c2c passes
+    fb = fa if b is a else scipy.fft.fft(b.astype(np.clongdouble), n)  # a square: one transform
+    c = scipy.fft.ifft(fa * fb, n)[:size].real
     u = float(np.finfo(np.longdouble).eps) / 2.0
     err = fft_error(a, b, n, u)
     return _up64(np.maximum(c, 0.0)), err

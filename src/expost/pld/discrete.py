@@ -24,18 +24,26 @@ import math
 
 import numpy as np
 import numpy.typing as npt
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 from attrs.validators import instance_of
 
-from expost._validation import nonnegative, open_probability, positive, read_only, validator
+from expost._validation import (
+    finite,
+    nonnegative,
+    open_probability,
+    positive,
+    read_only,
+    validator,
+)
 from expost.errors import InvalidParameter
 from expost.pld.convolution import convolve
-from expost.rounding import smallest_where, up
+from expost.rounding import down, smallest_where, up
 
-__all__ = ["DiscreteLoss"]
+__all__ = ["LOSS_CAP", "DiscreteLoss"]
 
 FloatArray = npt.NDArray[np.float64]
 _U = 2.0**-53
+LOSS_CAP = 64.0  # losses above go to +∞, below move up to −LOSS_CAP (both safe; bounds the grid)
 _EXP_MARGIN = 2.0**-45  # relative lower margin on numpy's exp (documented error < 4 ulps)
 
 
@@ -60,11 +68,13 @@ class DiscreteLoss:
     inf_mass: float = field(validator=validator(nonnegative))
     error: float = field(validator=validator(nonnegative))
     tail_mass: float = field(validator=validator(open_probability))
+    shift: float = field(default=0.0, validator=validator(finite))
+    lower: bool = field(default=False, validator=instance_of(bool))
 
     @property
     def losses(self) -> FloatArray:
-        """The grid's loss values (floats nearest to (offset + i)·h)."""
-        return (self.offset + np.arange(self.masses.size, dtype=np.float64)) * self.h
+        """The grid's loss values (floats nearest to shift + (offset + i)·h)."""
+        return self.shift + (self.offset + np.arange(self.masses.size, dtype=np.float64)) * self.h
 
     def total(self) -> float:
         """An upper bound on the finite mass Σ masses_i (exact sum, rounded up)."""
@@ -76,24 +86,34 @@ class DiscreteLoss:
             raise InvalidParameter(
                 "other", other.h, f"must use the same value_discretization as this PLD ({self.h})"
             )
+        if other.lower != self.lower:
+            raise InvalidParameter("other", other.lower, "must be on the same side (lower)")
         c, err_fft = convolve(self.masses, other.masses)
         fa, fb = self.total(), other.total()
         ea, eb = self.error, other.error
         inf = self.inf_mass * fb + fa * other.inf_mass + self.inf_mass * other.inf_mass
         err = err_fft + ea * (fb + other.inf_mass) + (fa + self.inf_mass + ea) * eb
+        if self.lower:  # c was rounded up to float64: at most 2u·Σc more, counted in the error
+            err += 2.0 * _U * float(np.sum(c)) * (1.0 + 1e-10)
+            inf = inf * (1.0 - 8.0 * _U)
         return _cut(
             DiscreteLoss(
                 self.h,
                 self.offset + other.offset,
                 c,
-                up(inf, 8),  # a few float products and sums: relative error < 8u
+                inf if self.lower else up(inf, 8),  # a few float operations: < 8u relative
                 up(err, 8),
                 min(self.tail_mass, other.tail_mass),
+                down(self.shift + other.shift, 1) if self.lower else 0.0,
+                self.lower,
             )
         )
 
     def delta(self, eps: float) -> float:
-        """An upper bound on this direction's H_{e^ε} (ε >= 0), at most 1."""
+        """An upper bound on this direction's H_{e^ε} (ε >= 0), at most 1 (a lower bound,
+        at least 0, for a ``lower`` law: `delta_lower`)."""
+        if self.lower:
+            return self.delta_lower(eps)
         start = max(0, math.floor(eps / self.h) - self.offset - 2)
         m = self.masses[start:]
         if m.size == 0:
@@ -107,6 +127,43 @@ class DiscreteLoss:
             f = np.clip(np.nextafter(1.0 - e_low, np.inf), 0.0, 1.0)
             s = float(np.dot(m, f)) * (1.0 + (m.size + 2) * 2.0 * _U)
         return min(1.0, up(s + self.inf_mass + self.error, 4))
+
+    def delta_lower(self, eps: float) -> float:
+        """A lower bound on H_{e^ε} (ε >= 0) of a ``lower`` law: Σ m_i (1 − e^{ε − l_i})_+ with
+        l_i and every product rounded down, e^x up, plus the mass at +∞, minus the error."""
+        start = max(0, math.floor((eps - self.shift) / self.h) - self.offset - 2)
+        m = self.masses[start:]
+        s = 0.0
+        if m.size:
+            ih = (self.offset + start + np.arange(m.size)).astype(np.float64) * self.h
+            x = eps - (self.shift + ih)
+            x_high = x + 4.0 * _U * (abs(eps) + abs(self.shift) + np.abs(ih)) + 1e-300
+            e_high = np.exp(x_high) * (1.0 + _EXP_MARGIN)
+            f = np.clip(np.nextafter(1.0 - e_high, -np.inf), 0.0, 1.0)
+            s = float(np.dot(m, f)) * (1.0 - (m.size + 2) * 2.0 * _U)
+        return max(0.0, down(s + self.inf_mass * (1.0 - 4.0 * _U) - self.error, 4))
+
+    def eps_lower(self, delta: float) -> float:
+        """A lower bound on the smallest ε >= 0 with H_{e^ε} <= delta (of a ``lower`` law): a
+        float at which `delta_lower` is seen above ``delta`` — found below the estimated
+        crossing, then moved up by 40 bisections within a grid step (0 if none)."""
+        if self.delta_lower(0.0) <= delta:
+            return 0.0
+        if self.inf_mass * (1.0 - 4.0 * _U) - self.error > delta:
+            return math.inf
+        low = max(0.0, self._estimate(delta))
+        step = self.h
+        while low > 0.0 and self.delta_lower(low) <= delta:
+            low = max(0.0, low - step)
+            step *= 2.0
+        high = low + step
+        for _ in range(40):
+            mid = 0.5 * (low + high)
+            if self.delta_lower(mid) > delta:
+                low = mid
+            else:
+                high = mid
+        return low
 
     def eps(self, delta: float) -> float:
         """An ε >= 0 with `delta` (ε) <= delta, rounded up: the float crossing of the profile
@@ -144,16 +201,23 @@ class DiscreteLoss:
 
 
 def _cut(d: DiscreteLoss) -> DiscreteLoss:
-    """Tails of at most ``tail_mass`` cut: the top to +∞, the bottom moved up (module doc)."""
+    """Tails of at most ``tail_mass`` cut, and losses beyond ±`LOSS_CAP`: the top to +∞, the
+    bottom moved up (module doc)."""
     m = d.masses
     top_sums = np.cumsum(m[::-1])
     n_top = int(np.searchsorted(top_sums, d.tail_mass, side="right"))
     bottom_sums = np.cumsum(m)
     n_bottom = int(np.searchsorted(bottom_sums, d.tail_mass, side="right"))
+    n_top = max(n_top, m.size - 1 - (math.floor(LOSS_CAP / d.h) - d.offset))
+    n_bottom = max(n_bottom, math.ceil(-LOSS_CAP / d.h) - d.offset)
     n_top = min(n_top, m.size - 1)
     n_bottom = min(n_bottom, m.size - 1 - n_top)
     if n_top == 0 and n_bottom == 0:
         return d
+    if d.lower:  # dropped, or moved down to the last kept point: only smaller sums
+        kept = np.array(m[n_bottom : m.size - n_top], dtype=np.float64)
+        kept[-1] = (kept[-1] + math.fsum(m[m.size - n_top :].tolist())) * (1.0 - 2.0 * _U)
+        return evolve(d, offset=d.offset + n_bottom, masses=kept)
     moved_up = up(math.fsum(m[m.size - n_top :].tolist()), 1) if n_top else 0.0
     kept = np.array(m[n_bottom : m.size - n_top], dtype=np.float64)
     if n_bottom:

@@ -13,7 +13,9 @@ atom's loss rounded up) is the same kind of refinement with the Q-deficit put on
 P-mass 0. So the discretised law, convolved, bounds the composed profile (THEORY §12 (a)–(c)).
 
 Cell masses are integrals over the noise variable x (`expost.pld.pairs`): composite
-Gauss–Legendre with `NODES` nodes on pieces at most `PIECE` wide (in units of the noise scale),
+Gauss–Legendre with `NODES` nodes on pieces at most `PIECE` wide (in units of the noise scale;
+a cell wider than `MAX_PIECES` pieces, where the loss is nearly flat, puts its closed-form mass
+at its upper end: moved up),
 of the density times w or 1 − w, computed without cancellation as w = expm1(h − u)/expm1(h),
 1 − w = e^{h−u}·expm1(u)/expm1(h), u = l − l_j. The integrands are analytic on each piece, so
 the quadrature error is far below `pairs.MASS_MARGIN`, the relative margin every mass is raised
@@ -27,15 +29,17 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from expost.pld.discrete import DiscreteLoss
-from expost.pld.pairs import MASS_MARGIN, LossLaw, Part
+from expost.pld.discrete import LOSS_CAP, DiscreteLoss
+from expost.pld.pairs import MASS_MARGIN, LossLaw, PartLike
+from expost.rounding import up
 
-__all__ = ["NODES", "PIECE", "discretise", "split_margin"]
+__all__ = ["LOSS_CAP", "NODES", "PIECE", "atom_masses", "discretise", "split_margin"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 NODES = 10
 PIECE = 1.0 / 16.0
+MAX_PIECES = 4096  # a cell wider than this many pieces: its mass (closed form) to its upper end
 _T, _W = np.polynomial.legendre.leggauss(NODES)
 
 
@@ -47,7 +51,7 @@ def _split(u: FloatArray, h: float) -> tuple[FloatArray, FloatArray]:
     return left, right
 
 
-def _cells(part: Part, h: float) -> tuple[IntArray, FloatArray]:
+def _cells(part: PartLike, h: float) -> tuple[IntArray, FloatArray]:
     """Grid indices j of the cells the part's loss range meets, and the x-ends of the cells."""
     l_lo = float(part.loss(np.array([part.lo]))[0])
     l_hi = float(part.loss(np.array([part.hi]))[0])
@@ -58,11 +62,17 @@ def _cells(part: Part, h: float) -> tuple[IntArray, FloatArray]:
     return idx, np.maximum.accumulate(ends)
 
 
-def _part_masses(part: Part, h: float) -> tuple[IntArray, FloatArray]:
-    """(grid index, mass) pairs of one part, tails included."""
+def quadrature(
+    part: PartLike, h: float
+) -> tuple[IntArray, FloatArray, FloatArray, IntArray, FloatArray]:
+    """Nodes of the composite Gauss–Legendre rule per cell (module doc): (cell index j of each
+    node, node x, node weight × density at x), and the wide cells (index, closed-form mass)."""
     idx, ends = _cells(part, h)
     width = np.diff(ends)
-    count = np.maximum(1, np.ceil(width / PIECE)).astype(np.int64)
+    count = np.clip(np.ceil(width / PIECE), 1, MAX_PIECES + 1).astype(np.int64)
+    wide = np.flatnonzero(count > MAX_PIECES)  # a nearly flat loss: the cell's mass moved up
+    wide_ms = np.array([part.mass(float(ends[c]), float(ends[c + 1])) for c in wide])
+    count[wide] = 0
     cell = np.repeat(np.arange(width.size), count)
     k = np.arange(cell.size) - np.repeat(np.cumsum(count) - count, count)
     step = width[cell] / count[cell]
@@ -70,25 +80,42 @@ def _part_masses(part: Part, h: float) -> tuple[IntArray, FloatArray]:
     x = (start[:, None] + 0.5 * step[:, None] * (_T[None, :] + 1.0)).ravel()
     wq = (0.5 * step[:, None] * _W[None, :]).ravel()
     j = np.repeat(idx[cell], NODES)
-    u = part.loss(x) - j * h
-    left, right = _split(u, h)
-    dens = part.density(x) * wq
-    js = np.concatenate([j, j + 1])
-    ms = np.concatenate([dens * left, dens * right])
+    return j, x, part.density(x) * wq, idx[wide], wide_ms
+
+
+def _part_masses(part: PartLike, h: float) -> tuple[IntArray, FloatArray]:
+    """(grid index, mass) pairs of one part, tails included."""
+    j, x, dens, wide_j, wide_ms = quadrature(part, h)
+    left, right = _split(part.loss(x) - j * h, h)
+    js = np.concatenate([j, j + 1, wide_j + 1])
+    ms = np.concatenate([dens * left, dens * right, wide_ms])
     lo_loss = float(part.loss(np.array([part.lo]))[0])
     tail_at = math.ceil(lo_loss / h) + 1  # the lower tail (L < L(lo)) moved up
     return np.append(js, tail_at), np.append(ms, part.below)
 
 
-def _atom_masses(atoms: tuple[tuple[float, float], ...], h: float) -> tuple[IntArray, FloatArray]:
-    js: list[int] = []
-    ms: list[float] = []
-    for loss, mass in atoms:
-        j = math.floor(loss / h)
-        left, right = _split(np.array([loss - j * h]), h)
-        js += [j, j + 1]
-        ms += [mass * float(left[0]), mass * float(right[0])]
-    return np.array(js, dtype=np.int64), np.array(ms, dtype=np.float64)
+def atom_masses(losses: FloatArray, masses: FloatArray, h: float) -> tuple[IntArray, FloatArray]:
+    """(grid index, mass) pairs of atoms split between the two ends of their cells."""
+    j = np.floor(losses / h).astype(np.int64)
+    left, right = _split(losses - j * h, h)
+    return np.concatenate([j, j + 1]), np.concatenate([masses * left, masses * right])
+
+
+def capped(part: PartLike, cap: float) -> PartLike:
+    """The part restricted to losses in [−cap, cap]: the mass cut above joins ``above`` (+∞),
+    the mass cut below joins ``below`` (moved up to a grid point >= −cap). A part wholly above
+    the cap goes to +∞ entirely; one wholly below keeps only ``below`` and ``above``."""
+    lo, hi = part.lo, part.hi
+    ends = part.inverse(np.array([-cap, cap]))
+    new_lo, new_hi = max(lo, float(ends[0])), min(hi, float(ends[1]))
+    if new_lo >= new_hi:
+        whole = part.mass(lo, hi)
+        if float(part.loss(np.array([0.5 * (lo + hi)]))[0]) > 0:
+            return part.restricted(hi, hi, 0.0, part.above + whole + part.below)
+        return part.restricted(lo, lo, part.below + whole, part.above)
+    return part.restricted(
+        new_lo, new_hi, part.below + part.mass(lo, new_lo), part.above + part.mass(new_hi, hi)
+    )
 
 
 def split_margin(largest_loss: float, h: float) -> float:
@@ -101,14 +128,32 @@ def split_margin(largest_loss: float, h: float) -> float:
 
 def discretise(law: LossLaw, h: float, tail_mass: float) -> DiscreteLoss:
     """The connect-the-dots grid law of ``law`` on multiples of ``h`` (module doc), every mass
-    raised by the relative `split_margin`, upper tails at +∞."""
-    pieces = [_atom_masses(law.atoms, h)] + [_part_masses(p, h) for p in law.parts]
+    raised by the relative `split_margin`, upper tails and losses above `LOSS_CAP` at +∞,
+    losses below −`LOSS_CAP` moved up to the lowest other loss."""
+    atoms = np.array(law.atoms, dtype=np.float64).reshape(-1, 2)
+    losses, weights = atoms[:, 0], atoms[:, 1]
+    over = losses > LOSS_CAP
+    inf = math.fsum(weights[over].tolist())
+    losses, weights = losses[~over], weights[~over]
+    parts = [capped(p, LOSS_CAP) for p in law.parts]
+    # losses below −LOSS_CAP move up to the lowest loss above it (no long empty grid)
+    floors = [float(x) for x in losses[losses >= -LOSS_CAP]]
+    floors += [float(p.loss(np.array([p.lo]))[0]) for p in parts if p.hi > p.lo]
+    losses = np.maximum(losses, min(floors, default=-LOSS_CAP))
+    pieces = [atom_masses(losses, weights, h)] + [_part_masses(p, h) for p in parts if p.hi > p.lo]
+    pieces += [
+        (np.array([math.ceil(-LOSS_CAP / h) + 1]), np.array([p.below]))
+        for p in parts
+        if p.hi <= p.lo
+    ]
     js = np.concatenate([p[0] for p in pieces])
     ms = np.concatenate([p[1] for p in pieces])
     keep = ms > 0
     js, ms = js[keep], ms[keep]
+    if js.size == 0:  # every mass at +∞
+        js, ms = np.array([0]), np.array([0.0])
     first = int(js.min())
     margin = 1.0 + split_margin(max(abs(first), abs(int(js.max()))) * h, h)
     masses = np.bincount(js - first, weights=ms) * margin
-    inf = math.fsum(p.above for p in law.parts) * margin
-    return DiscreteLoss(h, first, np.nextafter(masses, np.inf), inf, 0.0, tail_mass)
+    inf = (inf + math.fsum(p.above for p in parts)) * margin
+    return DiscreteLoss(h, first, np.nextafter(masses, np.inf), up(inf, 2), 0.0, tail_mass)

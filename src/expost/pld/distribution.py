@@ -3,34 +3,35 @@
 Each direction (remove: P the law with the record; add: the pair for the other neighbour) is
 discretised from its own exact PLD (§12 (b)) and composed on its own; the larger δ is taken only
 after composing (Lebeda, Regehr, Kamath & Steinke 2024: never compose a per-round maximum).
-Every δ and ε reported is an upper bound (`expost.pld.discrete`, `expost.pld.discretise`).
+Every δ and ε reported is an upper bound (`expost.pld.discrete`, `expost.pld.discretise`); the
+brackets add a certified lower bound from the optimistic side (`expost.pld.optimistic`),
+computed on demand by replaying the compositions. The constructors live in
+`expost.pld.constructors`.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
+import numpy as np
+import numpy.typing as npt
 from attrs import field, frozen
 from attrs.validators import instance_of
 
 from expost._validation import (
+    finite,
     nonnegative,
     open_probability,
     positive,
     positive_int,
     probability,
-    sampling_probability,
 )
 from expost.errors import InvalidParameter
 from expost.pld.discrete import DiscreteLoss
 from expost.pld.discretise import discretise
-from expost.pld.pairs import (
-    LossLaw,
-    gaussian_laws,
-    laplace_laws,
-    randomised_response_law,
-    ratio_up,
-)
+from expost.pld.optimistic import discretise_lower
+from expost.pld.pairs import LossLaw
 
 __all__ = [
     "DEFAULT_TAIL_MASS",
@@ -45,11 +46,23 @@ _CACHE = 256  # constructors: small arrays
 _COMPOSED_CACHE = 32  # compositions and powers: arrays up to a few MB each
 
 
-def _grid(h: object, tail: object) -> tuple[float, float]:
-    step = positive("value_discretization", h)
-    if step > 0.1:
-        raise InvalidParameter("value_discretization", h, "must be <= 0.1")
-    return step, open_probability("tail_mass", tail)
+FloatArray = npt.NDArray[np.float64]
+Laws = tuple[LossLaw, LossLaw]
+Sampler = Callable[[float], "PrivacyLossDistribution"]
+
+
+@frozen(eq=False)
+class Origin:
+    """How a PLD was made: from laws (``lower``: the optimistic laws; ``sampled``: the same
+    pair Poisson-subsampled at a further rate; ``regrid``: the same pair on another grid) or as
+    the composition of ``parts``; ``gaussian``: the pair is N(μ, 1) vs N(0, 1), whose
+    compositions are Gaussian pairs again, μ = √(μ1² + μ2²), built directly)."""
+
+    lower: Laws | None = None
+    sampled: Sampler | None = None
+    parts: tuple[PrivacyLossDistribution, PrivacyLossDistribution] | None = None
+    regrid: Sampler | None = None  # the same pair on another value_discretization
+    gaussian: tuple[float, float] | None = None  # (μ up, μ down) of an unsampled Gaussian pair
 
 
 @frozen(eq=False, repr=False)
@@ -57,13 +70,20 @@ class PrivacyLossDistribution:
     """The PLDs of a dominating pair in both neighbour directions, discretised safely.
 
     ``remove`` and ``add`` are `DiscreteLoss` values (the same object for a symmetric pair).
-    Constructors and compositions are cached (same arguments, same object); compose only PLDs
-    with the same ``value_discretization``. Fixed-size sampling without replacement is not
-    offered: the naive mixture pair does not dominate it (THEORY §12).
+    Constructors (`expost.pld.constructors`, docs/pld.md): `gaussian`, `laplace`, `pure_dp`,
+    `from_pmfs` (a user's two pmfs), `from_eps_delta` (the worst (ε, δ) pair),
+    `from_noise` (a user's additive noise law), `discrete_gaussian`, `discrete_laplace`,
+    `bounded_range` (the exponential mechanism), `vector_laplace` (ℓ1 sensitivity) and
+    `sampled_without_replacement` (from (ε, δ), Balle, Barthe & Gaboardi 2018); any of them
+    Poisson-subsampled by `poisson_sampled` or ``sampling_prob``. Constructors and compositions
+    are cached (same arguments, same object); compose only PLDs with the same
+    ``value_discretization``. `delta` and `eps` are upper bounds; `delta_bracket` and
+    `eps_bracket` give (lower, upper) with a certified lower bound.
     """
 
     remove: DiscreteLoss = field(repr=False, validator=instance_of(DiscreteLoss))
     add: DiscreteLoss = field(repr=False, validator=instance_of(DiscreteLoss))
+    origin: Origin = field(factory=Origin, repr=False, validator=instance_of(Origin))
 
     def __repr__(self) -> str:
         d = self.remove
@@ -89,9 +109,9 @@ class PrivacyLossDistribution:
     ) -> PrivacyLossDistribution:
         """Gaussian noise of standard deviation ``sigma`` on a query of L2 ``sensitivity``,
         optionally on a Poisson sample at rate ``sampling_prob`` (Zhu, Dong & Wang Thm 11)."""
-        mu = ratio_up(positive("sensitivity", sensitivity), positive("sigma", sigma))
-        step, tail = _grid(value_discretization, tail_mass)
-        return _gaussian(mu, sampling_probability("sampling_prob", sampling_prob), step, tail)
+        from expost.pld import constructors as c
+
+        return c.gaussian(sigma, sensitivity, sampling_prob, value_discretization, tail_mass)
 
     @classmethod
     def laplace(
@@ -105,21 +125,182 @@ class PrivacyLossDistribution:
     ) -> PrivacyLossDistribution:
         """Scalar Laplace noise of ``scale`` b on a query of ``sensitivity``, optionally on a
         Poisson sample at rate ``sampling_prob``."""
-        eps0 = ratio_up(positive("sensitivity", sensitivity), positive("scale", scale))
-        step, tail = _grid(value_discretization, tail_mass)
-        return _laplace(eps0, sampling_probability("sampling_prob", sampling_prob), step, tail)
+        from expost.pld import constructors as c
+
+        return c.laplace(scale, sensitivity, sampling_prob, value_discretization, tail_mass)
+
+    @classmethod
+    def vector_laplace(
+        cls,
+        scale: float,
+        l1_sensitivity: float = 1.0,
+        sampling_prob: float = 1.0,
+        *,
+        value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+        tail_mass: float = DEFAULT_TAIL_MASS,
+    ) -> PrivacyLossDistribution:
+        """Laplace noise of ``scale`` b on each coordinate of a vector query of ℓ1 sensitivity
+        Δ: priced by the scalar pair Lap(Δ, b) vs Lap(0, b) (docs/pld.md, "Vector Laplace")."""
+        from expost.pld import constructors as c
+
+        return c.laplace(scale, l1_sensitivity, sampling_prob, value_discretization, tail_mass)
 
     @classmethod
     def pure_dp(
         cls,
         eps: float,
+        sampling_prob: float = 1.0,
         *,
         value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
         tail_mass: float = DEFAULT_TAIL_MASS,
     ) -> PrivacyLossDistribution:
         """Any eps-DP round, by its dominating pair: randomised response (THEORY §12)."""
-        step, tail = _grid(value_discretization, tail_mass)
-        return _pure(positive("eps", eps), step, tail)
+        from expost.pld import constructors as c
+
+        return c.eps_delta(eps, 0.0, sampling_prob, value_discretization, tail_mass)
+
+    @classmethod
+    def from_eps_delta(
+        cls,
+        eps: float,
+        delta: float,
+        sampling_prob: float = 1.0,
+        *,
+        value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+        tail_mass: float = DEFAULT_TAIL_MASS,
+    ) -> PrivacyLossDistribution:
+        """Any (eps, delta)-DP round, by the worst (eps, delta) pair (Kairouz, Oh & Viswanath
+        2015): P = (δ, (1−δ)e^ε/(1+e^ε), (1−δ)/(1+e^ε), 0), Q reversed."""
+        from expost.pld import constructors as c
+
+        return c.eps_delta(eps, delta, sampling_prob, value_discretization, tail_mass)
+
+    @classmethod
+    def from_pmfs(
+        cls,
+        p: object,
+        q: object,
+        sampling_prob: float = 1.0,
+        *,
+        tolerance: float = 1e-9,
+        value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+        tail_mass: float = DEFAULT_TAIL_MASS,
+    ) -> PrivacyLossDistribution:
+        """A user's mechanism by its pair: ``p`` the output pmf with the record, ``q`` without
+        — two arrays over one support, or two mappings outcome -> probability. Each must be
+        finite, >= 0 and sum to 1 within ``tolerance`` (it is then divided by its sum, rounding
+        outward); both directions are priced from the pair (remove (P, Q), add (Q, P))."""
+        from expost.pld import constructors as c
+
+        return c.from_pmfs(p, q, sampling_prob, tolerance, value_discretization, tail_mass)
+
+    @classmethod
+    def discrete_gaussian(
+        cls,
+        sigma: float,
+        sensitivity: int = 1,
+        sampling_prob: float = 1.0,
+        *,
+        value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+        tail_mass: float = DEFAULT_TAIL_MASS,
+    ) -> PrivacyLossDistribution:
+        """The discrete Gaussian N_Z(0, σ²) added to an integer query of integer
+        ``sensitivity`` (Canonne, Kamath & Steinke 2020), priced tightly from its pmfs."""
+        from expost.pld import constructors as c
+
+        return c.discrete_gaussian(
+            sigma, sensitivity, sampling_prob, value_discretization, tail_mass
+        )
+
+    @classmethod
+    def discrete_laplace(
+        cls,
+        scale: float,
+        sensitivity: int = 1,
+        sampling_prob: float = 1.0,
+        *,
+        value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+        tail_mass: float = DEFAULT_TAIL_MASS,
+    ) -> PrivacyLossDistribution:
+        """The discrete Laplace (P(x) ∝ e^{−|x|/scale}) added to an integer query of integer
+        ``sensitivity``, priced tightly from its pmfs."""
+        from expost.pld import constructors as c
+
+        return c.discrete_laplace(
+            scale, sensitivity, sampling_prob, value_discretization, tail_mass
+        )
+
+    @classmethod
+    def bounded_range(
+        cls,
+        eps: float,
+        sampling_prob: float = 1.0,
+        *,
+        value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+        tail_mass: float = DEFAULT_TAIL_MASS,
+    ) -> PrivacyLossDistribution:
+        """Any eps-bounded-range round — the exponential mechanism e^{eps·u/(2Δ)} (e^{eps·u/Δ}
+        for a monotone utility) — by the worst eps-bounded-range pair (docs/pld.md, after
+        Dong, Durfee & Rogers 2020)."""
+        from expost.pld import constructors as c
+
+        return c.bounded_range(eps, sampling_prob, value_discretization, tail_mass)
+
+    @classmethod
+    def from_noise(
+        cls,
+        log_density: Callable[[FloatArray], FloatArray],
+        tail: Callable[[float], float],
+        sensitivity: float = 1.0,
+        sampling_prob: float = 1.0,
+        *,
+        scale: float = 1.0,
+        value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+        tail_mass: float = DEFAULT_TAIL_MASS,
+    ) -> PrivacyLossDistribution:
+        """Additive noise Z of a user's law on a scalar query of ``sensitivity`` Δ: P = Δ + Z,
+        Q = Z, for a symmetric log-concave density (so the loss is monotone), given by its
+        ``log_density`` (vectorised) and ``tail(x)`` >= P(Z > x) (an upper bound);
+        ``scale`` is the noise's natural scale (quadrature pieces are scale/16 wide)."""
+        from expost.pld import constructors as c
+
+        return c.from_noise(
+            log_density, tail, sensitivity, sampling_prob, scale, value_discretization, tail_mass
+        )
+
+    @classmethod
+    def sampled_without_replacement(
+        cls,
+        eps: float,
+        delta: float,
+        sample_size: int,
+        population_size: int,
+        *,
+        value_discretization: float = DEFAULT_VALUE_DISCRETIZATION,
+        tail_mass: float = DEFAULT_TAIL_MASS,
+    ) -> PrivacyLossDistribution:
+        """An (eps, delta)-DP mechanism (substitution neighbours) run on a uniform sample of
+        ``sample_size`` of ``population_size`` records drawn without replacement: the worst
+        (log(1 + γ(e^ε − 1)), γδ) pair, γ = m/n (Balle, Barthe & Gaboardi 2018, Thm 9). A PLD
+        of a pair is not subsampled this way: the mixture pair does not dominate (THEORY §12)."""
+        from expost.pld import constructors as c
+
+        return c.without_replacement(
+            eps, delta, sample_size, population_size, value_discretization, tail_mass
+        )
+
+    def poisson_sampled(self, sampling_prob: float) -> PrivacyLossDistribution:
+        """This round run on a Poisson sample at rate ``sampling_prob`` (each record kept
+        independently): remove ((1−q)Q + qP, Q), add (Q, (1−q)Q + qP) of the round's pair
+        (Zhu, Dong & Wang 2022, Thm 11); a sample of a sample at rates q1, q2 is one at q1·q2.
+        Only for a PLD built by a constructor (a composition has no single pair: subsample
+        each round, then compose)."""
+        q = _sampling(sampling_prob)
+        if self.origin.sampled is None:
+            raise InvalidParameter(
+                "self", repr(self), "must come from a constructor (subsample rounds, then compose)"
+            )
+        return self.origin.sampled(q)
 
     def compose(self, other: PrivacyLossDistribution) -> PrivacyLossDistribution:
         """Both rounds, each direction convolved with the same direction of ``other``."""
@@ -130,6 +311,11 @@ class PrivacyLossDistribution:
     def self_compose(self, k: int) -> PrivacyLossDistribution:
         """``k`` rounds of this PLD, by repeated squaring (about 2·log2 k convolutions)."""
         k = positive_int("k", k)
+        g = self.origin.gaussian
+        if g is not None and k > 1:  # a Gaussian pair: μ√k directly (exact)
+            from expost.pld import constructors
+
+            return constructors.gaussian_composed(g, g, self.remove.h, self.remove.tail_mass, k)
         result: PrivacyLossDistribution | None = None
         j = 0
         while k:
@@ -156,34 +342,88 @@ class PrivacyLossDistribution:
             return self.remove.eps(d)
         return max(self.remove.eps(d), self.add.eps(d))
 
+    def delta_bracket(self, eps: float) -> tuple[float, float]:
+        """(lower, upper) bounds on the exact δ(eps) of the pair (or of the composition): the
+        optimistic grid law's δ minus its convolution error, and `delta` (0 as the lower
+        bound for a PLD made without laws)."""
+        e = nonnegative("eps", eps)
+        low = _lower(self)
+        lower = 0.0 if low is None else max(low[0].delta_lower(e), low[1].delta_lower(e))
+        return min(lower, self.delta(e)), self.delta(e)
 
-def _pair(remove: LossLaw, add: LossLaw, h: float, tail: float) -> PrivacyLossDistribution:
+    def eps_bracket(self, delta: float) -> tuple[float, float]:
+        """(lower, upper) bounds on the smallest eps >= 0 with δ(eps) <= delta in both
+        directions: the optimistic law's crossing (seen above ``delta`` up to it) and `eps`."""
+        d = probability("delta", delta)
+        low = _lower(self)
+        lower = 0.0 if low is None else max(low[0].eps_lower(d), low[1].eps_lower(d))
+        upper = self.eps(d)
+        return min(lower, upper), upper
+
+
+def _sampling(q: object) -> float:
+    x = finite("sampling_prob", q)
+    if not 0.0 < x <= 1.0:
+        raise InvalidParameter("sampling_prob", q, "must lie in (0, 1]")
+    return x
+
+
+def grid(h: object, tail: object) -> tuple[float, float]:
+    """The validated (value_discretization, tail_mass)."""
+    step = positive("value_discretization", h)
+    if step > 0.1:
+        raise InvalidParameter("value_discretization", h, "must be <= 0.1")
+    return step, open_probability("tail_mass", tail)
+
+
+def from_laws(
+    laws: Laws,
+    lower: Laws | None,
+    h: float,
+    tail: float,
+    sampled: Sampler | None = None,
+    regrid: Sampler | None = None,
+    gaussian: tuple[float, float] | None = None,
+) -> PrivacyLossDistribution:
+    """The PLD of (remove, add) laws (the same object for a symmetric pair); ``lower``: the
+    laws the optimistic side discretises (None: only the upper side is known)."""
+    remove, add = laws
     first = discretise(remove, h, tail)
-    return PrivacyLossDistribution(first, first if add is remove else discretise(add, h, tail))
+    second = first if add is remove else discretise(add, h, tail)
+    return PrivacyLossDistribution(first, second, Origin(lower, sampled, None, regrid, gaussian))
 
 
-@functools.lru_cache(maxsize=_CACHE)
-def _gaussian(mu: float, q: float, h: float, tail: float) -> PrivacyLossDistribution:
-    return _pair(*gaussian_laws(mu, q, tail), h, tail)
-
-
-@functools.lru_cache(maxsize=_CACHE)
-def _laplace(eps0: float, q: float, h: float, tail: float) -> PrivacyLossDistribution:
-    return _pair(*laplace_laws(eps0, q), h, tail)
-
-
-@functools.lru_cache(maxsize=_CACHE)
-def _pure(eps0: float, h: float, tail: float) -> PrivacyLossDistribution:
-    law = randomised_response_law(eps0)
-    return _pair(law, law, h, tail)
+@functools.lru_cache(maxsize=_COMPOSED_CACHE)
+def _lower(p: PrivacyLossDistribution) -> tuple[DiscreteLoss, DiscreteLoss] | None:
+    """The optimistic (remove, add) laws of ``p``, replaying its compositions."""
+    o = p.origin
+    if o.parts is not None:
+        a, b = _lower(o.parts[0]), _lower(o.parts[1])
+        if a is None or b is None:
+            return None
+        first = a[0].compose(b[0])
+        return first, (first if a[1] is a[0] and b[1] is b[0] else a[1].compose(b[1]))
+    if o.lower is None:
+        return None
+    h, tail = p.remove.h, p.remove.tail_mass
+    remove, add = o.lower
+    first = discretise_lower(remove, h, tail)
+    return first, (first if add is remove else discretise_lower(add, h, tail))
 
 
 @functools.lru_cache(maxsize=_COMPOSED_CACHE)
 def _compose(a: PrivacyLossDistribution, b: PrivacyLossDistribution) -> PrivacyLossDistribution:
+    ga, gb = a.origin.gaussian, b.origin.gaussian
+    same_grid = (a.remove.h, a.remove.tail_mass) == (b.remove.h, b.remove.tail_mass)
+    if ga is not None and gb is not None and same_grid:  # Gaussian pairs: exact, one grid law
+        from expost.pld import constructors
+
+        return constructors.gaussian_composed(ga, gb, a.remove.h, a.remove.tail_mass)
+    origin = Origin(parts=(a, b))
     remove = a.remove.compose(b.remove)
     if a.symmetric and b.symmetric:
-        return PrivacyLossDistribution(remove, remove)
-    return PrivacyLossDistribution(remove, a.add.compose(b.add))
+        return PrivacyLossDistribution(remove, remove, origin)
+    return PrivacyLossDistribution(remove, a.add.compose(b.add), origin)
 
 
 @functools.lru_cache(maxsize=_COMPOSED_CACHE)
@@ -197,5 +437,8 @@ def _power(p: PrivacyLossDistribution, j: int) -> PrivacyLossDistribution:
 
 def clear_caches() -> None:
     """Forget every cached constructor and composition (memory; cold-start timings)."""
-    for cached in (_gaussian, _laplace, _pure, _compose, _power):
+    from expost.pld import constructors
+
+    constructors.clear_caches()
+    for cached in (_compose, _power, _lower):
         cached.cache_clear()

@@ -33,7 +33,7 @@ from expost.audit.claims import EValueClaim
 from expost.audit.core import Audit, Twin
 from expost.audit.registry import PAPER, QUICK, register
 from expost.errors import BudgetExceeded
-from expost.filters import DPCost, LaplaceCost, PLDFilter
+from expost.filters import Cost, DPCost, LaplaceCost, PLDFilter
 from expost.pld import PrivacyLossDistribution
 
 __all__ = ["counting_filter_audits", "filter_rounds", "laplace_stopping", "mixed_menu"]
@@ -44,7 +44,7 @@ _EPS, _DELTA, _EPS0 = 1.0, 0.05, 0.2
 _MIXED_EPS, _MIXED_DELTA = math.log(1.5), 0.38
 
 
-def filter_rounds(filt: PLDFilter, cost: DPCost) -> int:
+def filter_rounds(filt: PLDFilter, cost: Cost) -> int:
     """How many rounds of ``cost`` the library's filter records before it refuses one."""
     count = 0
     while True:
