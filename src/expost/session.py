@@ -14,11 +14,15 @@ Every round follows one path (ARCHITECTURE "Filters guard budgets"; docs/session
 5. the realised cost is *settled* (written before the result is returned), and the round
    joins `history`.
 
-If anything fails after step 3 (say a stopping rule raises after seeing iterates), the round
-is settled at its request: what may have been seen is paid for. With a ledger several
-processes can share one budget: each reservation re-reads the ledger under its write lock,
-so they cannot jointly overspend, and a crash between reserve and settle leaves the round
-charged at its worst case.
+A reservation stays charged until a valid settle replaces it: if anything fails after step 3
+(a stopping rule raises after seeing iterates, the settle's write fails, the filter refuses
+the realised cost), the round stays charged at its request, in the live filter and in the
+ledger alike: what may have been seen is paid for. Rounds are charged in reservation order
+(`expost.ledger.records.Replay`, the one replay of the live session and of every ledger). With
+a ledger several processes can share one budget: each reservation re-reads the ledger under
+its write lock, so they cannot jointly overspend, and a crash between reserve and settle
+leaves the round charged at its worst case. A ledger holding a round its filter cannot charge
+(over budget) opens read-only: every release is refused (`LedgerError`).
 
 Threads may share a session: steps 2–3 and 5 run under the session's lock, which is held only
 for the accounting (never while a mechanism or a stopping rule runs), so every returned release
@@ -42,7 +46,7 @@ from attrs import frozen
 
 from expost import prepare
 from expost._validation import bit_source, flag, generator
-from expost.errors import InvalidParameter, NotCopyable
+from expost.errors import InvalidParameter, LedgerError, NotCopyable
 from expost.exact.bits import BitSource, SecureBits
 from expost.filters import (
     Cost,
@@ -82,6 +86,7 @@ def _unless_settled(replay: Replay, key: int, cost: Cost) -> Callable[..., dict[
     def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
         if not replay.is_open(key, entries):
             raise _Settled
+        replay.check_settle(key, cost)  # replay before write: a refused settle is never written
         return {"round": key, "cost": encode(cost)}
 
     return decide
@@ -202,8 +207,10 @@ class PrivateSession(Spendable):
         """The guarantee of the whole interaction, whenever it stops.
 
         The filter's `reported_guarantee` (e.g. (eps, delta)-DP by APC Lemma 2.1 for a
-        `UnifiedFilter` that knows its delta'', the filter's theorem's guarantee otherwise).
+        `UnifiedFilter` that knows its delta'', the filter's theorem's guarantee otherwise);
+        `LedgerError` for a ledger over budget (`read_only`), whose rounds no filter covers.
         """
+        self._replay.check_writable()
         return self._filter.reported_guarantee()
 
     def refresh(self) -> None:
@@ -215,6 +222,13 @@ class PrivateSession(Spendable):
         if self._ledger is not None:
             with self._lock:
                 self._filter = self._replay.update(self._ledger.entries())
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the ledger holds a round its filter cannot charge (over budget: written
+        outside this library, or admitted by a server's slack), so every release is refused
+        (`LedgerError`); ``expost ledger show`` lists those rounds."""
+        return self._replay.over_budget
 
     def close(self) -> None:
         """Close the ledger, if any, after retrying a settle that a failed write left
@@ -278,14 +292,19 @@ class PrivateSession(Spendable):
 
     def _reserve(self, mechanism: str, request: Cost) -> int:
         """Check and record ``request`` (the caller holds the lock); the round's key."""
-        if self._ledger is None:
-            self._filter = self._filter.spend(request)  # BudgetExceeded: nothing recorded
-            return self._replay.reserve(request)
-        self._write_settles()  # a settle a cut interrupted, before the next round
         replay = self._replay
+        if self._ledger is None:
+            replay.check_writable()
+            replay.current().check(request)  # BudgetExceeded: nothing recorded
+            key = replay.reserve(request)
+            self._filter = replay.current()
+            return key
+        self._write_settles()  # a settle a cut interrupted, before the next round
 
         def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
-            replay.update(entries).check(request)
+            replay.update(entries)
+            replay.check_writable()
+            replay.current().check(request)
             return {"round": replay.rounds, "mechanism": mechanism, "cost": encode(request)}
 
         entry = self._ledger.append("reserve", decide)
@@ -293,8 +312,10 @@ class PrivateSession(Spendable):
         return int(entry.record["round"])
 
     def _settle(self, key: int, request: Cost, cost: Cost) -> None:
-        """Replace round ``key``'s reservation by ``cost`` (the caller holds the lock)."""
+        """Replace round ``key``'s reservation by ``cost`` (the caller holds the lock); a settle
+        the replay refuses raises and leaves the round charged at ``request``."""
         if self._ledger is None:
+            self._replay.check_settle(key, cost)
             self._replay.settle(key, cost)
             self._filter = self._replay.current()
             return
@@ -303,12 +324,21 @@ class PrivateSession(Spendable):
 
     def _write_settles(self) -> None:
         """Write every settle not yet written (a cut connection or a failed commit may have
-        left one), idempotently: a round the ledger shows settled is not settled again."""
+        left one), idempotently: a round the ledger shows settled is not settled again. A
+        settle refused for any reason but the ledger's (`LedgerError`: kept, to retry) is
+        dropped: its round stays charged at its request."""
         ledger, replay = self._ledger, self._replay
         for key, cost in sorted(self._unsettled.items()):
             assert ledger is not None  # only a session with a ledger has unsettled rounds
-            with contextlib.suppress(_Settled):
-                ledger.append("settle", _unless_settled(replay, key, cost))
+            try:
+                with contextlib.suppress(_Settled):
+                    ledger.append("settle", _unless_settled(replay, key, cost))
+            except LedgerError:
+                raise
+            except Exception:
+                del self._unsettled[key]
+                self._filter = replay.update(ledger.entries())
+                raise
             del self._unsettled[key]
             self._filter = replay.update(ledger.entries())
 
