@@ -173,7 +173,11 @@ def _spend(config: Mapping[str, Any], entries: tuple[LedgerEntry, ...], where: s
     replay = Replay(filter_from_description(config["filter"]), where)
     f = replay.update(entries)
     counts = f"{_count(len(entries), 'entry', 'entries')}, {_count(replay.rounds, 'round')}"
-    return f"{counts}; spent {f.spent!r}, remaining {f.remaining!r}"
+    lines = [f"{counts}; spent {f.spent!r}, remaining {f.remaining!r}"]
+    if replay.over_budget:  # opens anyway (issue 41): the spend of the rounds it can charge
+        lines.append("OVER BUDGET: the ledger is read-only (no session admits a round on it)")
+    lines += [f"not as written: {fault}" for fault in replay.faults]
+    return "\n".join(lines)
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

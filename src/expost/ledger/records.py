@@ -288,7 +288,9 @@ class Replay:
     @property
     def faults(self) -> tuple[str, ...]:
         """What the replay could not take as written, one line each (empty for a sound ledger)."""
-        over = [f"round {k}: its reservation {c!r} does not fit" for k, c in self._uncharged.items()]
+        over = [
+            f"round {k}: its reservation {c!r} does not fit" for k, c in self._uncharged.items()
+        ]
         kept = [
             f"round {k}: its settle {c!r} does not fit (charged at its request)"
             for k, c in self._kept.items()
