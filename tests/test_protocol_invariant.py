@@ -32,6 +32,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 import expost as ep
 from expost.errors import ExpostError, LedgerCorrupted, LedgerError
 from expost.filters import Cost, GaussianCost, PrivacyFilter
+from expost.filters.base import Filter
 from expost.ledger import Ledger, LedgerEntry
 from expost.ledger.records import decode, init_ledger
 
@@ -47,6 +48,17 @@ def _filter(kind: str) -> PrivacyFilter:
     return ep.ZCDPFilter(1.0)
 
 
+def _realised(s: ep.PrivateSession) -> tuple[Cost, ...]:
+    """The session's filter's recorded costs, in reservation order."""
+    assert isinstance(s.filter, Filter)
+    return s.filter.realised
+
+
+def _pld(s: ep.PrivateSession) -> ep.PLDFilter:
+    assert isinstance(s.filter, ep.PLDFilter)
+    return s.filter
+
+
 @define
 class _Flight:
     """A round in flight in one thread: its process, key and request, and whether its rule saw
@@ -54,7 +66,7 @@ class _Flight:
 
     process: int
     key: int
-    request: Cost
+    request: GaussianCost
     seen: bool = False
 
 
@@ -104,7 +116,7 @@ class Protocol(RuleBasedStateMachine):
                 self.sessions[p] = ep.PrivateSession(_filter(self.KIND), rng)
             else:
                 s = ep.PrivateSession(_filter(self.KIND), rng, ledger=self.path)
-                s._ledger = _Cutting(s._ledger)  # type: ignore[arg-type,assignment]
+                s._ledger = _Cutting(s._ledger)  # type: ignore[arg-type]
                 self.sessions[p] = s
         return self.sessions[p]
 
@@ -179,11 +191,11 @@ class Protocol(RuleBasedStateMachine):
                 assert reserved[flight.key] == flight.request
         fresh = ep.PrivateSession(_filter(self.KIND), np.random.default_rng(9), ledger=self.path)
         expected = Counter(settled.get(k, request) for k, request in reserved.items())
-        assert Counter(fresh.filter.realised) == expected
+        assert Counter(_realised(fresh)) == expected
         fresh.close()
         local = self.sessions.get(self.LOCAL)
         if local is not None:
-            assert Counter(local.filter.realised) == Counter(self.local.values())
+            assert Counter(_realised(local)) == Counter(self.local.values())
 
     def teardown(self) -> None:
         for s in self.sessions.values():
@@ -243,7 +255,7 @@ def test_the_issue_thread_a_b_example_charges_both_rounds() -> None:
     a = threading.Thread(target=thread_a)
     a.start()
     assert a_running.wait(60)
-    request = s.filter.realised[0]
+    request = _realised(s)[0]
     try:
         s.gaussian(0.0, 1.0, 1e-7)  # thread B: settles first
     finally:
@@ -251,9 +263,12 @@ def test_the_issue_thread_a_b_example_charges_both_rounds() -> None:
     a.join(60)
     assert isinstance(out["a"], ep.DoublingTranscript)
     realised = out["a"].cost
+    assert isinstance(realised, GaussianCost)
+    assert isinstance(request, GaussianCost)
     assert 1e-7 < realised.rho < request.rho  # not dominated by B's round: the old trap
-    assert s.filter.mechanism == request and s.spent == 2.0
-    assert Counter(s.filter.realised) == Counter([realised, GaussianCost(1e-7)])
+    assert _pld(s).mechanism == request
+    assert s.spent == 2.0
+    assert Counter(_realised(s)) == Counter([realised, GaussianCost(1e-7)])
 
 
 @pytest.mark.parametrize("machine", [Protocol, ZCDPProtocol])
