@@ -54,8 +54,9 @@ from expost.filters import (
 )
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
-from expost.ledger import LedgerBackend, LedgerEntry
-from expost.ledger.records import Replay, encode, filter_from_description, open_session_ledger
+from expost.ledger import LedgerBackend
+from expost.ledger.records import filter_from_description, open_session_ledger
+from expost.ledger.replay import Replay, Settled, reserve_record, settle_record
 from expost.mechanisms import (
     AboveThresholdResult,
     BrownianThresholdResult,
@@ -73,23 +74,6 @@ __all__ = ["NOT_EXACT", "PrivateSession", "Round", "SessionFilter", "filter_from
 
 SessionFilter = PrivacyFilter
 R = TypeVar("R")
-
-
-class _Settled(Exception):
-    """A settle's write found its round already settled (a retry after a cut): nothing to do."""
-
-
-def _unless_settled(replay: Replay, key: int, cost: Cost) -> Callable[..., dict[str, Any]]:
-    """The decision of round ``key``'s settle: its record, or `_Settled` if the ledger already
-    holds one (the write that a cut interrupted had committed)."""
-
-    def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
-        if not replay.is_open(key, entries):
-            raise _Settled
-        replay.check_settle(key, cost)  # replay before write: a refused settle is never written
-        return {"round": key, "cost": encode(cost)}
-
-    return decide
 
 
 @frozen
@@ -300,14 +284,7 @@ class PrivateSession(Spendable):
             self._filter = replay.current()
             return key
         self._write_settles()  # a settle a cut interrupted, before the next round
-
-        def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
-            replay.update(entries)
-            replay.check_writable()
-            replay.current().check(request)
-            return {"round": replay.rounds, "mechanism": mechanism, "cost": encode(request)}
-
-        entry = self._ledger.append("reserve", decide)
+        entry = self._ledger.append("reserve", reserve_record(replay, mechanism, request))
         self._filter = replay.update(self._ledger.entries())
         return int(entry.record["round"])
 
@@ -331,8 +308,8 @@ class PrivateSession(Spendable):
         for key, cost in sorted(self._unsettled.items()):
             assert ledger is not None  # only a session with a ledger has unsettled rounds
             try:
-                with contextlib.suppress(_Settled):
-                    ledger.append("settle", _unless_settled(replay, key, cost))
+                with contextlib.suppress(Settled):
+                    ledger.append("settle", settle_record(replay, key, cost))
             except LedgerError:
                 raise
             except Exception:

@@ -26,11 +26,11 @@ from expost.ledger import LedgerEntry, PostgresLedger, open_ledger, stored_confi
 from expost.ledger.postgres import is_postgres_url, shown_url
 from expost.ledger.records import (
     DESCRIBABLE,
-    Replay,
     configuration,
     filter_from_description,
     init_ledger,
 )
+from expost.ledger.replay import Replay
 from expost.ledger.targets import delete_empty, servable
 
 __all__ = ["add_parser", "copy", "delete", "init", "parse_filter", "show"]
