@@ -56,7 +56,14 @@ from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
 from expost.ledger import LedgerBackend
 from expost.ledger.records import filter_from_description, open_session_ledger
-from expost.ledger.replay import Replay, Settled, reserve_record, settle_record
+from expost.ledger.replay import (
+    Replay,
+    Settled,
+    checkpoint,
+    opened,
+    reserve_record,
+    settle_record,
+)
 from expost.mechanisms import (
     AboveThresholdResult,
     BrownianThresholdResult,
@@ -159,7 +166,7 @@ class PrivateSession(Spendable):
                     "filter", filter, "must have no recorded rounds when a ledger is used"
                 )
             self._ledger = open_session_ledger(ledger, filter, create=create, ledger_id=ledger_id)
-            self._replay = Replay(filter, self._ledger.path)
+            self._replay, self._checkpointed = opened(self._ledger, filter)
             self._filter = self._replay.update(self._ledger.entries())
 
     # -- state ---------------------------------------------------------------------------
@@ -298,6 +305,7 @@ class PrivateSession(Spendable):
             return
         self._unsettled[key] = cost
         self._write_settles()
+        self._checkpointed = checkpoint(self._ledger, self._replay, self._checkpointed)
 
     def _write_settles(self) -> None:
         """Write every settle not yet written (a cut connection or a failed commit may have

@@ -9,18 +9,37 @@ in `Replay.faults`, and a round it cannot charge makes the ledger over budget (r
 
 from __future__ import annotations
 
+import contextlib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 
 from expost.errors import ExpostError, InvalidParameter, LedgerCorrupted, LedgerError
-from expost.filters import Cost, PLDFilter, PrivacyFilter
-from expost.ledger.base import LedgerEntry
-from expost.ledger.records import decode, encode
+from expost.filters import ConcurrentFilter, Cost, PLDFilter, PrivacyFilter
+from expost.filters._exact import Chain, Totals
+from expost.filters.base import Filter
+from expost.ledger.base import LedgerBackend, LedgerEntry
+from expost.ledger.records import decode, describe, encode, filter_from_description
+from expost.ledger.sqlite import Ledger
 
-__all__ = ["Replay", "Settled", "reserve_record", "settle_record"]
+__all__ = [
+    "CHECKPOINT_EVERY",
+    "Replay",
+    "Settled",
+    "checkpoint",
+    "opened",
+    "reserve_record",
+    "settle_record",
+]
+
+CHECKPOINT_EVERY: Final = 4096
+"""A session writes a checkpoint once this many more rounds are settled (`Replay.state`)."""
+_TAIL: Final = 1024  # the most open (and later) rounds a checkpoint carries
+_FORMAT: Final = "expost-checkpoint/1"
+_F = TypeVar("_F", bound=PrivacyFilter)
 
 _REFUSED: Final = (ExpostError, ArithmeticError, ValueError)
 """What a filter raises for a cost it cannot charge where the replay stands."""
@@ -201,7 +220,8 @@ class Replay:
         """The filter after ``entries`` (every entry of the ledger, in order): the new ones are
         read, then folded in once from the earliest round they change."""
         start, before = self.rounds, self._top
-        for entry in entries[self._seen :]:
+        offset = entries[0].index if entries else 0  # a ledger read from a checkpoint on
+        for entry in entries[max(0, self._seen - offset) :]:
             try:
                 key, cost = entry.record["round"], decode(entry.record["cost"], self._path)
             except (KeyError, TypeError, LedgerCorrupted) as err:
@@ -218,14 +238,115 @@ class Replay:
                     start, before = key, r.before
             else:
                 self._unread_entry(entry, "out of order")
-        self._seen = max(self._seen, len(entries))
+        self._seen = max(self._seen, offset + len(entries))
         if start < self.rounds:
             self._fold(start, before)
         return self._top
 
+    @property
+    def settled_prefix(self) -> int:
+        """How many rounds, from the first, are settled (what a checkpoint would summarise)."""
+        return self._first
+
+    def state(self) -> dict[str, Any] | None:
+        """A checkpoint of this replay: the filter after the settled prefix (its description
+        and exact sums) and every round after it (request, settle); None where there is none to
+        take (faults, a filter whose state is not its sums — `RDPFilter` — or a long tail)."""
+        f = self._rounds[0].before if self._rounds else self._top
+        sums = None if f is None or self.faults or len(self._rounds) > _TAIL else _sums_of(f)
+        if f is None or sums is None:
+            return None
+        tail = [
+            [encode(r.request), None if r.settled is None else encode(r.settled)]
+            for r in self._rounds
+        ]
+        return {
+            "format": _FORMAT,
+            "rounds": self._first,
+            "filter": describe(f),
+            "sums": sums,
+            "tail": tail,
+        }
+
+    @classmethod
+    def restore(
+        cls,
+        initial: PrivacyFilter,
+        path: Path | str,
+        entry: int,
+        state: Mapping[str, Any],
+        first: Cost,
+    ) -> Replay:
+        """The replay a checkpoint ``state`` of the first ``entry`` entries stands for (``first``:
+        the ledger's first reservation, which fixes a `PLDFilter`'s mechanism); its
+        filter's ``realised`` lists only the rounds after the settled prefix (its sums and
+        ``rounds`` count every round). `LedgerCorrupted` if the state is not one this module
+        writes for ``initial``'s configuration."""
+        try:
+            if state["format"] != _FORMAT:
+                raise ValueError(f"format {state['format']!r}")
+            base = filter_from_description(state["filter"])
+            described, expected = describe(base), describe(_fixed_by(initial, first))
+            if described != expected:
+                raise ValueError(f"its filter {described} is not {expected}")
+            f = _restored(base, state["sums"])
+            replay = cls(initial, path)
+            replay._initial = base
+            replay._first = int(state["rounds"])
+            replay._top = f
+            replay._seen = entry
+            for request, settled in state["tail"]:
+                replay._rounds.append(
+                    _Round(
+                        decode(request, path), None if settled is None else decode(settled, path)
+                    )
+                )
+            if replay._rounds:
+                replay._fold(replay._first, f)
+        except (KeyError, TypeError, ValueError, ExpostError) as err:
+            raise LedgerCorrupted(
+                path, f"checkpoint of entry {entry} is not sound ({err})"
+            ) from err
+        return replay
+
     def _unread_entry(self, entry: LedgerEntry, why: str) -> None:
         self._unread.append(f"entry {entry.index} ({entry.kind}): {why}")
         self._unread_reserve |= entry.kind != "settle"
+
+
+def _sums_of(f: PrivacyFilter) -> dict[str, Any] | None:
+    """A filter's state as a checkpoint holds it: its exact sums (partials) and round count."""
+    if isinstance(f, ConcurrentFilter):
+        zcdp, ex_post = _sums_of(f.zcdp), _sums_of(f.ex_post)
+        return None if zcdp is None or ex_post is None else {"zcdp": zcdp, "ex_post": ex_post}
+    if isinstance(f, Filter):
+        totals = f._sums
+        return {"amounts": list(totals.amounts), "deltas": list(totals.deltas), "rounds": f.rounds}
+    return None
+
+
+def _restored(f: _F, sums: Mapping[str, Any]) -> _F:
+    """``f`` (fresh) carrying the sums of `_sums_of`: its history holds no cost, its count all."""
+    if isinstance(f, ConcurrentFilter):
+        return attrs.evolve(
+            f, zcdp=_restored(f.zcdp, sums["zcdp"]), ex_post=_restored(f.ex_post, sums["ex_post"])
+        )
+    if not isinstance(f, Filter):
+        raise TypeError(f"no checkpoint of a {type(f).__name__}")
+    rounds = sums["rounds"]
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 0:
+        raise ValueError(f"round count {rounds!r}")
+    parts = [tuple(_finite(x) for x in sums[k]) for k in ("amounts", "deltas")]
+    if any(math.fsum(p) < 0.0 for p in parts):
+        raise ValueError("a negative sum")
+    chain: Chain[Cost] = Chain(None, rounds)
+    return attrs.evolve(f, realised=chain, _totals=Totals(chain, *parts))
+
+
+def _finite(x: object) -> float:
+    if not isinstance(x, float) or not math.isfinite(x):
+        raise ValueError(f"partial sum {x!r}")
+    return x
 
 
 class Settled(Exception):
@@ -260,3 +381,59 @@ def settle_record(
         return {"round": key, "cost": encode(cost)}
 
     return decide
+
+
+def opened(ledger: LedgerBackend, initial: PrivacyFilter) -> tuple[Replay, int]:
+    """The replay of a just opened ledger, and how many settled rounds its checkpoint covers:
+    from the latest checkpoint of a SQLite ledger opened lazily, reading only the entries after
+    it, when the checkpoint is sound — its filter is ``initial``'s (a `PLDFilter`'s mechanism the
+    first reservation's) and its rounds are the reservations before it; else from the start."""
+    latest = ledger.checkpoints(latest=True) if isinstance(ledger, Ledger) else ()
+    if latest:
+        assert isinstance(ledger, Ledger)  # only a SQLite ledger has checkpoints
+        entry, state = latest[0]
+        try:
+            first = decode(ledger.read(0, 1)[0].record["cost"], ledger.path)
+            replay = Replay.restore(initial, ledger.path, entry, state, first)
+            if _reserved_before(ledger, entry) == replay.rounds:
+                ledger.start_at(entry)
+                return replay, replay.settled_prefix
+        except (LookupError, LedgerCorrupted):
+            pass  # not sound: the entries decide (`expost ledger show` names it)
+    return Replay(initial, ledger.path), 0
+
+
+def _reserved_before(ledger: Ledger, entry: int) -> int | None:
+    """How many rounds the entries before ``entry`` reserve: the last reservation's key + 1
+    (None if none is among the last 4,096 entries)."""
+    stop = entry
+    while stop > max(0, entry - 4096):
+        for e in reversed(ledger.read(max(0, stop - 64), stop)):
+            if e.kind == "reserve" and isinstance(e.record.get("round"), int):
+                return int(e.record["round"]) + 1
+        stop -= 64
+    return 0 if entry == 0 else None
+
+
+def checkpoint(ledger: LedgerBackend, replay: Replay, done: int) -> int:
+    """Write a checkpoint of ``replay`` if `CHECKPOINT_EVERY` rounds were settled since the
+    latest (``done`` rounds, or another session's); the rounds the latest one covers. SQLite
+    only (the PostgreSQL server takes no checkpoint); a write that fails is left for later."""
+    if not isinstance(ledger, Ledger) or replay.settled_prefix < done + CHECKPOINT_EVERY:
+        return done
+
+    def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any] | None:
+        nonlocal done
+        replay.update(entries)
+        latest = ledger.checkpoints(latest=True)
+        done = max(done, int(latest[0][1].get("rounds", 0)) if latest else 0)
+        if replay.settled_prefix < done + CHECKPOINT_EVERY:
+            return None
+        state = replay.state()
+        if state is not None:
+            done = replay.settled_prefix
+        return state
+
+    with contextlib.suppress(LedgerError):
+        ledger._write_checkpoint(decide)
+    return done
