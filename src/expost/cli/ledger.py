@@ -22,7 +22,7 @@ from typing import Any
 
 from expost.errors import ExpostError, InvalidParameter
 from expost.filters import PrivacyFilter
-from expost.ledger import LedgerEntry, PostgresLedger, open_ledger, stored_config
+from expost.ledger import Ledger, LedgerEntry, PostgresLedger, open_ledger, stored_config
 from expost.ledger.postgres import is_postgres_url, shown_url
 from expost.ledger.records import (
     DESCRIBABLE,
@@ -30,7 +30,7 @@ from expost.ledger.records import (
     filter_from_description,
     init_ledger,
 )
-from expost.ledger.replay import Replay
+from expost.ledger.replay import Replay, verify_checkpoints
 from expost.ledger.targets import delete_empty, servable
 
 __all__ = ["add_parser", "copy", "delete", "init", "parse_filter", "show"]
@@ -185,15 +185,21 @@ def _count(n: int, one: str, many: str | None = None) -> str:
 
 
 def show(target: str) -> str:
-    """The id, filter, one line per entry and the spend of the ledger at ``target``."""
+    """The id, filter, one line per entry and the spend of the ledger at ``target`` (every
+    checkpoint checked against the entries it covers)."""
     config = stored_config(target)
     with open_ledger(target, config) as ledger:
         entries = ledger.entries()
         where, ledger_id = str(ledger.path), ledger.ledger_id
+        checkpoints = ledger.checkpoints() if isinstance(ledger, Ledger) else ()
     filt = _json(configuration(config["filter"]) if "filter" in config else config)
     lines = [f"ledger {where}", f"id {ledger_id}, format {config.get('format')}, filter {filt}"]
     lines += [f"{e.index:>6}  {e.kind:<8} {_json(e.record)}" for e in entries]
     lines.append(_spend(config, entries, where))
+    if checkpoints and "filter" in config:
+        initial = filter_from_description(config["filter"])
+        wrong = verify_checkpoints(initial, where, entries, checkpoints)
+        lines += [f"{len(checkpoints)} checkpoints", *(f"NOT SOUND: {w}" for w in wrong)]
     return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ in `Replay.faults`, and a round it cannot charge makes the ledger over budget (r
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ __all__ = [
     "opened",
     "reserve_record",
     "settle_record",
+    "verify_checkpoints",
 ]
 
 CHECKPOINT_EVERY: Final = 4096
@@ -243,6 +245,14 @@ class Replay:
             self._fold(start, before)
         return self._top
 
+    def stale(self) -> list[tuple[int, Cost]]:
+        """The open rounds reserved `CHECKPOINT_EVERY` or more rounds ago (key, request)."""
+        last = self.rounds - CHECKPOINT_EVERY
+        if self._first >= last:  # the oldest open round is recent: none is stale (O(1))
+            return []
+        rounds = self._rounds[: last - self._first]
+        return [(k, r.request) for k, r in enumerate(rounds, self._first) if r.settled is None]
+
     @property
     def settled_prefix(self) -> int:
         """How many rounds, from the first, are settled (what a checkpoint would summarise)."""
@@ -388,19 +398,63 @@ def opened(ledger: LedgerBackend, initial: PrivacyFilter) -> tuple[Replay, int]:
     from the latest checkpoint of a SQLite ledger opened lazily, reading only the entries after
     it, when the checkpoint is sound — its filter is ``initial``'s (a `PLDFilter`'s mechanism the
     first reservation's) and its rounds are the reservations before it; else from the start."""
-    latest = ledger.checkpoints(latest=True) if isinstance(ledger, Ledger) else ()
-    if latest:
+    every = ledger.checkpoints() if isinstance(ledger, Ledger) else ()
+    if every:
         assert isinstance(ledger, Ledger)  # only a SQLite ledger has checkpoints
-        entry, state = latest[0]
+        entry, state = every[-1]
         try:
             first = decode(ledger.read(0, 1)[0].record["cost"], ledger.path)
             replay = Replay.restore(initial, ledger.path, entry, state, first)
-            if _reserved_before(ledger, entry) == replay.rounds:
+            if _reserved_before(ledger, entry) == replay.rounds and all(
+                _at_least(state["sums"], earlier["sums"]) for _, earlier in every[:-1]
+            ):
                 ledger.start_at(entry)
                 return replay, replay.settled_prefix
         except (LookupError, LedgerCorrupted):
             pass  # not sound: the entries decide (`expost ledger show` names it)
     return Replay(initial, ledger.path), 0
+
+
+def _at_least(sums: Mapping[str, Any], earlier: Mapping[str, Any]) -> bool:
+    """Whether every exact sum of a checkpoint is at least an earlier checkpoint's."""
+    if "amounts" not in sums:
+        return all(_at_least(sums[part], earlier[part]) for part in sums)
+    return all(
+        math.fsum([*sums[k], *(-x for x in earlier[k])]) >= 0.0 for k in ("amounts", "deltas")
+    ) and int(sums["rounds"]) >= int(earlier["rounds"])
+
+
+def _same(state: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """Whether two checkpoint states are equal, their sums as exact values (not partials)."""
+    keys = ("format", "rounds", "filter", "tail")
+    return all(state.get(k) == other.get(k) for k in keys) and _equal(state["sums"], other["sums"])
+
+
+def _equal(sums: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    if "amounts" not in sums:
+        return sums.keys() == other.keys() and all(_equal(sums[p], other[p]) for p in sums)
+    return _at_least(sums, other) and _at_least(other, sums)
+
+
+def verify_checkpoints(
+    initial: PrivacyFilter,
+    path: Path | str,
+    entries: Sequence[LedgerEntry],
+    checkpoints: Sequence[tuple[int, Mapping[str, Any]]],
+) -> tuple[str, ...]:
+    """Replay ``entries`` (all of a ledger's) from the start and compare each checkpoint with
+    the replay's own state at its entry: one line per checkpoint that does not match."""
+    replay, wrong = Replay(initial, path), []
+    for entry, state in checkpoints:
+        replay.update(entries[:entry])
+        own = replay.state()
+        try:
+            sound = own is not None and _same(json.loads(json.dumps(own)), state)
+        except (LookupError, TypeError, ValueError):
+            sound = False
+        if not sound:
+            wrong.append(f"checkpoint of entry {entry}: does not match the entries before it")
+    return tuple(wrong)
 
 
 def _reserved_before(ledger: Ledger, entry: int) -> int | None:
@@ -417,9 +471,20 @@ def _reserved_before(ledger: Ledger, entry: int) -> int | None:
 
 def checkpoint(ledger: LedgerBackend, replay: Replay, done: int) -> int:
     """Write a checkpoint of ``replay`` if `CHECKPOINT_EVERY` rounds were settled since the
-    latest (``done`` rounds, or another session's); the rounds the latest one covers. SQLite
-    only (the PostgreSQL server takes no checkpoint); a write that fails is left for later."""
-    if not isinstance(ledger, Ledger) or replay.settled_prefix < done + CHECKPOINT_EVERY:
+    latest (``done`` rounds, or another session's); the rounds the latest one covers. First,
+    a round left open while `CHECKPOINT_EVERY` later ones were reserved is settled at its
+    request (the charge it has: its owner, if alive, finds it settled and returns its result).
+    SQLite only (the PostgreSQL server takes no checkpoint); a write that fails is left for
+    later."""
+    stale = replay.stale() if isinstance(ledger, Ledger) else []
+    if not isinstance(ledger, Ledger) or (
+        replay.settled_prefix < done + CHECKPOINT_EVERY and not stale
+    ):
+        return done
+    for key, request in stale:  # a killed process's, or a very long round's
+        with contextlib.suppress(Settled, LedgerError):
+            ledger.append("settle", settle_record(replay, key, request))
+    if replay.settled_prefix < done + CHECKPOINT_EVERY:
         return done
 
     def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any] | None:
