@@ -37,9 +37,10 @@ __all__ = [
     "verify_checkpoints",
 ]
 
-CHECKPOINT_EVERY: Final = 4096
-"""A session writes a checkpoint once this many more rounds are settled (`Replay.state`)."""
-_TAIL: Final = 1024  # the most open (and later) rounds a checkpoint carries
+CHECKPOINT_EVERY: Final = 1024
+"""A session writes a checkpoint once this many more rounds are settled (`Replay.state`), and
+settles at its request a round left open while this many later ones were reserved."""
+_TAIL: Final = 2048  # the most open (and later) rounds a checkpoint carries
 _FORMAT: Final = "expost-checkpoint/1"
 _F = TypeVar("_F", bound=PrivacyFilter)
 
