@@ -20,11 +20,13 @@ import pytest
 import expost as ep
 from expost.cli.ledger import show
 from expost.filters import Cost, DPCost, ExPostCost, GaussianCost, RDPFilter, ZCDPCost
+from expost.filters.base import Filter
 from expost.ledger import Ledger, init_ledger
 from expost.ledger import replay as replay_module
-from expost.ledger.base import canonical
-from expost.ledger.records import encode as _encode
+from expost.ledger.base import canonical, record_text
+from expost.ledger.records import encode
 from expost.ledger.replay import Replay
+from tests.test_protocol_invariant import OldReplay
 
 EVERY = 8
 
@@ -97,7 +99,7 @@ def test_an_open_from_a_checkpoint_agrees_with_the_full_replay(
         assert len(checkpoints) >= 4
         held = Ledger.open(path, Ledger.stored_config(path)).entries()
         adopted = next(e for e in held if e.kind == "settle" and e.record["round"] == 0)
-        assert adopted.record["cost"] == _encode(
+        assert adopted.record["cost"] == encode(
             costs[0]
         )  # the held round: settled at its request when it went stale
         read = len(fast._ledger.entries())
@@ -153,3 +155,57 @@ def test_show_names_a_first_checkpoint_below_its_entries(tmp_path: Path) -> None
     s.close()
     Ledger.open(path, Ledger.stored_config(path))._write_checkpoint(lambda _e: _lowered(state))
     assert "NOT SOUND: checkpoint of entry 6" in show(str(path))
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count every `Filter.spend` from now on."""
+    calls = [0]
+    spend = Filter.spend
+
+    def counted(self: Filter, realised: Cost) -> Filter:
+        calls[0] += 1
+        return spend(self, realised)
+
+    monkeypatch.setattr(Filter, "spend", counted)
+    return calls
+
+
+FLOOD = 1500
+
+
+def _flooded(path: Path) -> ep.PrivacyFilter:
+    """A ledger of `FLOOD` tiny reservations never settled (bulk, as the session writes them)."""
+    budget = ep.ZCDPFilter(1.0)
+    init_ledger(path, budget)
+    cost = encode(ZCDPCost(1e-6))
+    with sqlite3.connect(path) as conn:
+        conn.executemany(
+            "INSERT INTO rounds VALUES (?, 'reserve', ?, 0.0)",
+            [(k, record_text({"round": k, "mechanism": "m", "cost": cost})) for k in range(FLOOD)],
+        )
+    return budget
+
+
+@pytest.mark.parametrize("twin", [False, True], ids=["replay", "old-replay-twin"])
+def test_a_flood_of_open_reservations_costs_one_spend_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, twin: bool
+) -> None:
+    """The issue's flood (1,246 rows took 4.5 s an open): an open spends each reservation once,
+    and a round after it a few spends, whatever the flood; the old replay (the planted twin)
+    spent every open reservation again on every update."""
+    budget = _flooded(tmp_path / "flood.sqlite")
+    if twin:
+        monkeypatch.setattr(replay_module, "Replay", OldReplay)
+        monkeypatch.setattr("expost.session.Replay", OldReplay)
+        monkeypatch.setattr("expost.session.checkpoint", lambda _ledger, _replay, done: done)
+    calls = _counting(monkeypatch)
+    s = _open(budget, tmp_path / "flood.sqlite")
+    opened = calls[0]
+    s.gaussian(0.0, 1.0, 1e-3)
+    after = calls[0] - opened
+    s.close()
+    if twin:
+        assert after >= FLOOD
+    else:
+        assert opened == FLOOD
+        assert after <= 4

@@ -70,6 +70,11 @@ def _charge(f: PrivacyFilter, r: _Round) -> tuple[PrivacyFilter, Cost | None]:
     return f, None
 
 
+def _unchanged(r: _Round, cost: Cost) -> bool:
+    """Whether settling open round ``r`` at ``cost`` charges what it is charged already."""
+    return r.charged is not None and r.charged is r.request and cost == r.request
+
+
 def _rank(r: _Round, charged: Cost | None) -> int:
     """0: not charged, 1: charged at its request, 2: at its settled cost."""
     if charged is None:
@@ -169,6 +174,8 @@ class Replay:
         r = self._open(key)
         if r is None or r.before is None:
             raise InvalidParameter("round", key, "is not an open reservation of this ledger")
+        if _unchanged(r, cost):
+            return
         trial = _Round(r.request, cost)
         f, charged = _charge(r.before, trial)
         why = "the filter does not take it in place of the reservation"
@@ -193,9 +200,19 @@ class Replay:
         r = self._open(key)
         if r is None or r.before is None:
             return False
-        r.settled = cost
-        self._fold(key, r.before)
+        if _unchanged(r, cost):
+            self._mark(r, cost)
+            self._prune()
+        else:
+            r.settled = cost
+            self._fold(key, r.before)
         return True
+
+    @staticmethod
+    def _mark(r: _Round, cost: Cost) -> None:
+        """Settle round ``r`` at the cost it is charged already: nothing after it changes."""
+        r.settled = r.charged = cost
+        r.before = None
 
     def current(self) -> PrivacyFilter:
         """The filter after every round, in reservation order."""
@@ -213,7 +230,12 @@ class Replay:
             elif r.settled is not None and r.charged is not r.settled:
                 self._kept[k] = r.settled
         self._top = f
-        final = 0  # a settled prefix never changes again: no fold starts before an open round
+        self._prune()
+
+    def _prune(self) -> None:
+        """Forget the settled prefix: it never changes again (no fold starts before an open
+        round)."""
+        final = 0
         while final < len(self._rounds) and self._rounds[final].settled is not None:
             final += 1
         del self._rounds[:final]
@@ -236,6 +258,9 @@ class Replay:
                 if key == 0:  # the first reservation fixed what it fixes
                     before = self._top
             elif entry.kind == "settle" and r is not None:
+                if key < start and _unchanged(r, cost):
+                    self._mark(r, cost)  # a settle at its charge: nothing to fold
+                    continue
                 r.settled = cost
                 if key < start and r.before is not None:
                     start, before = key, r.before
@@ -244,6 +269,7 @@ class Replay:
         self._seen = max(self._seen, offset + len(entries))
         if start < self.rounds:
             self._fold(start, before)
+        self._prune()
         return self._top
 
     def stale(self) -> list[tuple[int, Cost]]:
