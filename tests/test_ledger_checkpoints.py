@@ -22,7 +22,7 @@ from expost.cli.ledger import show
 from expost.filters import Cost, DPCost, ExPostCost, GaussianCost, RDPFilter, ZCDPCost
 from expost.filters.base import Filter
 from expost.ledger import Ledger, init_ledger
-from expost.ledger import replay as replay_module
+from expost.ledger import checkpoints as checkpoints_module
 from expost.ledger.base import canonical, record_text
 from expost.ledger.records import encode
 from expost.ledger.replay import Replay
@@ -33,7 +33,7 @@ EVERY = 8
 
 @pytest.fixture(autouse=True)
 def _often(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(replay_module, "CHECKPOINT_EVERY", EVERY)
+    monkeypatch.setattr(checkpoints_module, "CHECKPOINT_EVERY", EVERY)
 
 
 BUDGETS: list[tuple[ep.PrivacyFilter, list[Cost]]] = [
@@ -146,7 +146,7 @@ def test_show_names_a_first_checkpoint_below_its_entries(tmp_path: Path) -> None
     init_ledger(path, budget)
     s = _open(budget, path)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(replay_module, "CHECKPOINT_EVERY", 10**9)  # none written by the session
+        patch.setattr(checkpoints_module, "CHECKPOINT_EVERY", 10**9)  # none written by the session
         for _ in range(3):
             s._settle(s._reserve("m", costs[0]), costs[0], costs[0])
     assert s._replay is not None
@@ -195,7 +195,7 @@ def test_a_flood_of_open_reservations_costs_one_spend_each(
     spent every open reservation again on every update."""
     budget = _flooded(tmp_path / "flood.sqlite")
     if twin:
-        monkeypatch.setattr(replay_module, "Replay", OldReplay)
+        monkeypatch.setattr(checkpoints_module, "Replay", OldReplay)
         monkeypatch.setattr("expost.session.Replay", OldReplay)
         monkeypatch.setattr("expost.session.checkpoint", lambda _ledger, _replay, done: done)
     calls = _counting(monkeypatch)

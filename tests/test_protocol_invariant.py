@@ -337,7 +337,7 @@ def test_the_machine_catches_the_old_replay() -> None:
     once = settings(SETTINGS, report_multiple_bugs=False, phases=[Phase.generate])  # no shrink
     with (
         mock.patch("expost.session.Replay", OldReplay),
-        mock.patch("expost.ledger.replay.Replay", OldReplay),  # `opened` builds the ledger's
+        mock.patch("expost.ledger.checkpoints.Replay", OldReplay),  # `opened` builds it
         pytest.raises((AssertionError, ExpostError)),
     ):
         run_state_machine_as_test(Protocol, settings=once)

@@ -55,15 +55,9 @@ from expost.filters import (
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
 from expost.ledger import LedgerBackend
+from expost.ledger.checkpoints import checkpoint, opened
 from expost.ledger.records import filter_from_description, open_session_ledger
-from expost.ledger.replay import (
-    Replay,
-    Settled,
-    checkpoint,
-    opened,
-    reserve_record,
-    settle_record,
-)
+from expost.ledger.replay import Replay, Settled, reserve_record, settle_record
 from expost.mechanisms import (
     AboveThresholdResult,
     BrownianThresholdResult,

@@ -23,6 +23,7 @@ from typing import Any
 from expost.errors import ExpostError, InvalidParameter
 from expost.filters import PrivacyFilter
 from expost.ledger import Ledger, LedgerEntry, PostgresLedger, open_ledger, stored_config
+from expost.ledger.checkpoints import verify_checkpoints
 from expost.ledger.postgres import is_postgres_url, shown_url
 from expost.ledger.records import (
     DESCRIBABLE,
@@ -30,7 +31,7 @@ from expost.ledger.records import (
     filter_from_description,
     init_ledger,
 )
-from expost.ledger.replay import Replay, verify_checkpoints
+from expost.ledger.replay import Replay
 from expost.ledger.targets import delete_empty, servable
 
 __all__ = ["add_parser", "copy", "delete", "init", "parse_filter", "show"]
