@@ -18,7 +18,8 @@ import pytest
 
 import expost as ep
 from expost.cli.ledger import show
-from expost.filters import GaussianCost, ZCDPCost
+from expost.filters import Cost, GaussianCost, ZCDPCost
+from expost.filters.base import Filter
 from expost.ledger import init_ledger
 from expost.ledger.records import encode
 from tests.conftest import pg_ledger_url
@@ -64,3 +65,36 @@ def test_reservations_inside_the_slack_leave_the_ledger_open_read_only(
     assert "round 3: its reservation" in text
     again.close()
     honest.close()
+
+
+def test_a_flood_of_open_reservations_costs_one_spend_each(
+    pg_server: Any, analyst: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41 item 6 on PostgreSQL (which keeps no checkpoint): an open of a ledger flooded
+    with open reservations spends each once, and a round after it a few spends."""
+    import psycopg
+
+    name, flood = "unjammed_flood", 300
+    budget = ep.ZCDPFilter(1.0)
+    ledger_id = init_ledger(pg_ledger_url(pg_server, name), budget)
+    url = _with_ledger(analyst, name)
+    with psycopg.connect(analyst, autocommit=True) as conn:
+        for key in range(flood):
+            entry = {"round": key, "mechanism": "m", "cost": encode(ZCDPCost(1e-6))}
+            conn.execute(
+                "SELECT * FROM expost.append_round(%s, %s::uuid, 'reserve', %s, NULL)",
+                (name, ledger_id, json.dumps(entry)),
+            )
+    calls = [0]
+    spend = Filter.spend
+
+    def counted(self: Filter, realised: Cost) -> Filter:
+        calls[0] += 1
+        return spend(self, realised)
+
+    monkeypatch.setattr(Filter, "spend", counted)
+    s = ep.PrivateSession(budget, np.random.default_rng(0), ledger=url)
+    assert calls[0] == flood
+    s.gaussian(0.0, 1.0, 1e-3)
+    assert calls[0] - flood <= 4
+    s.close()
