@@ -48,8 +48,6 @@ from expost.filters import (
 )
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
 from expost.ledger.base import LedgerBackend
-from expost.ledger.postgres import is_postgres_url
-from expost.ledger.sqlite import Ledger
 from expost.ledger.targets import init_target, open_ledger
 
 __all__ = [
@@ -190,7 +188,7 @@ def open_session_ledger(
     price as they did) opens under its own format, any other config is a `LedgerMismatch`."""
     config = session_config(filter)
     try:
-        return _open(target, config, create=create, ledger_id=ledger_id)
+        return open_ledger(target, config, create=create, ledger_id=ledger_id, lazy=True)
     except LedgerMismatch as err:
         stored = json.loads(err.stored) if err.what == "config" else None
         if (
@@ -198,17 +196,8 @@ def open_session_ledger(
             and stored.get("format") in (FORMAT, *OLD_FORMATS)
             and configuration(stored.get("filter")) == json.loads(json.dumps(config["filter"]))
         ):
-            return _open(target, stored, create=create, ledger_id=ledger_id)
+            return open_ledger(target, stored, create=create, ledger_id=ledger_id, lazy=True)
         raise
-
-
-def _open(
-    target: str | os.PathLike[str], config: Mapping[str, Any], **options: Any
-) -> LedgerBackend:
-    """A SQLite ledger opened lazily (a replay may start at its checkpoint), else `open_ledger`."""
-    if is_postgres_url(target):
-        return open_ledger(target, config, **options)
-    return Ledger.open(target, config, lazy=True, **options)
 
 
 def configuration(description: object) -> object:
