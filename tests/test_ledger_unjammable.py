@@ -110,6 +110,8 @@ FORGED = [
     ("reserve", {"round": 2, "mechanism": "m", "cost": {"type": "Nope"}}, "unreadable"),
     ("reserve", {"round": 7, "mechanism": "m", "cost": encode(ZCDPCost(0.1))}, "out of order"),
     ("note", {"round": 2, "cost": encode(ZCDPCost(0.1))}, "out of order"),
+    ("reserve", {"round": 2, "mechanism": "m", "cost": "ZCDPCost"}, "unreadable"),
+    ("reserve", {"mechanism": "m", "cost": encode(ZCDPCost(0.1))}, "unreadable"),
 ]
 
 

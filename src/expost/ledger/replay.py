@@ -234,7 +234,7 @@ class Replay:
         for entry in entries[max(0, self._seen - offset) :]:
             try:
                 key, cost = entry.record["round"], decode(entry.record["cost"], self._path)
-            except (KeyError, TypeError, LedgerCorrupted) as err:
+            except (KeyError, TypeError, ValueError, LedgerCorrupted) as err:
                 self._unread_entry(entry, f"unreadable ({err})")
                 continue
             r = self._open(key)
