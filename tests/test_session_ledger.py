@@ -418,12 +418,15 @@ def test_an_unknown_ledger_format_or_cost_is_a_clear_ledger_error(tmp_path: Path
         _session(f, ledger=future)
     assert "expost-session/9" in str(info.value)
     assert "expost-session/4" in str(info.value)
-    odd = tmp_path / "odd.sqlite"
-    _old_ledger(odd, f, [{"type": "GaussianDPCost", "mu": 0.1}])
-    with pytest.raises(ep.LedgerCorrupted, match="unknown cost record"):
-        _session(f, ledger=odd)
-    for bad in ({"type": "ZCDPCost", "mu": 0.1}, {"type": "ZCDPCost", "rho": -1.0}):
-        broken = tmp_path / f"broken-{len(bad)}-{bad.get('rho', 0)}.sqlite"
-        _old_ledger(broken, f, [bad])
-        with pytest.raises(ep.LedgerCorrupted, match="bad cost record"):
-            _session(f, ledger=broken)
+    cases = [
+        ({"type": "GaussianDPCost", "mu": 0.1}, "unknown cost record"),
+        ({"type": "ZCDPCost", "mu": 0.1}, "bad cost record"),
+        ({"type": "ZCDPCost", "rho": -1.0}, "bad cost record"),
+    ]
+    for i, (bad, match) in enumerate(cases):
+        odd = tmp_path / f"odd-{i}.sqlite"
+        _old_ledger(odd, f, [bad])
+        session = _session(f, ledger=odd)  # opens (issue 41: no ledger is jammed), read-only
+        assert session.read_only
+        with pytest.raises(ep.LedgerError, match=match):
+            session.gaussian(0.0, 1.0, 0.01)

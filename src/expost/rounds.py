@@ -19,8 +19,9 @@ from typing import Any, Generic, Literal, NoReturn, Protocol, TypeVar
 import numpy as np
 from attrs import field, frozen
 
+from expost._validation import bit_source, flag, generator
 from expost.errors import ExpostError, InvalidParameter, NotAStoppingTime, shown
-from expost.exact.bits import BitSource
+from expost.exact.bits import BitSource, SecureBits
 from expost.filters import Cost, PrivacyFilter
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "check_rule",
     "fixed",
     "limit",
+    "noise_sources",
     "nothing_spent",
     "refusing",
     "result_cost",
@@ -169,3 +171,23 @@ def check_rule(rule: object, d: int) -> None:
     check = getattr(rule, "check_dimension", None)
     if callable(check):
         check(d)
+
+
+def noise_sources(
+    rng: object, exact: object, bits: object
+) -> tuple[np.random.Generator | None, BitSource | None]:
+    """A session's explicit noise sources: the numpy ``rng`` (float mode) and the bit source
+    (secure mode: ``bits``, or the OS CSPRNG for ``exact=True``); refused when there is none."""
+    generator_ = None if rng is None else generator(rng)
+    flag("exact", exact)
+    source = None if bits is None else bit_source(bits)
+    if exact and source is None:
+        source = SecureBits()
+    if generator_ is None and source is None:
+        raise InvalidParameter(
+            "rng",
+            rng,
+            "is needed in float mode (the default): pass numpy.random.default_rng(seed), or "
+            "choose the secure mode (exact=True or bits=...), which needs no rng",
+        )
+    return generator_, source

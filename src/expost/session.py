@@ -14,11 +14,15 @@ Every round follows one path (ARCHITECTURE "Filters guard budgets"; docs/session
 5. the realised cost is *settled* (written before the result is returned), and the round
    joins `history`.
 
-If anything fails after step 3 (say a stopping rule raises after seeing iterates), the round
-is settled at its request: what may have been seen is paid for. With a ledger several
-processes can share one budget: each reservation re-reads the ledger under its write lock,
-so they cannot jointly overspend, and a crash between reserve and settle leaves the round
-charged at its worst case.
+A reservation stays charged until a valid settle replaces it: if anything fails after step 3
+(a stopping rule raises after seeing iterates, the settle's write fails, the filter refuses
+the realised cost), the round stays charged at its request, in the live filter and in the
+ledger alike: what may have been seen is paid for. Rounds are charged in reservation order
+(`expost.ledger.replay.Replay`, the one replay of the live session and of every ledger). With
+a ledger several processes can share one budget: each reservation re-reads the ledger under
+its write lock, so they cannot jointly overspend, and a crash between reserve and settle
+leaves the round charged at its worst case. A ledger holding a round its filter cannot charge
+(over budget) opens read-only: every release is refused (`LedgerError`).
 
 Threads may share a session: steps 2–3 and 5 run under the session's lock, which is held only
 for the accounting (never while a mechanism or a stopping rule runs), so every returned release
@@ -39,18 +43,16 @@ import numpy as np
 import numpy.typing as npt
 
 from expost import own_round, prepare
-from expost._validation import bit_source, flag, generator
 from expost.batches import PoissonBatch, prepare_poisson_batch
-from expost.errors import InvalidParameter, NotCopyable
-from expost.exact.bits import BitSource, SecureBits
-from expost.filters import (
-    Cost,
-    PrivacyFilter,
-)
+from expost.errors import InvalidParameter, LedgerError, NotCopyable
+from expost.exact.bits import BitSource
+from expost.filters import Cost, PrivacyFilter
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
-from expost.ledger import LedgerBackend, LedgerEntry
-from expost.ledger.records import Replay, encode, filter_from_description, open_session_ledger
+from expost.ledger import LedgerBackend
+from expost.ledger.checkpoints import checkpoint, opened
+from expost.ledger.records import filter_from_description, open_session_ledger
+from expost.ledger.replay import Replay, Settled, reserve_record, settle_record
 from expost.mechanisms import (
     AboveThresholdResult,
     BrownianThresholdResult,
@@ -60,7 +62,7 @@ from expost.mechanisms import (
 )
 from expost.mechanisms.skellam_noise_reduction import FixedPrice
 from expost.privacy_spent import PrivacySpent, privacy_spent
-from expost.rounds import NOT_EXACT, Mode, Number, Prepared, Round, refusing
+from expost.rounds import NOT_EXACT, Mode, Number, Prepared, Round, noise_sources, refusing
 from expost.skellam.boundary import SkellamPrivacyBoundary
 from expost.spendable import Spendable
 from expost.stopping import StoppingRule
@@ -69,22 +71,6 @@ __all__ = ["NOT_EXACT", "PrivateSession", "Round", "SessionFilter", "filter_from
 
 SessionFilter = PrivacyFilter
 R = TypeVar("R")
-
-
-class _Settled(Exception):
-    """A settle's write found its round already settled (a retry after a cut): nothing to do."""
-
-
-def _unless_settled(replay: Replay, key: int, cost: Cost) -> Callable[..., dict[str, Any]]:
-    """The decision of round ``key``'s settle: its record, or `_Settled` if the ledger already
-    holds one (the write that a cut interrupted had committed)."""
-
-    def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
-        if not replay.is_open(key, entries):
-            raise _Settled
-        return {"round": key, "cost": encode(cost)}
-
-    return decide
 
 
 # ----------------------------------------------------------------------------- session
@@ -133,18 +119,7 @@ class PrivateSession(Spendable):
             raise InvalidParameter(
                 "filter", filter, "must be a privacy filter (see expost.filters.PrivacyFilter)"
             )
-        self._rng = None if rng is None else generator(rng)
-        flag("exact", exact)
-        if bits is not None:
-            bits = bit_source(bits)
-        self._bits: BitSource | None = SecureBits() if exact and bits is None else bits
-        if self._rng is None and self._bits is None:
-            raise InvalidParameter(
-                "rng",
-                rng,
-                "is needed in float mode (the default): pass numpy.random.default_rng(seed), or "
-                "choose the secure mode (exact=True or bits=...), which needs no rng",
-            )
+        self._rng, self._bits = noise_sources(rng, exact, bits)
         self._filter: SessionFilter = filter
         self._history: list[Round] = []
         self._lock = threading.Lock()  # held only for accounting: never around user code
@@ -159,7 +134,7 @@ class PrivateSession(Spendable):
                     "filter", filter, "must have no recorded rounds when a ledger is used"
                 )
             self._ledger = open_session_ledger(ledger, filter, create=create, ledger_id=ledger_id)
-            self._replay = Replay(filter, self._ledger.path)
+            self._replay, self._checkpointed = opened(self._ledger, filter)
             self._filter = self._replay.update(self._ledger.entries())
 
     # -- state ---------------------------------------------------------------------------
@@ -191,8 +166,10 @@ class PrivateSession(Spendable):
         """The guarantee of the whole interaction, whenever it stops.
 
         The filter's `reported_guarantee` (e.g. (eps, delta)-DP by APC Lemma 2.1 for a
-        `UnifiedFilter` that knows its delta'', the filter's theorem's guarantee otherwise).
+        `UnifiedFilter` that knows its delta'', the filter's theorem's guarantee otherwise);
+        `LedgerError` for a ledger over budget (`read_only`), whose rounds no filter covers.
         """
+        self._replay.check_writable()
         return self._filter.reported_guarantee()
 
     def refresh(self) -> None:
@@ -204,6 +181,13 @@ class PrivateSession(Spendable):
         if self._ledger is not None:
             with self._lock:
                 self._filter = self._replay.update(self._ledger.entries())
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the ledger holds a round its filter cannot charge (over budget: written
+        outside this library, or admitted by a server's slack), so every release is refused
+        (`LedgerError`); ``expost ledger show`` lists those rounds."""
+        return self._replay.over_budget
 
     def close(self) -> None:
         """Close the ledger, if any, after retrying a settle that a failed write left
@@ -255,47 +239,58 @@ class PrivateSession(Spendable):
             raise
         finally:
             self._running.round = False
-        cost = prepared.realised(result)
-        with self._lock:
-            self._settle(key, prepared.request, cost)
-            self._history.append(
-                Round(len(self._history), prepared.mechanism, prepared.request, cost, result)
-            )
+        self._finish(key, prepared, prepared.realised(result), result)
         return result
+
+    def _finish(self, key: int, p: Prepared[Any], cost: Cost, result: object) -> None:
+        """Step 5: settle round ``key`` at ``cost``, then add it to the history."""
+        with self._lock:
+            self._settle(key, p.request, cost)
+            self._history.append(Round(len(self._history), p.mechanism, p.request, cost, result))
 
     def _reserve(self, mechanism: str, request: Cost) -> int:
         """Check and record ``request`` (the caller holds the lock); the round's key."""
-        if self._ledger is None:
-            self._filter = self._filter.spend(request)  # BudgetExceeded: nothing recorded
-            return self._replay.reserve(request)
-        self._write_settles()  # a settle a cut interrupted, before the next round
         replay = self._replay
-
-        def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any]:
-            replay.update(entries).check(request)
-            return {"round": replay.rounds, "mechanism": mechanism, "cost": encode(request)}
-
-        entry = self._ledger.append("reserve", decide)
+        if self._ledger is None:
+            replay.check_writable()
+            replay.current().check(request)  # BudgetExceeded: nothing recorded
+            key = replay.reserve(request)
+            self._filter = replay.current()
+            return key
+        self._write_settles()  # a settle a cut interrupted, before the next round
+        entry = self._ledger.append("reserve", reserve_record(replay, mechanism, request))
         self._filter = replay.update(self._ledger.entries())
         return int(entry.record["round"])
 
     def _settle(self, key: int, request: Cost, cost: Cost) -> None:
-        """Replace round ``key``'s reservation by ``cost`` (the caller holds the lock)."""
+        """Replace round ``key``'s reservation by ``cost`` (the caller holds the lock); a settle
+        the replay refuses raises and leaves the round charged at ``request``."""
         if self._ledger is None:
+            self._replay.check_settle(key, cost)
             self._replay.settle(key, cost)
             self._filter = self._replay.current()
             return
         self._unsettled[key] = cost
         self._write_settles()
+        self._checkpointed = checkpoint(self._ledger, self._replay, self._checkpointed)
 
     def _write_settles(self) -> None:
         """Write every settle not yet written (a cut connection or a failed commit may have
-        left one), idempotently: a round the ledger shows settled is not settled again."""
+        left one), idempotently: a round the ledger shows settled is not settled again. A
+        settle refused for any reason but the ledger's (`LedgerError`: kept, to retry) is
+        dropped: its round stays charged at its request."""
         ledger, replay = self._ledger, self._replay
         for key, cost in sorted(self._unsettled.items()):
             assert ledger is not None  # only a session with a ledger has unsettled rounds
-            with contextlib.suppress(_Settled):
-                ledger.append("settle", _unless_settled(replay, key, cost))
+            try:
+                with contextlib.suppress(Settled):
+                    ledger.append("settle", settle_record(replay, key, cost))
+            except LedgerError:
+                raise
+            except Exception:
+                del self._unsettled[key]
+                self._filter = replay.update(ledger.entries())
+                raise
             del self._unsettled[key]
             self._filter = replay.update(ledger.entries())
 
@@ -345,14 +340,7 @@ class PrivateSession(Spendable):
         with self._lock:
             key = self._reserve(p.mechanism, p.request)
 
-        def settle(out: object) -> None:
-            with self._lock:
-                self._settle(key, p.request, p.request)
-                self._history.append(
-                    Round(len(self._history), p.mechanism, p.request, p.request, out)
-                )
-
-        return p.open(settle)
+        return p.open(lambda out: self._finish(key, p, p.request, out))
 
     def privacy_spent(self, delta: Number) -> PrivacySpent:
         """(ε, δ) of the rounds so far as a fixed composition (`expost.privacy_spent`): valid
@@ -480,8 +468,7 @@ class PrivateSession(Spendable):
         the session's rng (float mode; the bit source in secure mode), settled at ``cost`` —
         also if ``draw`` raises. The guarantee holds if ``draw`` is the mechanism ``cost``
         describes."""
-        prepared: Prepared[R] = self._prepare("release", own_round.prepare_release, cost, draw)
-        return self._release(prepared)
+        return self._release(self._prepare("release", own_round.prepare_release, cost, draw))
 
     def reduced_above_threshold(
         self,

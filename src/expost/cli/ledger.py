@@ -26,16 +26,17 @@ import attrs
 from expost.cli.ledger_summary import left_shown, runs, so_far
 from expost.errors import ExpostError, InvalidParameter
 from expost.filters import PrivacyFilter
-from expost.ledger import LedgerEntry, PostgresLedger, open_ledger, stored_config
+from expost.ledger import Ledger, LedgerEntry, PostgresLedger, open_ledger, stored_config
+from expost.ledger.checkpoints import verify_checkpoints
 from expost.ledger.pg_checks import PRICED_PARTS, part_fault
 from expost.ledger.postgres import is_postgres_url, shown_url
 from expost.ledger.records import (
     DESCRIBABLE,
-    Replay,
     configuration,
     filter_from_description,
     init_ledger,
 )
+from expost.ledger.replay import Replay
 from expost.ledger.targets import delete_empty, servable
 
 __all__ = ["add_parser", "copy", "delete", "init", "parse_filter", "show"]
@@ -198,7 +199,11 @@ def _spend(config: Mapping[str, Any], entries: tuple[LedgerEntry, ...], where: s
     replay = Replay(filter_from_description(config["filter"]), where)
     f = replay.update(entries)
     counts = f"{_count(len(entries), 'entry', 'entries')}, {_count(replay.rounds, 'round')}"
-    return f"{counts}; spent {f.spent!r}, remaining {left_shown(f)}"
+    lines = [f"{counts}; spent {f.spent!r}, remaining {left_shown(f)}"]
+    if replay.over_budget:  # opens anyway (issue 41): the spend of the rounds it can charge
+        lines.append("OVER BUDGET: the ledger is read-only (no session admits a round on it)")
+    lines += [f"not as written: {fault}" for fault in replay.faults]
+    return "\n".join(lines)
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
@@ -207,11 +212,13 @@ def _count(n: int, one: str, many: str | None = None) -> str:
 
 def show(target: str, entries: bool = False) -> str:
     """The id, filter, a summary of the runs (every entry with ``entries``) and the spend of
-    the ledger at ``target`` (`expost.cli.ledger_summary`)."""
+    the ledger at ``target`` (`expost.cli.ledger_summary`), every checkpoint checked against
+    the entries it covers."""
     config = stored_config(target)
     with open_ledger(target, config) as ledger:
         held = ledger.entries()
         where, ledger_id = str(ledger.path), ledger.ledger_id
+        checkpoints = ledger.checkpoints() if isinstance(ledger, Ledger) else ()
     filt = _json(configuration(config["filter"]) if "filter" in config else config)
     lines = [f"ledger {where}", f"id {ledger_id}, format {config.get('format')}, filter {filt}"]
     if entries or "filter" not in config:
@@ -220,7 +227,11 @@ def show(target: str, entries: bool = False) -> str:
         lines += runs(held, where)
     lines.append(_spend(config, held, where))
     if "filter" in config:
-        lines.append(so_far(filter_from_description(config["filter"]), held, where))
+        initial = filter_from_description(config["filter"])
+        lines.append(so_far(initial, held, where))
+        if checkpoints:
+            wrong = verify_checkpoints(initial, where, held, checkpoints)
+            lines += [f"{len(checkpoints)} checkpoints", *(f"NOT SOUND: {w}" for w in wrong)]
     return "\n".join(lines)
 
 

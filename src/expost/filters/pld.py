@@ -8,7 +8,8 @@ stopping the interaction is (eps, delta)-DP: pad a stopped run with dummy rounds
 discard their outputs; the result is a post-processing of a K-round adaptive composition,
 which the K-fold product pair dominates (Zhu, Dong & Wang 2022 Thm 10; THEORY §12). The
 mechanism is fixed before the first round: given when the filter is made, or taken from the
-first round when none is given (a ledger replays it from its first record).
+first round's reservation when none is given (`PLDFilter.fixed_by`: a session, and the replay of
+its ledger, fix it by the first round reserved, whatever the rounds then settle at).
 
 The literature's *natural filter* (admit a round while the composed PLD of the rounds so far
 fits) is this filter when every round is the one mechanism. A mix of mechanisms is refused:
@@ -212,6 +213,11 @@ class PLDFilter(Filter):
         if self.mechanism is not None or pair_of(cost) is None:
             return self
         return attrs.evolve(self, mechanism=cost)
+
+    def fixed_by(self, request: Cost) -> Self:
+        """This filter with its mechanism fixed by the first round's reservation ``request``
+        when none is fixed yet (so a settle at a smaller cost never moves it)."""
+        return self._fixed(request)
 
     def admits(self, request: Cost) -> bool:
         """Whether a round costing ``request`` is dominated and fits in the count."""

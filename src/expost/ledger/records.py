@@ -4,7 +4,7 @@ A session ledger's configuration is ``{"format": FORMAT, "filter": describe(filt
 round is a ``reserve`` entry ``{"round": k, "mechanism": name, "cost": encode(request)}``
 committed before the round runs and a ``settle`` entry ``{"round": k, "cost":
 encode(realised)}`` committed before its result is returned (ARCHITECTURE "Filters guard
-budgets"). `Replay` turns the entries back into the filter they imply. The classes a record
+budgets"); `expost.ledger.replay.Replay` turns the entries back into the filter they imply. The classes a record
 may name are listed explicitly: costs by the table of kinds (`expost.costs.table.KINDS`, which
 also decodes the records of older formats, e.g. ``SubsampledGaussianCost``), filters and values
 in `DESCRIBABLE`: a ledger never makes this module import anything by a name read from disk.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,7 +38,7 @@ from expost.filters import (
     ZCDPFilter,
 )
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
-from expost.ledger.base import LedgerBackend, LedgerEntry
+from expost.ledger.base import LedgerBackend
 from expost.ledger.targets import init_target, open_ledger
 
 __all__ = [
@@ -46,7 +46,6 @@ __all__ = [
     "DESCRIBABLE",
     "FORMAT",
     "OLD_FORMATS",
-    "Replay",
     "configuration",
     "decode",
     "describe",
@@ -174,7 +173,7 @@ def open_session_ledger(
     price as they did) opens under its own format, any other config is a `LedgerMismatch`."""
     config = session_config(filter)
     try:
-        return open_ledger(target, config, create=create, ledger_id=ledger_id)
+        return open_ledger(target, config, create=create, ledger_id=ledger_id, lazy=True)
     except LedgerMismatch as err:
         stored = json.loads(err.stored) if err.what == "config" else None
         if (
@@ -182,7 +181,7 @@ def open_session_ledger(
             and stored.get("format") in (FORMAT, *OLD_FORMATS)
             and _same(stored.get("filter"), json.loads(json.dumps(config["filter"])))
         ):
-            return open_ledger(target, stored, create=create, ledger_id=ledger_id)
+            return open_ledger(target, stored, create=create, ledger_id=ledger_id, lazy=True)
         raise
 
 
@@ -205,66 +204,3 @@ def configuration(description: object) -> object:
     if not isinstance(description, Mapping):
         return description
     return {k: v for k, v in description.items() if not str(k).startswith("_")}
-
-
-class Replay:
-    """The filter a ledger implies, brought up to date from the entries appended since.
-
-    A round is charged at its reservation until its settlement replaces it; a reservation
-    never settled (its process died) stays charged at its request. Settled rounds are spent
-    once, in settlement order, and the few open reservations on top of them, so an update
-    costs one `spend` per new entry (not a replay of the whole ledger).
-    """
-
-    def __init__(self, initial: PrivacyFilter, path: Path | str) -> None:
-        self._settled = initial
-        self._open: dict[int, Cost] = {}
-        self._seen = 0
-        self._rounds = 0
-        self._path = path
-
-    @property
-    def rounds(self) -> int:
-        """How many rounds the ledger holds (reserved, settled or not)."""
-        return self._rounds
-
-    def is_open(self, key: int, entries: Sequence[LedgerEntry]) -> bool:
-        """Whether round ``key`` is reserved and not settled after ``entries`` (every entry of
-        the ledger, in order)."""
-        self.update(entries)
-        return key in self._open
-
-    def reserve(self, request: Cost) -> int:
-        """Record round `rounds` as open at its ``request``; its key."""
-        key = self._rounds
-        self._open[key] = request
-        self._rounds += 1
-        return key
-
-    def settle(self, key: int, cost: Cost) -> bool:
-        """Replace open round ``key``'s reservation by ``cost``; False if it is not open."""
-        if self._open.pop(key, None) is None:
-            return False
-        self._settled = self._settled.spend(cost)
-        return True
-
-    def current(self) -> PrivacyFilter:
-        """The settled rounds, and the open reservations spent on top of them."""
-        f = self._settled
-        for cost in self._open.values():
-            f = f.spend(cost)
-        return f
-
-    def update(self, entries: Sequence[LedgerEntry]) -> PrivacyFilter:
-        """The filter after ``entries`` (every entry of the ledger, in order)."""
-        for entry in entries[self._seen :]:
-            key, cost = int(entry.record["round"]), decode(entry.record["cost"], self._path)
-            if entry.kind == "reserve" and key == self._rounds:
-                self.reserve(cost)
-            elif not (entry.kind == "settle" and self.settle(key, cost)):
-                raise LedgerCorrupted(
-                    self._path,
-                    f"entry {entry.index} ({entry.kind} of round {key}) is out of order",
-                )
-        self._seen = max(self._seen, len(entries))
-        return self.current()

@@ -31,7 +31,7 @@ import secrets
 import sqlite3
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -76,6 +76,14 @@ _SCHEMA: Final = (
     *(
         f"CREATE TRIGGER rounds_no_{op.lower()} BEFORE {op} ON rounds"
         " BEGIN SELECT RAISE(ABORT, 'expost ledger rounds are append-only'); END"
+        for op in ("UPDATE", "DELETE")
+    ),
+)
+_CHECKPOINTS: Final = (  # made by the first checkpoint; a file without one is read as before
+    "CREATE TABLE IF NOT EXISTS checkpoints (entry INTEGER PRIMARY KEY, state TEXT NOT NULL)",
+    *(
+        f"CREATE TRIGGER IF NOT EXISTS checkpoints_no_{op.lower()} BEFORE {op} ON checkpoints"
+        " BEGIN SELECT RAISE(ABORT, 'expost ledger checkpoints are append-only'); END"
         for op in ("UPDATE", "DELETE")
     ),
 )
@@ -205,6 +213,9 @@ def _verify(conn: sqlite3.Connection, path: Path) -> tuple[str, str | None]:
         found = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
         if found != columns:
             raise LedgerCorrupted(path, f"table {table!r} has columns {found}, expected {columns}")
+    found = tuple(row[1] for row in conn.execute("PRAGMA table_info(checkpoints)"))
+    if found not in ((), ("entry", "state")):
+        raise LedgerCorrupted(path, f"table 'checkpoints' has columns {found}")
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     if meta.get("format") != _FORMAT:
         raise LedgerCorrupted(path, f"meta format is {meta.get('format')!r}, not {_FORMAT!r}")
@@ -236,6 +247,7 @@ class Ledger(ClosesOnExit, Spendable):
         self._conn: sqlite3.Connection | None = conn
         self._config = config
         self._entries: tuple[LedgerEntry, ...] = ()
+        self._base = 0  # the index of the first entry read (`start_at`: a checkpoint's)
 
     @classmethod
     def open(
@@ -246,9 +258,10 @@ class Ledger(ClosesOnExit, Spendable):
         create: bool = False,
         ledger_id: str | None = None,
         timeout: float = 30.0,
+        lazy: bool = False,
     ) -> Ledger:
         """Open the existing ledger at ``path`` for ``config`` (with ``create=True``: creating
-        it if there is no file).
+        it if there is no file); ``lazy``: read no round yet (`start_at`, then `entries`).
 
         A missing file is `LedgerNotFound` (nothing created); an existing file must hold
         exactly this config (canonical JSON; note 1 and 1.0 differ), else `LedgerMismatch`,
@@ -290,7 +303,8 @@ class Ledger(ClosesOnExit, Spendable):
                 raise LedgerMismatch(p, stored, text, advice=_ADVICE)
             _configure(conn)
             ledger = cls(p, conn, frozen_json(json.loads(text)), stored_id)
-            ledger._refresh()
+            if not lazy:
+                ledger._refresh()
         except sqlite3.Error as exc:
             conn.close()
             raise _sqlite_error(p, exc, corrupt=True) from exc
@@ -354,9 +368,67 @@ class Ledger(ClosesOnExit, Spendable):
             raise LedgerError(f"ledger {str(self._path)!r} is closed")
         return self._conn
 
+    def start_at(self, index: int) -> None:
+        """Read entries from ``index`` on only (before any is read: a lazy open); `entries`
+        then holds those, each with its own ``index``."""
+        if self._entries or index < 0:
+            raise InvalidParameter("index", index, "must be >= 0, before any entry is read")
+        self._base = index
+
+    def read(self, start: int, stop: int) -> tuple[LedgerEntry, ...]:
+        """The committed entries with ``start <= index < stop`` (kept nowhere)."""
+        rows = (
+            self._connection()
+            .execute(
+                "SELECT id, kind, record, created FROM rounds WHERE id >= ? AND id < ? ORDER BY id",
+                (start, stop),
+            )
+            .fetchall()
+        )
+        return tuple(entry_from_row(self._path, row) for row in rows)
+
+    def checkpoints(self, latest: bool = False) -> tuple[tuple[int, dict[str, Any]], ...]:
+        """Every checkpoint (``latest``: the last only) as (the number of entries it covers,
+        its state), oldest first."""
+        conn = self._connection()
+        if not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'"
+        ).fetchone():
+            return ()
+        limit = " DESC LIMIT 1" if latest else ""
+        rows = conn.execute(f"SELECT entry, state FROM checkpoints ORDER BY entry{limit}")
+        return tuple(
+            (int(e), parse_object(self._path, f"checkpoint {e}", state)) for e, state in rows
+        )
+
+    def _write_checkpoint(self, decide: Callable[[tuple[LedgerEntry, ...]], object]) -> None:
+        """Under the write lock: re-read, ``state = decide(entries)`` (None: none), then store it
+        as the checkpoint of every entry read. Not part of the backend contract: only a session
+        (`expost.ledger.replay`) writes them, from a replay of the entries they cover."""
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                entries = self._refresh()
+                state = decide(entries)
+                if state is not None:
+                    for statement in _CHECKPOINTS:
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO checkpoints (entry, state) VALUES (?, ?)",
+                        (self._base + len(entries), canonical("checkpoint", state)),
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise _sqlite_error(self._path, exc, corrupt=False) from exc
+
     def _refresh(self) -> tuple[LedgerEntry, ...]:
         """Read the rounds committed since the last read (the table is append-only)."""
-        start = len(self._entries)
+        start = self._base + len(self._entries)
         rows = (
             self._connection()
             .execute(
@@ -392,7 +464,7 @@ class Ledger(ClosesOnExit, Spendable):
             try:
                 entries = self._refresh()
                 text = record_text(decide(entries))
-                row = (len(entries), kind, text, time.time())
+                row = (self._base + len(entries), kind, text, time.time())
                 conn.execute(
                     "INSERT INTO rounds (id, kind, record, created) VALUES (?, ?, ?, ?)", row
                 )

@@ -69,9 +69,11 @@ def open_ledger(
     create: bool = False,
     ledger_id: str | None = None,
     timeout: float = 30.0,
+    lazy: bool = False,
 ) -> Ledger | PostgresLedger:
     """Open the existing ledger at ``target`` for ``config`` (``create=True``: create it if it
-    is missing): a ``postgresql://`` URL is a `PostgresLedger`, a path a SQLite `Ledger`."""
+    is missing): a ``postgresql://`` URL is a `PostgresLedger`, a path a SQLite `Ledger`
+    (``lazy``: reading no round yet, so that a replay may start at a checkpoint)."""
     if create:
         servable(target, config)
     if _is_postgres(target):
@@ -79,7 +81,9 @@ def open_ledger(
         return PostgresLedger.open(
             target, config, create=create, ledger_id=ledger_id, timeout=timeout
         )
-    return Ledger.open(target, config, create=create, ledger_id=ledger_id, timeout=timeout)
+    return Ledger.open(
+        target, config, create=create, ledger_id=ledger_id, timeout=timeout, lazy=lazy
+    )
 
 
 def init_target(

@@ -1,0 +1,142 @@
+"""Checkpoints of a SQLite session ledger: written by a session, restored by an open.
+
+Once `CHECKPOINT_EVERY` more rounds are settled, a session writes the state of its replay
+(`Replay.state`: the filter after the settled prefix, its exact sums, and every later round)
+under the write lock; an open restores the latest checkpoint that fits the ledger and reads only
+the entries after it (`opened`); `verify_checkpoints` checks each against a replay of every entry
+(`expost ledger show`). docs/session.md, "Checkpoints: long-lived ledgers", says what an open
+trusts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from expost.errors import LedgerCorrupted, LedgerError
+from expost.filters import PrivacyFilter
+from expost.ledger.base import LedgerBackend, LedgerEntry
+from expost.ledger.records import decode
+from expost.ledger.replay import Replay, Settled, settle_record
+from expost.ledger.sqlite import Ledger
+
+__all__ = ["CHECKPOINT_EVERY", "checkpoint", "opened", "verify_checkpoints"]
+
+CHECKPOINT_EVERY: Final = 1024
+"""A session writes a checkpoint once this many more rounds are settled, and first settles at
+its request a round left open while this many later ones were reserved."""
+
+
+def opened(ledger: LedgerBackend, initial: PrivacyFilter) -> tuple[Replay, int]:
+    """The replay of a just opened ledger, and how many settled rounds its checkpoint covers:
+    from the latest checkpoint of a SQLite ledger opened lazily, reading only the entries after
+    it, when the checkpoint is sound — its filter is ``initial``'s (a `PLDFilter`'s mechanism the
+    first reservation's) and its rounds are the reservations before it; else from the start."""
+    every = ledger.checkpoints() if isinstance(ledger, Ledger) else ()
+    if every:
+        assert isinstance(ledger, Ledger)  # only a SQLite ledger has checkpoints
+        entry, state = every[-1]
+        try:
+            first = decode(ledger.read(0, 1)[0].record["cost"], ledger.path)
+            replay = Replay.restore(initial, ledger.path, entry, state, first)
+            if _reserved_before(ledger, entry) == replay.rounds and all(
+                _at_least(state["sums"], earlier["sums"]) for _, earlier in every[:-1]
+            ):
+                ledger.start_at(entry)
+                return replay, replay.settled_prefix
+        except (LookupError, LedgerCorrupted):
+            pass  # not sound: the entries decide (`expost ledger show` names it)
+    return Replay(initial, ledger.path), 0
+
+
+def _at_least(sums: Mapping[str, Any], earlier: Mapping[str, Any]) -> bool:
+    """Whether every exact sum of a checkpoint is at least an earlier checkpoint's."""
+    if "amounts" not in sums:
+        return all(_at_least(sums[part], earlier[part]) for part in sums)
+    return all(
+        math.fsum([*sums[k], *(-x for x in earlier[k])]) >= 0.0 for k in ("amounts", "deltas")
+    ) and int(sums["rounds"]) >= int(earlier["rounds"])
+
+
+def _same(state: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """Whether two checkpoint states are equal, their sums as exact values (not partials)."""
+    keys = ("format", "rounds", "filter", "tail")
+    return all(state.get(k) == other.get(k) for k in keys) and _equal(state["sums"], other["sums"])
+
+
+def _equal(sums: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    if "amounts" not in sums:
+        return sums.keys() == other.keys() and all(_equal(sums[p], other[p]) for p in sums)
+    return _at_least(sums, other) and _at_least(other, sums)
+
+
+def verify_checkpoints(
+    initial: PrivacyFilter,
+    path: Path | str,
+    entries: Sequence[LedgerEntry],
+    checkpoints: Sequence[tuple[int, Mapping[str, Any]]],
+) -> tuple[str, ...]:
+    """Replay ``entries`` (all of a ledger's) from the start and compare each checkpoint with
+    the replay's own state at its entry: one line per checkpoint that does not match."""
+    replay, wrong = Replay(initial, path), []
+    for entry, state in checkpoints:
+        replay.update(entries[:entry])
+        own = replay.state()
+        try:
+            sound = own is not None and _same(json.loads(json.dumps(own)), state)
+        except (LookupError, TypeError, ValueError):
+            sound = False
+        if not sound:
+            wrong.append(f"checkpoint of entry {entry}: does not match the entries before it")
+    return tuple(wrong)
+
+
+def _reserved_before(ledger: Ledger, entry: int) -> int | None:
+    """How many rounds the entries before ``entry`` reserve: the last reservation's key + 1
+    (None if none is among the last 4,096 entries)."""
+    stop = entry
+    while stop > max(0, entry - 4096):
+        for e in reversed(ledger.read(max(0, stop - 64), stop)):
+            if e.kind == "reserve" and isinstance(e.record.get("round"), int):
+                return int(e.record["round"]) + 1
+        stop -= 64
+    return 0 if entry == 0 else None
+
+
+def checkpoint(ledger: LedgerBackend, replay: Replay, done: int) -> int:
+    """Write a checkpoint of ``replay`` if `CHECKPOINT_EVERY` rounds were settled since the
+    latest (``done`` rounds, or another session's); the rounds the latest one covers. First,
+    a round left open while `CHECKPOINT_EVERY` later ones were reserved is settled at its
+    request (the charge it has: its owner, if alive, finds it settled and returns its result).
+    SQLite only (the PostgreSQL server takes no checkpoint); a write that fails is left for
+    later."""
+    stale = replay.stale(CHECKPOINT_EVERY) if isinstance(ledger, Ledger) else []
+    if not isinstance(ledger, Ledger) or (
+        replay.settled_prefix < done + CHECKPOINT_EVERY and not stale
+    ):
+        return done
+    for key, request in stale:  # a killed process's, or a very long round's
+        with contextlib.suppress(Settled, LedgerError):
+            ledger.append("settle", settle_record(replay, key, request))
+    if replay.settled_prefix < done + CHECKPOINT_EVERY:
+        return done
+
+    def decide(entries: tuple[LedgerEntry, ...]) -> dict[str, Any] | None:
+        nonlocal done
+        replay.update(entries)
+        latest = ledger.checkpoints(latest=True)
+        done = max(done, int(latest[0][1].get("rounds", 0)) if latest else 0)
+        if replay.settled_prefix < done + CHECKPOINT_EVERY:
+            return None
+        state = replay.state()
+        if state is not None:
+            done = replay.settled_prefix
+        return state
+
+    with contextlib.suppress(LedgerError):
+        ledger._write_checkpoint(decide)
+    return done
