@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from expost.costs import Composed, PairCost, PoissonSampled
-from expost.costs.table import KINDS, accepting, decode_cost, encode_cost, refusal
 from expost.errors import InvalidParameter
 from expost.filters import (
     BoundedRangeCost,
@@ -31,6 +30,7 @@ from expost.filters import (
     ZCDPFilter,
 )
 from expost.filters.costs import DiscreteLaplaceCost
+from expost.filters.kinds import KINDS, accepting, decode_cost, encode_cost, refusal
 from expost.ledger.pg_checks import CHECKS
 
 ROOT = Path(__file__).resolve().parents[1]

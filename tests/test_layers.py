@@ -37,9 +37,11 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "stopping",
     ),
     ("ex_post_rdp", "odometers", "processes", "realised_privacy", "skellam"),
+    ("gdp_conversions",),  # the GDP of a pure-DP round (scipy special functions)
+    ("costs",),  # the open cost model: representations, pairs, wrappers
     ("filters",),  # costs and the filters that price them
-    ("ledger", "mechanisms", "rounds"),
-    ("mechanism_table", "privacy_spent"),
+    ("interop", "ledger", "mechanisms", "rounds"),
+    ("mechanism_table", "own_round", "privacy_spent"),
     ("batches", "prepare"),
     ("session",),
     ("apps",),

@@ -53,6 +53,8 @@ _NOT_PUBLIC = (
 )
 
 NOT_GUARANTEES: dict[str, str] = {
+    "ledger.replay.Replay.over_budget": "a flag (whether a round is uncharged), not a number",
+    "ledger.replay.Replay.stale": "the open rounds reserved long ago (keys and requests)",
     "loss.sigma_of_rho": "a noise scale, rounded to the side its caller asks (tests/test_sigma_rho.py)",
     "PrivacyLossDistribution.from_eps_delta": "builds the worst (eps, delta) pair's PLD",
     "pld.constructors.eps_delta": "builds the worst (eps, delta) pair's PLD",

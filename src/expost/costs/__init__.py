@@ -2,7 +2,7 @@
 
 `expost.costs.model` (the representations a filter prices by, and their derivations),
 `expost.costs.pairs` (dominating pairs for `PLDFilter`), `expost.costs.wrappers`
-(`PoissonSampled`, `Composed`, `PairCost`), `expost.costs.table` (the table of kinds the ledger
+(`PoissonSampled`, `Composed`, `PairCost`), `expost.filters.kinds` (the table of kinds the ledger
 codec, the PostgreSQL checks and the filters' acceptance derive from) and
 `expost.costs.domination` (domination decided by computation). The built-in costs live in
 `expost.filters.costs`.

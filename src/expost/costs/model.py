@@ -8,7 +8,7 @@ delta) (`ZCDPFilter`, `UnifiedFilter`, `ConcurrentFilter`), ``gdp`` mu² (`Gauss
 ``dp`` (eps, delta) (`ApproxDPFilter`), ``ex_post`` (bound, delta) (`ExPostFilter`), ``brownian``
 (time, sensitivity) (`BrownianFilter`) and ``ex_post_rdp(α)`` (a realised ex-post RDP charge,
 `RDPFilter`). None means "not known": the filter refuses the round, naming the representation it
-prices by and the filters that could price it (`expost.costs.table.refusal`).
+prices by and the filters that could price it (`expost.filters.kinds.refusal`).
 
 `Mechanism` derives what a cost does not state from what it does, each a theorem: an
 (eps, 0)-DP round is eps²/2-zCDP (Bun–Steinke 2016 Prop 1.4) and (eps, delta) gives
@@ -66,7 +66,7 @@ class Mechanism:
         (eps, 0)-DP round, α·rho for a delta-0 zCDP one."""
         d = self.dp()
         if d is not None and d[1] == 0.0:
-            from expost.renyi import pure_dp_renyi
+            from expost.rdp_curves import pure_dp_renyi
 
             return pure_dp_renyi(d[0], alpha)
         z = self.zcdp()
@@ -88,7 +88,7 @@ class Mechanism:
         d = self.dp()
         if d is None or d[1] != 0.0:
             return None
-        from expost.filters.gaussian_dp import pure_dp_mu_squared
+        from expost.gdp_conversions import pure_dp_mu_squared
 
         return pure_dp_mu_squared(Fraction(d[0]))
 

@@ -158,7 +158,7 @@ class Filter(ABC):
         """(amount in ``unit``, delta) of ``cost``; `InvalidParameter` if not accepted."""
         rate = self._rate(cost)
         if rate is None:
-            from expost.costs.table import refusal
+            from expost.filters.kinds import refusal
 
             rule = refusal(type(self).__name__, cost, *self._PRICES_BY, note=self._NOTE)
             raise InvalidParameter(

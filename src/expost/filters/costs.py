@@ -168,7 +168,7 @@ class LaplaceCost(DPCost):
         return ClosedPair("laplace", self.eps)
 
     def rdp(self, alpha: float) -> float:
-        """The Laplace mechanism's ε_α (`expost.renyi.laplace_renyi`)."""
+        """The Laplace mechanism's ε_α (`expost.rdp_curves.laplace_renyi`)."""
         from expost.rdp_curves import laplace_renyi
 
         return laplace_renyi(self.eps, alpha)
@@ -214,7 +214,7 @@ class BoundedRangeCost(Mechanism):
 
     def gdp(self) -> float:
         """mu(eps/2)²: randomised response at eps/2 (`expost.filters.gaussian_dp`)."""
-        from expost.filters.gaussian_dp import pure_dp_mu_squared
+        from expost.gdp_conversions import pure_dp_mu_squared
 
         return pure_dp_mu_squared(Fraction(self.eps) / 2)  # exact: eps/2 of 5e-324 is not 0
 

@@ -126,7 +126,7 @@ def _grid(_instance: object, _attribute: object, value: object) -> None:
 
 def _mechanism(_instance: object, _attribute: object, value: Cost | None) -> None:
     if value is not None and pair_of(value) is None:
-        from expost.costs.table import refusal
+        from expost.filters.kinds import refusal
 
         raise InvalidParameter(
             "mechanism", value, "must be None or " + refusal("PLDFilter", value, "pair")

@@ -34,7 +34,6 @@ from attrs import field, frozen
 
 from expost._validation import as_float, open_probability, positive, validator
 from expost.costs.model import Mechanism
-from expost.costs.table import refusal
 from expost.costs.wrappers import PoissonSampled
 from expost.errors import BudgetExceeded, InvalidParameter
 from expost.ex_post_rdp import DEFAULT_ORDERS, ExPostRDP, markov_bound, renyi_orders
@@ -49,6 +48,7 @@ from expost.filters.costs import (
     GaussianCost,
     ZCDPCost,
 )
+from expost.filters.kinds import refusal
 from expost.guarantees import ApproxDP
 from expost.rounding import SMALLEST, down_exact, sum_down, up_exact
 

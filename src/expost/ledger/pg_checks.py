@@ -7,7 +7,7 @@ so that every client decodes it and prices it to a finite value in bounded time)
 reservation). `expost.ledger.pg_schema` installs them; docs/sharing-a-budget.md says why each
 rule is what it is. The kinds the server knows — their fields, which are positive, which must
 have delta 0, and the kind each is priced as — come from the table of kinds
-(`expost.costs.table.KINDS`, column ``server``); a kind without one is refused by the server.
+(`expost.filters.kinds.KINDS`, column ``server``); a kind without one is refused by the server.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from expost.costs.table import KINDS
+from expost.filters.kinds import KINDS
 from expost.ledger.limits import (
     BELOW,
     LARGEST_NUMBER,

@@ -5,7 +5,7 @@ round is a ``reserve`` entry ``{"round": k, "mechanism": name, "cost": encode(re
 committed before the round runs and a ``settle`` entry ``{"round": k, "cost":
 encode(realised)}`` committed before its result is returned (ARCHITECTURE "Filters guard
 budgets"); `expost.ledger.replay.Replay` turns the entries back into the filter they imply. The classes a record
-may name are listed explicitly: costs by the table of kinds (`expost.costs.table.KINDS`, which
+may name are listed explicitly: costs by the table of kinds (`expost.filters.kinds.KINDS`, which
 also decodes the records of older formats, e.g. ``SubsampledGaussianCost``), filters and values
 in `DESCRIBABLE`: a ledger never makes this module import anything by a name read from disk.
 """
@@ -18,27 +18,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-import attrs
-
-from expost.costs.model import Mechanism
-from expost.costs.table import KINDS, Kind, decode_cost, encode_cost
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerMismatch
 from expost.filters import (
-    ApproxDPFilter,
-    BrownianFilter,
-    ConcurrentFilter,
     Cost,
-    ExPostFilter,
-    GaussianDPFilter,
-    PLDFilter,
     PrivacyFilter,
-    RDPFilter,
-    RenyiFilter,
-    UnifiedFilter,
-    ZCDPFilter,
 )
-from expost.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
+from expost.filters.kinds import decode_cost, encode_cost
 from expost.ledger.base import LedgerBackend
+from expost.ledger.descriptions import (
+    COSTS,
+    DESCRIBABLE,
+    configuration,
+    describe,
+    filter_from_description,
+)
 from expost.ledger.targets import init_target, open_ledger
 
 __all__ = [
@@ -55,31 +48,6 @@ __all__ = [
     "open_session_ledger",
     "session_config",
 ]
-
-COSTS: Final[Mapping[str, Kind]] = KINDS
-"""Every cost a record may name, by its ``type`` (the table of kinds)."""
-
-DESCRIBABLE: Final[Mapping[str, type]] = {
-    c.__name__: c
-    for c in (
-        ZCDPFilter,
-        UnifiedFilter,
-        BrownianFilter,
-        ApproxDPFilter,
-        ExPostFilter,
-        GaussianDPFilter,
-        ConcurrentFilter,
-        RDPFilter,
-        RenyiFilter,
-        PLDFilter,
-        ApproxDP,
-        ZCDP,
-        PureDP,
-        GaussianDP,
-    )
-}
-"""Every filter, and every value a filter holds, that a ledger's configuration may name (and
-every cost kind of `COSTS`: a `PLDFilter`'s mechanism)."""
 
 FORMAT: Final = "expost-session/4"  # /4: the table of kinds (PoissonSampled, PairCost, ...)
 OLD_FORMATS: Final = ("expost-session/1", "expost-session/2", "expost-session/3")
@@ -101,52 +69,9 @@ def decode(record: Mapping[str, Any], path: Path | str) -> Cost:
         raise LedgerCorrupted(path, f"bad cost record {dict(record)!r}: {err}") from err
 
 
-def describe(f: Any) -> dict[str, Any]:
-    """The filter's configuration (type and parameters, not its history) as JSON."""
-    if isinstance(f, Mechanism):
-        return encode_cost(f)
-    out: dict[str, Any] = {"type": type(f).__name__}
-    for a in attrs.fields(type(f)):
-        if a.alias == "realised" or a.alias.startswith("_") or not a.init:  # state
-            continue
-        value = getattr(f, a.name)
-        out[a.name] = describe(value) if attrs.has(type(value)) else value
-    return out
-
-
 def session_config(filter: PrivacyFilter) -> dict[str, Any]:
     """The configuration a session ledger for ``filter`` holds."""
     return {"format": FORMAT, "filter": describe(filter)}
-
-
-def filter_from_description(description: Mapping[str, Any]) -> PrivacyFilter:
-    """The fresh filter a ledger's configuration describes (the inverse of `describe`: type
-    and parameters, nested values likewise; only the classes of `DESCRIBABLE`)."""
-
-    def build(value: Any) -> Any:
-        if not isinstance(value, Mapping) or "type" not in value:
-            return value
-        if str(value["type"]) in COSTS:
-            try:
-                return decode_cost(value)
-            except (TypeError, ValueError) as err:
-                raise InvalidParameter("description", dict(value), str(err)) from err
-        kind = DESCRIBABLE.get(str(value["type"]))
-        if kind is None:
-            raise InvalidParameter(
-                "description",
-                dict(value),
-                f"names no filter or value a ledger may hold ({', '.join([*DESCRIBABLE, *COSTS])})",
-            )
-        try:
-            return kind(**{k: build(v) for k, v in value.items() if k != "type"})
-        except TypeError as err:
-            raise InvalidParameter("description", dict(value), str(err)) from err
-
-    built = build(description)
-    if not isinstance(built, PrivacyFilter):
-        raise InvalidParameter("description", dict(description), "does not describe a filter")
-    return built
 
 
 def init_ledger(
@@ -196,11 +121,3 @@ def _same(stored: object, current: object) -> bool:
     except (InvalidParameter, TypeError, ValueError):
         return False
     return bool(json.loads(json.dumps(rebuilt)) == current)
-
-
-def configuration(description: object) -> object:
-    """A filter's description without the state an earlier release wrote into it (an
-    `RDPFilter`'s ``_carried``): what `describe` writes now."""
-    if not isinstance(description, Mapping):
-        return description
-    return {k: v for k, v in description.items() if not str(k).startswith("_")}

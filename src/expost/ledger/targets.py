@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from expost.errors import InvalidParameter, LedgerCorrupted, LedgerError
+from expost.ledger.descriptions import configuration, filter_from_description
 from expost.ledger.pg_checks import PRICED_FILTERS, part_fault
 from expost.ledger.postgres import PostgresLedger, is_postgres_url
 from expost.ledger.sqlite import Ledger
@@ -47,9 +48,6 @@ def servable(target: object, config: Mapping[str, Any]) -> None:
     if (fault := part_fault(described)) is not None:
         raise InvalidParameter("filter", kind, fault)
     if session and isinstance(described, Mapping):
-        # lazily: records imports this module; every client builds the filter to open it
-        from expost.ledger.records import configuration, filter_from_description
-
         plain = configuration(described)
         if isinstance(plain, Mapping):
             filter_from_description(plain)
