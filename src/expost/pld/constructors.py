@@ -4,7 +4,9 @@ Each builds the pair's (remove, add) loss laws twice: with parameters rounded so
 dominates the exact one (the upper side; μ, ε0, q rounded up) and so the exact pair dominates it
 (the lower side, for `PrivacyLossDistribution.delta_bracket`), and keeps a closure that rebuilds
 the same pair Poisson-subsampled at a further rate (`PrivacyLossDistribution.poisson_sampled`).
-Built PLDs are cached per argument.
+Built PLDs are cached per argument. The PLDs themselves are made by the builder that
+`expost.pld.distribution` registers (`set_builder`: the class lives there, and this module
+must not import it back).
 """
 
 from __future__ import annotations
@@ -13,19 +15,21 @@ import functools
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from expost._validation import finite, nonnegative, positive, positive_int, probability
+from expost._validation import (
+    finite,
+    nonnegative,
+    open_probability,
+    positive,
+    positive_int,
+    probability,
+)
 from expost.errors import InvalidParameter
 from expost.pld import mechanisms
-from expost.pld.distribution import (
-    PrivacyLossDistribution,
-    _sampling,
-    from_laws,
-    grid,
-)
 from expost.pld.noise import noise_part
 from expost.pld.pairs import (
     LossLaw,
@@ -42,16 +46,47 @@ __all__ = [
     "discrete_gaussian",
     "discrete_laplace",
     "eps_delta",
+    "from_laws",
     "from_noise",
     "from_pmfs",
     "gaussian",
+    "grid",
     "laplace",
+    "sampling_rate",
+    "set_builder",
     "without_replacement",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 _CACHE = 256
-PLD = PrivacyLossDistribution
+PLD = Any  # a `PrivacyLossDistribution`, made by the registered builder
+_BUILDER: list[Callable[..., PLD]] = []
+
+
+def set_builder(build: Callable[..., PLD]) -> None:
+    """Register `expost.pld.distribution.from_laws` (called once, when that module loads)."""
+    _BUILDER[:] = [build]
+
+
+def from_laws(*args: Any) -> PLD:
+    """A PLD from (laws, lower laws, h, tail, sampled, regrid, gaussian) by the builder."""
+    return _BUILDER[0](*args)
+
+
+def sampling_rate(q: object) -> float:
+    """A validated Poisson sampling rate in (0, 1]."""
+    x = finite("sampling_prob", q)
+    if not 0.0 < x <= 1.0:
+        raise InvalidParameter("sampling_prob", q, "must lie in (0, 1]")
+    return x
+
+
+def grid(h: object, tail: object) -> tuple[float, float]:
+    """The validated (value_discretization, tail_mass)."""
+    step = positive("value_discretization", h)
+    if step > 0.1:
+        raise InvalidParameter("value_discretization", h, "must be <= 0.1")
+    return step, open_probability("tail_mass", tail)
 
 
 def _rates(q: float, s: float) -> tuple[float, float]:
@@ -127,7 +162,7 @@ def _bounded_range(eps: float, q: tuple[float, float], h: float, tail: float) ->
 def gaussian(sigma: float, sensitivity: float, q: float, h: float, tail: float) -> PLD:
     """`PrivacyLossDistribution.gaussian`."""
     d, s = positive("sensitivity", sensitivity), positive("sigma", sigma)
-    r = _sampling(q)
+    r = sampling_rate(q)
     step, t = grid(h, tail)
     return _gaussian((ratio_up(d, s), _ratio_down(d, s)), (r, r), step, t)
 
@@ -135,7 +170,7 @@ def gaussian(sigma: float, sensitivity: float, q: float, h: float, tail: float) 
 def laplace(scale: float, sensitivity: float, q: float, h: float, tail: float) -> PLD:
     """`PrivacyLossDistribution.laplace` (and `vector_laplace`)."""
     d, b = positive("sensitivity", sensitivity), positive("scale", scale)
-    r = _sampling(q)
+    r = sampling_rate(q)
     step, t = grid(h, tail)
     return _laplace((ratio_up(d, b), _ratio_down(d, b)), (r, r), step, t)
 
@@ -143,7 +178,7 @@ def laplace(scale: float, sensitivity: float, q: float, h: float, tail: float) -
 def bounded_range(eps: float, q: float, h: float, tail: float) -> PLD:
     """`PrivacyLossDistribution.bounded_range`."""
     e = positive("eps", eps)
-    r = _sampling(q)
+    r = sampling_rate(q)
     step, t = grid(h, tail)
     return _bounded_range(e, (r, r), step, t)
 
@@ -186,13 +221,13 @@ def eps_delta(eps: float, delta: float, q: float, h: float, tail: float) -> PLD:
     if not math.isfinite(e):
         raise InvalidParameter("eps", eps, "must be finite")
     step, t = grid(h, tail)
-    return _eps_delta(e, d, _sampling(q), step, t)
+    return _eps_delta(e, d, sampling_rate(q), step, t)
 
 
 def from_pmfs(p: object, q: object, s: float, tolerance: float, h: float, tail: float) -> PLD:
     """`PrivacyLossDistribution.from_pmfs` (not cached: arrays)."""
     tol = nonnegative("tolerance", tolerance)
-    rate = _sampling(s)
+    rate = sampling_rate(s)
     step, t = grid(h, tail)
     bounds = mechanisms.pmf_bounds(p, q, tol)
     return _from_bounds(lambda: bounds, (rate, rate), step, t)
@@ -215,7 +250,7 @@ def discrete_gaussian(sigma: float, sensitivity: int, q: float, h: float, tail: 
     if not math.isfinite(s) or s > 1e300:
         raise InvalidParameter("sigma", sigma, "must be finite (at most 1e300)")
     step, t = grid(h, tail)
-    return _discrete_gaussian(s, d, _sampling(q), step, t)
+    return _discrete_gaussian(s, d, sampling_rate(q), step, t)
 
 
 @functools.lru_cache(maxsize=_CACHE)
@@ -227,7 +262,7 @@ def discrete_laplace(scale: float, sensitivity: int, q: float, h: float, tail: f
     """`PrivacyLossDistribution.discrete_laplace`."""
     b, d = positive("scale", scale), _integer("sensitivity", sensitivity)
     step, t = grid(h, tail)
-    return _discrete_laplace(finite("scale", b), d, _sampling(q), step, t)
+    return _discrete_laplace(finite("scale", b), d, sampling_rate(q), step, t)
 
 
 def without_replacement(eps: float, delta: float, m: int, n: int, h: float, tail: float) -> PLD:
@@ -257,7 +292,7 @@ def from_noise(
     """`PrivacyLossDistribution.from_noise` (not cached: functions); Poisson subsampling of a
     user's noise law is refused (build its pmfs and use `from_pmfs`)."""
     d, s = positive("sensitivity", sensitivity), positive("scale", scale)
-    if _sampling(q) != 1.0:
+    if sampling_rate(q) != 1.0:
         raise InvalidParameter(
             "sampling_prob", q, "must be 1 for a noise law (discretise it and use from_pmfs)"
         )
