@@ -30,7 +30,7 @@ from expost._validation import (
 )
 from expost.errors import InvalidParameter
 from expost.pld import mechanisms
-from expost.pld.noise import noise_part
+from expost.pld.noise import noise_parts
 from expost.pld.pairs import (
     LossLaw,
     bounded_range_laws,
@@ -289,20 +289,28 @@ def from_noise(
     h: float,
     tail: float,
 ) -> PLD:
-    """`PrivacyLossDistribution.from_noise` (not cached: functions); Poisson subsampling of a
-    user's noise law is refused (build its pmfs and use `from_pmfs`)."""
+    """`PrivacyLossDistribution.from_noise` (not cached: functions)."""
     d, s = positive("sensitivity", sensitivity), positive("scale", scale)
-    if sampling_rate(q) != 1.0:
-        raise InvalidParameter(
-            "sampling_prob", q, "must be 1 for a noise law (discretise it and use from_pmfs)"
-        )
     step, t = grid(h, tail)
-    try:
-        part = noise_part(log_density, tail_bound, d, s, t)
-    except ValueError as e:
-        raise InvalidParameter("tail", tail_bound, str(e)) from None
-    law = LossLaw((), (part,))
-    return from_laws((law, law), (law, law), step, t)
+    rate = sampling_rate(q)
+
+    def parts(r: float) -> tuple[LossLaw, LossLaw]:
+        try:
+            remove, add = noise_parts(log_density, tail_bound, d, s, t, r)
+        except ValueError as e:
+            raise InvalidParameter("tail", tail_bound, str(e)) from None
+        law = LossLaw((), (remove,))
+        return (law, law) if remove is add else (law, LossLaw((), (add,)))
+
+    def build(r: tuple[float, float]) -> PLD:
+        def sampled(more: float) -> PLD:
+            return build(_rates(r[0], more))
+
+        lower = parts(r[1]) if r[1] != r[0] else None
+        upper = parts(r[0])
+        return from_laws(upper, upper if lower is None else lower, step, t, sampled, None, None)
+
+    return build((rate, rate))
 
 
 def clear_caches() -> None:
