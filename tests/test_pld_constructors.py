@@ -225,7 +225,7 @@ def test_from_noise_gaussian_law_matches_the_gaussian_pair() -> None:
     with pytest.raises(InvalidParameter):
         PLD.from_noise(norm.logpdf, lambda x: 1.0, 1.0)  # a tail bound that never falls
     sampled = PLD.from_noise(norm.logpdf, lambda x: float(norm.sf(x)), 1.0, 0.1)
-    exact = lambda e: max(  # noqa: E731
+    exact = lambda e: max(
         subsampled_gaussian_delta(ratio(1.0, 1.0), 0.1, e, d) for d in ("remove", "add")
     )
     _contains(sampled, exact, 1e-4, (0.0, 0.2, 1.0))
