@@ -61,6 +61,9 @@ FloatArray = npt.NDArray[np.float64]
 _CACHE = 256
 PLD = Any  # a `PrivacyLossDistribution`, made by the registered builder
 _BUILDER: list[Callable[..., PLD]] = []
+SMALLEST = 2.0**-40  # μ, ε0 or ε below it: the upper side uses it (dominating), the lower TRIVIAL
+_NOTHING = LossLaw(((0.0, 1.0),), ())  # the pair P = Q: dominated by every pair
+TRIVIAL = (_NOTHING, _NOTHING)
 
 
 def set_builder(build: Callable[..., PLD]) -> None:
@@ -112,8 +115,8 @@ def _gaussian(mu: tuple[float, float], q: tuple[float, float], h: float, tail: f
     def regrid(step: float) -> PLD:
         return _gaussian(mu, q, step, tail)
 
-    upper = gaussian_laws(mu[0], q[0], tail)
-    lower = gaussian_laws(mu[1], q[1], tail)
+    upper = gaussian_laws(max(mu[0], SMALLEST), q[0], tail)  # a larger μ dominates
+    lower = gaussian_laws(mu[1], q[1], tail) if mu[1] >= SMALLEST else TRIVIAL
     plain = mu if q[0] == 1.0 else None
     return from_laws(upper, lower, h, tail, sampled, regrid, plain)
 
@@ -143,8 +146,9 @@ def _laplace(eps0: tuple[float, float], q: tuple[float, float], h: float, tail: 
     def regrid(step: float) -> PLD:
         return _laplace(eps0, q, step, tail)
 
-    lower = laplace_laws(eps0[1], q[1])
-    return from_laws(laplace_laws(eps0[0], q[0]), lower, h, tail, sampled, regrid)
+    lower = laplace_laws(eps0[1], q[1]) if eps0[1] >= SMALLEST else TRIVIAL
+    upper = laplace_laws(max(eps0[0], SMALLEST), q[0])  # a larger ε0 dominates
+    return from_laws(upper, lower, h, tail, sampled, regrid)
 
 
 @functools.lru_cache(maxsize=_CACHE)
@@ -155,8 +159,9 @@ def _bounded_range(eps: float, q: tuple[float, float], h: float, tail: float) ->
     def regrid(step: float) -> PLD:
         return _bounded_range(eps, q, step, tail)
 
-    lower = bounded_range_laws(eps, q[1])
-    return from_laws(bounded_range_laws(eps, q[0]), lower, h, tail, sampled, regrid)
+    lower = bounded_range_laws(eps, q[1]) if eps >= SMALLEST else TRIVIAL
+    upper = bounded_range_laws(max(eps, SMALLEST), q[0])  # a larger range dominates
+    return from_laws(upper, lower, h, tail, sampled, regrid)
 
 
 def gaussian(sigma: float, sensitivity: float, q: float, h: float, tail: float) -> PLD:
