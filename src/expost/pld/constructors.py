@@ -273,7 +273,7 @@ def discrete_laplace(scale: float, sensitivity: int, q: float, h: float, tail: f
 def without_replacement(eps: float, delta: float, m: int, n: int, h: float, tail: float) -> PLD:
     """`PrivacyLossDistribution.sampled_without_replacement`: the worst (ε', δ') pair with
     ε' = log(1 + γ(e^ε − 1)) (rounded up), δ' = γδ (rounded up), γ = m/n (Balle, Barthe &
-    Gaboardi 2018, Thm 9)."""
+    Gaboardi 2018: subsampling without replacement, substitution)."""
     e, d = nonnegative("eps", eps), probability("delta", delta)
     size, population = _integer("sample_size", m), _integer("population_size", n)
     if size > population:

@@ -283,8 +283,9 @@ class PrivacyLossDistribution:
     ) -> PrivacyLossDistribution:
         """An (eps, delta)-DP mechanism (substitution neighbours) run on a uniform sample of
         ``sample_size`` of ``population_size`` records drawn without replacement: the worst
-        (log(1 + γ(e^ε − 1)), γδ) pair, γ = m/n (Balle, Barthe & Gaboardi 2018, Thm 9). A PLD
-        of a pair is not subsampled this way: the mixture pair does not dominate (THEORY §12)."""
+        (log(1 + γ(e^ε − 1)), γδ) pair, γ = m/n (Balle, Barthe & Gaboardi 2018: amplification
+        by subsampling without replacement, substitution). A PLD of a pair is not subsampled
+        this way: the mixture pair does not dominate it (THEORY §12)."""
         pld: PrivacyLossDistribution = c.without_replacement(
             eps, delta, sample_size, population_size, value_discretization, tail_mass
         )
