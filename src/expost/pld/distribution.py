@@ -140,7 +140,9 @@ class PrivacyLossDistribution:
         tail_mass: float = DEFAULT_TAIL_MASS,
     ) -> PrivacyLossDistribution:
         """Laplace noise of ``scale`` b on each coordinate of a vector query of ℓ1 sensitivity
-        Δ: priced by the scalar pair Lap(Δ, b) vs Lap(0, b) (docs/pld.md, "Vector Laplace")."""
+        Δ: priced by the scalar pair Lap(Δ, b) vs Lap(0, b), which dominates every product of
+        coordinate pairs with Σ|v_i| <= Δ (proof in docs/pld.md, "Vector Laplace";
+        ``expost prove vector-laplace``)."""
         pld: PrivacyLossDistribution = c.laplace(
             scale, l1_sensitivity, sampling_prob, value_discretization, tail_mass
         )
