@@ -18,7 +18,13 @@ import pytest
 
 from expost.errors import InvalidParameter
 from expost.pld import PrivacyLossDistribution
-from expost.testing.pld_reference import Mp, gaussian_delta, laplace_delta, ratio
+from expost.testing.pld_reference import (
+    Mp,
+    gaussian_delta,
+    laplace_delta,
+    ratio,
+    subsampled_gaussian_delta,
+)
 
 PLD = PrivacyLossDistribution
 EPS = (0.0, 0.1, 0.5, 1.0, 2.0, 4.0)
@@ -218,6 +224,12 @@ def test_from_noise_gaussian_law_matches_the_gaussian_pair() -> None:
     _contains(pld, lambda e: gaussian_delta(ratio(1.0, 1.0), e), 1e-4, (0.0, 0.5, 2.0))
     with pytest.raises(InvalidParameter):
         PLD.from_noise(norm.logpdf, lambda x: 1.0, 1.0)  # a tail bound that never falls
+    sampled = PLD.from_noise(norm.logpdf, lambda x: float(norm.sf(x)), 1.0, 0.1)
+    exact = lambda e: max(
+        subsampled_gaussian_delta(ratio(1.0, 1.0), 0.1, e, d) for d in ("remove", "add")
+    )
+    _contains(sampled, exact, 1e-4, (0.0, 0.2, 1.0))
+    assert not sampled.symmetric
 
 
 def test_gaussian_compositions_are_one_gaussian_pair() -> None:

@@ -4,7 +4,9 @@ Each builds the pair's (remove, add) loss laws twice: with parameters rounded so
 dominates the exact one (the upper side; μ, ε0, q rounded up) and so the exact pair dominates it
 (the lower side, for `PrivacyLossDistribution.delta_bracket`), and keeps a closure that rebuilds
 the same pair Poisson-subsampled at a further rate (`PrivacyLossDistribution.poisson_sampled`).
-Built PLDs are cached per argument.
+Built PLDs are cached per argument. The PLDs themselves are made by the builder that
+`expost.pld.distribution` registers (`set_builder`: the class lives there, and this module
+must not import it back).
 """
 
 from __future__ import annotations
@@ -13,20 +15,22 @@ import functools
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from expost._validation import finite, nonnegative, positive, positive_int, probability
+from expost._validation import (
+    finite,
+    nonnegative,
+    open_probability,
+    positive,
+    positive_int,
+    probability,
+)
 from expost.errors import InvalidParameter
 from expost.pld import mechanisms
-from expost.pld.distribution import (
-    PrivacyLossDistribution,
-    _sampling,
-    from_laws,
-    grid,
-)
-from expost.pld.noise import noise_part
+from expost.pld.noise import noise_parts
 from expost.pld.pairs import (
     LossLaw,
     bounded_range_laws,
@@ -42,16 +46,50 @@ __all__ = [
     "discrete_gaussian",
     "discrete_laplace",
     "eps_delta",
+    "from_laws",
     "from_noise",
     "from_pmfs",
     "gaussian",
+    "grid",
     "laplace",
+    "sampling_rate",
+    "set_builder",
     "without_replacement",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 _CACHE = 256
-PLD = PrivacyLossDistribution
+PLD = Any  # a `PrivacyLossDistribution`, made by the registered builder
+_BUILDER: list[Callable[..., PLD]] = []
+SMALLEST = 2.0**-40  # μ, ε0 or ε below it: the upper side uses it (dominating), the lower TRIVIAL
+_NOTHING = LossLaw(((0.0, 1.0),), ())  # the pair P = Q: dominated by every pair
+TRIVIAL = (_NOTHING, _NOTHING)
+
+
+def set_builder(build: Callable[..., PLD]) -> None:
+    """Register `expost.pld.distribution.from_laws` (called once, when that module loads)."""
+    _BUILDER[:] = [build]
+
+
+def from_laws(*args: Any) -> PLD:
+    """A PLD from (laws, lower laws, h, tail, sampled, regrid, gaussian) by the builder."""
+    return _BUILDER[0](*args)
+
+
+def sampling_rate(q: object) -> float:
+    """A validated Poisson sampling rate in (0, 1]."""
+    x = finite("sampling_prob", q)
+    if not 0.0 < x <= 1.0:
+        raise InvalidParameter("sampling_prob", q, "must lie in (0, 1]")
+    return x
+
+
+def grid(h: object, tail: object) -> tuple[float, float]:
+    """The validated (value_discretization, tail_mass)."""
+    step = positive("value_discretization", h)
+    if step > 0.1:
+        raise InvalidParameter("value_discretization", h, "must be <= 0.1")
+    return step, open_probability("tail_mass", tail)
 
 
 def _rates(q: float, s: float) -> tuple[float, float]:
@@ -77,8 +115,8 @@ def _gaussian(mu: tuple[float, float], q: tuple[float, float], h: float, tail: f
     def regrid(step: float) -> PLD:
         return _gaussian(mu, q, step, tail)
 
-    upper = gaussian_laws(mu[0], q[0], tail)
-    lower = gaussian_laws(mu[1], q[1], tail)
+    upper = gaussian_laws(max(mu[0], SMALLEST), q[0], tail)  # a larger μ dominates
+    lower = gaussian_laws(mu[1], q[1], tail) if mu[1] >= SMALLEST else TRIVIAL
     plain = mu if q[0] == 1.0 else None
     return from_laws(upper, lower, h, tail, sampled, regrid, plain)
 
@@ -108,8 +146,9 @@ def _laplace(eps0: tuple[float, float], q: tuple[float, float], h: float, tail: 
     def regrid(step: float) -> PLD:
         return _laplace(eps0, q, step, tail)
 
-    lower = laplace_laws(eps0[1], q[1])
-    return from_laws(laplace_laws(eps0[0], q[0]), lower, h, tail, sampled, regrid)
+    lower = laplace_laws(eps0[1], q[1]) if eps0[1] >= SMALLEST else TRIVIAL
+    upper = laplace_laws(max(eps0[0], SMALLEST), q[0])  # a larger ε0 dominates
+    return from_laws(upper, lower, h, tail, sampled, regrid)
 
 
 @functools.lru_cache(maxsize=_CACHE)
@@ -120,14 +159,15 @@ def _bounded_range(eps: float, q: tuple[float, float], h: float, tail: float) ->
     def regrid(step: float) -> PLD:
         return _bounded_range(eps, q, step, tail)
 
-    lower = bounded_range_laws(eps, q[1])
-    return from_laws(bounded_range_laws(eps, q[0]), lower, h, tail, sampled, regrid)
+    lower = bounded_range_laws(eps, q[1]) if eps >= SMALLEST else TRIVIAL
+    upper = bounded_range_laws(max(eps, SMALLEST), q[0])  # a larger range dominates
+    return from_laws(upper, lower, h, tail, sampled, regrid)
 
 
 def gaussian(sigma: float, sensitivity: float, q: float, h: float, tail: float) -> PLD:
     """`PrivacyLossDistribution.gaussian`."""
     d, s = positive("sensitivity", sensitivity), positive("sigma", sigma)
-    r = _sampling(q)
+    r = sampling_rate(q)
     step, t = grid(h, tail)
     return _gaussian((ratio_up(d, s), _ratio_down(d, s)), (r, r), step, t)
 
@@ -135,7 +175,7 @@ def gaussian(sigma: float, sensitivity: float, q: float, h: float, tail: float) 
 def laplace(scale: float, sensitivity: float, q: float, h: float, tail: float) -> PLD:
     """`PrivacyLossDistribution.laplace` (and `vector_laplace`)."""
     d, b = positive("sensitivity", sensitivity), positive("scale", scale)
-    r = _sampling(q)
+    r = sampling_rate(q)
     step, t = grid(h, tail)
     return _laplace((ratio_up(d, b), _ratio_down(d, b)), (r, r), step, t)
 
@@ -143,7 +183,7 @@ def laplace(scale: float, sensitivity: float, q: float, h: float, tail: float) -
 def bounded_range(eps: float, q: float, h: float, tail: float) -> PLD:
     """`PrivacyLossDistribution.bounded_range`."""
     e = positive("eps", eps)
-    r = _sampling(q)
+    r = sampling_rate(q)
     step, t = grid(h, tail)
     return _bounded_range(e, (r, r), step, t)
 
@@ -186,13 +226,13 @@ def eps_delta(eps: float, delta: float, q: float, h: float, tail: float) -> PLD:
     if not math.isfinite(e):
         raise InvalidParameter("eps", eps, "must be finite")
     step, t = grid(h, tail)
-    return _eps_delta(e, d, _sampling(q), step, t)
+    return _eps_delta(e, d, sampling_rate(q), step, t)
 
 
 def from_pmfs(p: object, q: object, s: float, tolerance: float, h: float, tail: float) -> PLD:
     """`PrivacyLossDistribution.from_pmfs` (not cached: arrays)."""
     tol = nonnegative("tolerance", tolerance)
-    rate = _sampling(s)
+    rate = sampling_rate(s)
     step, t = grid(h, tail)
     bounds = mechanisms.pmf_bounds(p, q, tol)
     return _from_bounds(lambda: bounds, (rate, rate), step, t)
@@ -215,7 +255,7 @@ def discrete_gaussian(sigma: float, sensitivity: int, q: float, h: float, tail: 
     if not math.isfinite(s) or s > 1e300:
         raise InvalidParameter("sigma", sigma, "must be finite (at most 1e300)")
     step, t = grid(h, tail)
-    return _discrete_gaussian(s, d, _sampling(q), step, t)
+    return _discrete_gaussian(s, d, sampling_rate(q), step, t)
 
 
 @functools.lru_cache(maxsize=_CACHE)
@@ -227,13 +267,13 @@ def discrete_laplace(scale: float, sensitivity: int, q: float, h: float, tail: f
     """`PrivacyLossDistribution.discrete_laplace`."""
     b, d = positive("scale", scale), _integer("sensitivity", sensitivity)
     step, t = grid(h, tail)
-    return _discrete_laplace(finite("scale", b), d, _sampling(q), step, t)
+    return _discrete_laplace(finite("scale", b), d, sampling_rate(q), step, t)
 
 
 def without_replacement(eps: float, delta: float, m: int, n: int, h: float, tail: float) -> PLD:
     """`PrivacyLossDistribution.sampled_without_replacement`: the worst (ε', δ') pair with
     ε' = log(1 + γ(e^ε − 1)) (rounded up), δ' = γδ (rounded up), γ = m/n (Balle, Barthe &
-    Gaboardi 2018, Thm 9)."""
+    Gaboardi 2018: subsampling without replacement, substitution)."""
     e, d = nonnegative("eps", eps), probability("delta", delta)
     size, population = _integer("sample_size", m), _integer("population_size", n)
     if size > population:
@@ -254,20 +294,28 @@ def from_noise(
     h: float,
     tail: float,
 ) -> PLD:
-    """`PrivacyLossDistribution.from_noise` (not cached: functions); Poisson subsampling of a
-    user's noise law is refused (build its pmfs and use `from_pmfs`)."""
+    """`PrivacyLossDistribution.from_noise` (not cached: functions)."""
     d, s = positive("sensitivity", sensitivity), positive("scale", scale)
-    if _sampling(q) != 1.0:
-        raise InvalidParameter(
-            "sampling_prob", q, "must be 1 for a noise law (discretise it and use from_pmfs)"
-        )
     step, t = grid(h, tail)
-    try:
-        part = noise_part(log_density, tail_bound, d, s, t)
-    except ValueError as e:
-        raise InvalidParameter("tail", tail_bound, str(e)) from None
-    law = LossLaw((), (part,))
-    return from_laws((law, law), (law, law), step, t)
+    rate = sampling_rate(q)
+
+    def parts(r: float) -> tuple[LossLaw, LossLaw]:
+        try:
+            remove, add = noise_parts(log_density, tail_bound, d, s, t, r)
+        except ValueError as e:
+            raise InvalidParameter("tail", tail_bound, str(e)) from None
+        law = LossLaw((), (remove,))
+        return (law, law) if remove is add else (law, LossLaw((), (add,)))
+
+    def build(r: tuple[float, float]) -> PLD:
+        def sampled(more: float) -> PLD:
+            return build(_rates(r[0], more))
+
+        lower = parts(r[1]) if r[1] != r[0] else None
+        upper = parts(r[0])
+        return from_laws(upper, upper if lower is None else lower, step, t, sampled, None, None)
+
+    return build((rate, rate))
 
 
 def clear_caches() -> None:

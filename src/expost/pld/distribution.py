@@ -20,14 +20,12 @@ from attrs import field, frozen
 from attrs.validators import instance_of
 
 from expost._validation import (
-    finite,
     nonnegative,
-    open_probability,
-    positive,
     positive_int,
     probability,
 )
 from expost.errors import InvalidParameter
+from expost.pld import constructors as c
 from expost.pld.discrete import DiscreteLoss
 from expost.pld.discretise import discretise
 from expost.pld.optimistic import discretise_lower
@@ -109,9 +107,10 @@ class PrivacyLossDistribution:
     ) -> PrivacyLossDistribution:
         """Gaussian noise of standard deviation ``sigma`` on a query of L2 ``sensitivity``,
         optionally on a Poisson sample at rate ``sampling_prob`` (Zhu, Dong & Wang Thm 11)."""
-        from expost.pld import constructors as c
-
-        return c.gaussian(sigma, sensitivity, sampling_prob, value_discretization, tail_mass)
+        pld: PrivacyLossDistribution = c.gaussian(
+            sigma, sensitivity, sampling_prob, value_discretization, tail_mass
+        )
+        return pld
 
     @classmethod
     def laplace(
@@ -125,9 +124,10 @@ class PrivacyLossDistribution:
     ) -> PrivacyLossDistribution:
         """Scalar Laplace noise of ``scale`` b on a query of ``sensitivity``, optionally on a
         Poisson sample at rate ``sampling_prob``."""
-        from expost.pld import constructors as c
-
-        return c.laplace(scale, sensitivity, sampling_prob, value_discretization, tail_mass)
+        pld: PrivacyLossDistribution = c.laplace(
+            scale, sensitivity, sampling_prob, value_discretization, tail_mass
+        )
+        return pld
 
     @classmethod
     def vector_laplace(
@@ -140,10 +140,13 @@ class PrivacyLossDistribution:
         tail_mass: float = DEFAULT_TAIL_MASS,
     ) -> PrivacyLossDistribution:
         """Laplace noise of ``scale`` b on each coordinate of a vector query of ℓ1 sensitivity
-        Δ: priced by the scalar pair Lap(Δ, b) vs Lap(0, b) (docs/pld.md, "Vector Laplace")."""
-        from expost.pld import constructors as c
-
-        return c.laplace(scale, l1_sensitivity, sampling_prob, value_discretization, tail_mass)
+        Δ: priced by the scalar pair Lap(Δ, b) vs Lap(0, b), which dominates every product of
+        coordinate pairs with Σ|v_i| <= Δ (proof in docs/pld.md, "Vector Laplace";
+        ``expost prove vector-laplace``)."""
+        pld: PrivacyLossDistribution = c.laplace(
+            scale, l1_sensitivity, sampling_prob, value_discretization, tail_mass
+        )
+        return pld
 
     @classmethod
     def pure_dp(
@@ -155,9 +158,10 @@ class PrivacyLossDistribution:
         tail_mass: float = DEFAULT_TAIL_MASS,
     ) -> PrivacyLossDistribution:
         """Any eps-DP round, by its dominating pair: randomised response (THEORY §12)."""
-        from expost.pld import constructors as c
-
-        return c.eps_delta(eps, 0.0, sampling_prob, value_discretization, tail_mass)
+        pld: PrivacyLossDistribution = c.eps_delta(
+            eps, 0.0, sampling_prob, value_discretization, tail_mass
+        )
+        return pld
 
     @classmethod
     def from_eps_delta(
@@ -171,9 +175,10 @@ class PrivacyLossDistribution:
     ) -> PrivacyLossDistribution:
         """Any (eps, delta)-DP round, by the worst (eps, delta) pair (Kairouz, Oh & Viswanath
         2015): P = (δ, (1−δ)e^ε/(1+e^ε), (1−δ)/(1+e^ε), 0), Q reversed."""
-        from expost.pld import constructors as c
-
-        return c.eps_delta(eps, delta, sampling_prob, value_discretization, tail_mass)
+        pld: PrivacyLossDistribution = c.eps_delta(
+            eps, delta, sampling_prob, value_discretization, tail_mass
+        )
+        return pld
 
     @classmethod
     def from_pmfs(
@@ -190,9 +195,10 @@ class PrivacyLossDistribution:
         — two arrays over one support, or two mappings outcome -> probability. Each must be
         finite, >= 0 and sum to 1 within ``tolerance`` (it is then divided by its sum, rounding
         outward); both directions are priced from the pair (remove (P, Q), add (Q, P))."""
-        from expost.pld import constructors as c
-
-        return c.from_pmfs(p, q, sampling_prob, tolerance, value_discretization, tail_mass)
+        pld: PrivacyLossDistribution = c.from_pmfs(
+            p, q, sampling_prob, tolerance, value_discretization, tail_mass
+        )
+        return pld
 
     @classmethod
     def discrete_gaussian(
@@ -206,11 +212,10 @@ class PrivacyLossDistribution:
     ) -> PrivacyLossDistribution:
         """The discrete Gaussian N_Z(0, σ²) added to an integer query of integer
         ``sensitivity`` (Canonne, Kamath & Steinke 2020), priced tightly from its pmfs."""
-        from expost.pld import constructors as c
-
-        return c.discrete_gaussian(
+        pld: PrivacyLossDistribution = c.discrete_gaussian(
             sigma, sensitivity, sampling_prob, value_discretization, tail_mass
         )
+        return pld
 
     @classmethod
     def discrete_laplace(
@@ -224,11 +229,10 @@ class PrivacyLossDistribution:
     ) -> PrivacyLossDistribution:
         """The discrete Laplace (P(x) ∝ e^{−|x|/scale}) added to an integer query of integer
         ``sensitivity``, priced tightly from its pmfs."""
-        from expost.pld import constructors as c
-
-        return c.discrete_laplace(
+        pld: PrivacyLossDistribution = c.discrete_laplace(
             scale, sensitivity, sampling_prob, value_discretization, tail_mass
         )
+        return pld
 
     @classmethod
     def bounded_range(
@@ -242,9 +246,10 @@ class PrivacyLossDistribution:
         """Any eps-bounded-range round — the exponential mechanism e^{eps·u/(2Δ)} (e^{eps·u/Δ}
         for a monotone utility) — by the worst eps-bounded-range pair (docs/pld.md, after
         Dong, Durfee & Rogers 2020)."""
-        from expost.pld import constructors as c
-
-        return c.bounded_range(eps, sampling_prob, value_discretization, tail_mass)
+        pld: PrivacyLossDistribution = c.bounded_range(
+            eps, sampling_prob, value_discretization, tail_mass
+        )
+        return pld
 
     @classmethod
     def from_noise(
@@ -262,11 +267,10 @@ class PrivacyLossDistribution:
         Q = Z, for a symmetric log-concave density (so the loss is monotone), given by its
         ``log_density`` (vectorised) and ``tail(x)`` >= P(Z > x) (an upper bound);
         ``scale`` is the noise's natural scale (quadrature pieces are scale/16 wide)."""
-        from expost.pld import constructors as c
-
-        return c.from_noise(
+        pld: PrivacyLossDistribution = c.from_noise(
             log_density, tail, sensitivity, sampling_prob, scale, value_discretization, tail_mass
         )
+        return pld
 
     @classmethod
     def sampled_without_replacement(
@@ -281,13 +285,13 @@ class PrivacyLossDistribution:
     ) -> PrivacyLossDistribution:
         """An (eps, delta)-DP mechanism (substitution neighbours) run on a uniform sample of
         ``sample_size`` of ``population_size`` records drawn without replacement: the worst
-        (log(1 + γ(e^ε − 1)), γδ) pair, γ = m/n (Balle, Barthe & Gaboardi 2018, Thm 9). A PLD
-        of a pair is not subsampled this way: the mixture pair does not dominate (THEORY §12)."""
-        from expost.pld import constructors as c
-
-        return c.without_replacement(
+        (log(1 + γ(e^ε − 1)), γδ) pair, γ = m/n (Balle, Barthe & Gaboardi 2018: amplification
+        by subsampling without replacement, substitution). A PLD of a pair is not subsampled
+        this way: the mixture pair does not dominate it (THEORY §12)."""
+        pld: PrivacyLossDistribution = c.without_replacement(
             eps, delta, sample_size, population_size, value_discretization, tail_mass
         )
+        return pld
 
     def poisson_sampled(self, sampling_prob: float) -> PrivacyLossDistribution:
         """This round run on a Poisson sample at rate ``sampling_prob`` (each record kept
@@ -295,7 +299,7 @@ class PrivacyLossDistribution:
         (Zhu, Dong & Wang 2022, Thm 11); a sample of a sample at rates q1, q2 is one at q1·q2.
         Only for a PLD built by a constructor (a composition has no single pair: subsample
         each round, then compose)."""
-        q = _sampling(sampling_prob)
+        q = c.sampling_rate(sampling_prob)
         if self.origin.sampled is None:
             raise InvalidParameter(
                 "self", repr(self), "must come from a constructor (subsample rounds, then compose)"
@@ -313,9 +317,10 @@ class PrivacyLossDistribution:
         k = positive_int("k", k)
         g = self.origin.gaussian
         if g is not None and k > 1:  # a Gaussian pair: μ√k directly (exact)
-            from expost.pld import constructors
-
-            return constructors.gaussian_composed(g, g, self.remove.h, self.remove.tail_mass, k)
+            composed: PrivacyLossDistribution = c.gaussian_composed(
+                g, g, self.remove.h, self.remove.tail_mass, k
+            )
+            return composed
         result: PrivacyLossDistribution | None = None
         j = 0
         while k:
@@ -361,21 +366,6 @@ class PrivacyLossDistribution:
         return min(lower, upper), upper
 
 
-def _sampling(q: object) -> float:
-    x = finite("sampling_prob", q)
-    if not 0.0 < x <= 1.0:
-        raise InvalidParameter("sampling_prob", q, "must lie in (0, 1]")
-    return x
-
-
-def grid(h: object, tail: object) -> tuple[float, float]:
-    """The validated (value_discretization, tail_mass)."""
-    step = positive("value_discretization", h)
-    if step > 0.1:
-        raise InvalidParameter("value_discretization", h, "must be <= 0.1")
-    return step, open_probability("tail_mass", tail)
-
-
 def from_laws(
     laws: Laws,
     lower: Laws | None,
@@ -391,6 +381,9 @@ def from_laws(
     first = discretise(remove, h, tail)
     second = first if add is remove else discretise(add, h, tail)
     return PrivacyLossDistribution(first, second, Origin(lower, sampled, None, regrid, gaussian))
+
+
+c.set_builder(from_laws)
 
 
 @functools.lru_cache(maxsize=_COMPOSED_CACHE)
@@ -416,9 +409,8 @@ def _compose(a: PrivacyLossDistribution, b: PrivacyLossDistribution) -> PrivacyL
     ga, gb = a.origin.gaussian, b.origin.gaussian
     same_grid = (a.remove.h, a.remove.tail_mass) == (b.remove.h, b.remove.tail_mass)
     if ga is not None and gb is not None and same_grid:  # Gaussian pairs: exact, one grid law
-        from expost.pld import constructors
-
-        return constructors.gaussian_composed(ga, gb, a.remove.h, a.remove.tail_mass)
+        pair: PrivacyLossDistribution = c.gaussian_composed(ga, gb, a.remove.h, a.remove.tail_mass)
+        return pair
     origin = Origin(parts=(a, b))
     remove = a.remove.compose(b.remove)
     if a.symmetric and b.symmetric:
@@ -437,8 +429,6 @@ def _power(p: PrivacyLossDistribution, j: int) -> PrivacyLossDistribution:
 
 def clear_caches() -> None:
     """Forget every cached constructor and composition (memory; cold-start timings)."""
-    from expost.pld import constructors
-
-    constructors.clear_caches()
+    c.clear_caches()
     for cached in (_compose, _power, _lower):
         cached.cache_clear()

@@ -170,11 +170,16 @@ def discrete_gaussian(sigma: float, sensitivity: int, tail: float) -> Bounds:
     integral bound Σ_{x>T} e^{−x²/(2σ²)} <= ∫_T^∞ e^{−x²/(2σ²)} dx."""
     from scipy.special import erfc  # lazy: importing expost loads no scipy
 
+    if 2.0 * sigma * sigma < 1e-300:  # all but e^{-1e300} of each pmf on one integer
+        one = np.array([1.0, 0.0])
+        return _with_tails(one, one[::-1].copy(), np.full(2, 4.0 * _U), _TINY, _TINY)
     z = math.sqrt(2.0 * math.log(2.0 / (tail * ROUND_TAIL)))
     t = math.ceil(z * sigma) + 1
     if 2 * t + sensitivity + 1 > MAX_SUPPORT:
         raise InvalidParameter(
-            "sigma", sigma, f"gives more than {MAX_SUPPORT} integer outcomes; use gaussian()"
+            "sigma",
+            sigma,
+            f"gives more than {MAX_SUPPORT} integer outcomes (the exact pmf pair is refused there)",
         )
     two_var = 2.0 * sigma * sigma
     x = np.arange(-t, t + sensitivity + 1, dtype=np.float64)
@@ -199,7 +204,9 @@ def discrete_laplace(scale: float, sensitivity: int) -> Bounds:
     P(x >= Δ) = 1/(1 + e^{−1/t}), P(x) = e^{−(Δ−x)/t}·tanh(1/(2t)) (x = 1..Δ−1), Q mirrored."""
     if sensitivity + 1 > MAX_SUPPORT:
         raise InvalidParameter(
-            "sensitivity", sensitivity, f"gives more than {MAX_SUPPORT} outcomes; use laplace()"
+            "sensitivity",
+            sensitivity,
+            f"gives more than {MAX_SUPPORT} outcomes (the exact pmf pair is refused there)",
         )
     r = 1.0 / scale
     d = float(sensitivity)

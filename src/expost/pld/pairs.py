@@ -39,6 +39,7 @@ __all__ = [
     "bounded_range_laws",
     "gaussian_laws",
     "laplace_laws",
+    "link",
     "randomised_response_law",
 ]
 
@@ -107,13 +108,7 @@ class Part:
 
     def loss(self, x: FloatArray) -> FloatArray:
         """L(x) = sign·link_q(a·x + c)."""
-        g = self.a * x + self.c
-        if self.q == 1.0:
-            return self.sign * g
-        with np.errstate(over="ignore"):
-            small = np.log1p(self.q * np.expm1(np.minimum(g, 30.0)))
-            large = np.logaddexp(math.log1p(-self.q), math.log(self.q) + g)
-        return self.sign * np.where(g < 30.0, small, large)
+        return self.sign * link(self.a * x + self.c, self.q)
 
     def inverse(self, losses: FloatArray) -> FloatArray:
         """x with L(x) = l, clipped to [lo, hi] (ends of the loss range map to the ends)."""
@@ -127,6 +122,17 @@ class Part:
             x = (g - self.c) / self.a
         x = np.where(np.isnan(x), self.lo if self.sign * self.a > 0 else self.hi, x)
         return np.clip(x, self.lo, self.hi)
+
+
+def link(g: FloatArray, q: float) -> FloatArray:
+    """link_q(g) = log(1 − q + q·e^g), without overflow (the identity at q = 1)."""
+    if q == 1.0:
+        return g
+    with np.errstate(over="ignore"):
+        small = np.log1p(q * np.expm1(np.minimum(g, 30.0)))
+        large = np.logaddexp(math.log1p(-q), math.log(q) + g)
+    out: FloatArray = np.where(g < 30.0, small, large)
+    return out
 
 
 class PartLike(Protocol):
