@@ -119,12 +119,10 @@ def _pld_bounds(pair: Pair, e: FloatArray, direction: str) -> tuple[FloatArray, 
     """Any other pair: the certified sides of its PLD on a grid of `FALLBACK_GRID`, in the one
     direction — the optimistic law's δ minus its error below, the pessimistic law's above
     (`expost.pld`, the per-direction laws behind ``delta_bracket``)."""
-    from expost.pld.distribution import _lower  # the optimistic laws, per direction
-
     pld = pair.pld(FALLBACK_GRID)
     index = 0 if direction == "remove" else 1
     upper_law = (pld.remove, pld.add)[index]
-    lower_laws = _lower(pld)
+    lower_laws = pld.optimistic()
     lower = (
         [0.0] * e.size
         if lower_laws is None

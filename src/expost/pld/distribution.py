@@ -347,6 +347,12 @@ class PrivacyLossDistribution:
             return self.remove.eps(d)
         return max(self.remove.eps(d), self.add.eps(d))
 
+    def optimistic(self) -> tuple[DiscreteLoss, DiscreteLoss] | None:
+        """The optimistic (remove, add) laws behind the brackets' lower sides (each dominated
+        by its direction's exact pair; None where none is built): per-direction lower bounds,
+        as `expost.costs.domination` needs them."""
+        return _lower(self)
+
     def delta_bracket(self, eps: float) -> tuple[float, float]:
         """(lower, upper) bounds on the exact δ(eps) of the pair (or of the composition): the
         optimistic grid law's δ minus its convolution error, and `delta` (0 as the lower
