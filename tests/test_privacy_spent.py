@@ -149,12 +149,14 @@ def test_renyi_and_rdp_filters_convert_by_cks() -> None:
     cost = SubsampledGaussianCost.from_sigma(1.0, 0.01)
     k = 100
     renyi = _filled(RenyiFilter(5.0, DELTA, 8.0), cost, k)
-    step = subsampled_gaussian_renyi(cost.rho, 0.01, 8.0)
+    step = subsampled_gaussian_renyi(cost.of.rho, 0.01, 8.0)
     ref = _cks(k * step, 8.0, DELTA)
     ours = privacy_spent(renyi, DELTA).eps
     assert ref <= ours <= ref * (1 + 1e-9)
     rdp = _filled(RDPFilter(8.0, DELTA), cost, k)
-    best = min(_cks(k * subsampled_gaussian_renyi(cost.rho, 0.01, a), a, DELTA) for a in rdp.orders)
+    best = min(
+        _cks(k * subsampled_gaussian_renyi(cost.of.rho, 0.01, a), a, DELTA) for a in rdp.orders
+    )
     assert best <= privacy_spent(rdp, DELTA).eps <= best * (1 + 1e-9)
 
 

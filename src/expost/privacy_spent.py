@@ -35,7 +35,7 @@ from typing import Any
 from attrs import frozen
 
 from expost._validation import open_probability
-from expost.costs.pairs import Pair
+from expost.costs.pairs import ClosedPair, Pair
 from expost.errors import InvalidParameter
 from expost.filters import (
     ApproxDPFilter,
@@ -130,8 +130,8 @@ def privacy_spent(f: object, delta: Number) -> PrivacySpent:
     if isinstance(f, PLDFilter):
         pair = f.pair
         assert pair is not None  # a filter with rounds has its mechanism fixed
-        if pair.kind == "gaussian" and pair.q == 1.0:
-            mu = sqrt_up_exact(2 * Fraction(pair.level) * k)
+        if isinstance(pair, ClosedPair) and pair.family == "gaussian" and pair.rate == 1.0:
+            mu = sqrt_up_exact(Fraction(k) / Fraction(pair.level) ** 2)  # level: σ/Δ
             return PrivacySpent(GaussianDP(mu).eps_for(d), d, k, f"GDP of {k} Gaussian rounds")
         what = f"PLD of {k} rounds of the fixed mechanism (loss grid {f.grid:g})"
         return PrivacySpent(_pld_eps(pair, k, d, f.grid), d, k, what)

@@ -16,15 +16,17 @@ from typing import Any
 from expost.errors import ExpostError
 from expost.filters import Cost, PrivacyFilter, SubsampledGaussianCost
 from expost.ledger import LedgerEntry
-from expost.ledger.records import Replay, decode
+from expost.ledger.records import decode
+from expost.ledger.replay import Replay
 from expost.privacy_spent import privacy_spent
 
 __all__ = ["left_shown", "runs", "so_far"]
 
 
 def _cost(cost: Cost) -> str:
-    if isinstance(cost, SubsampledGaussianCost):
-        return f"σ = {cost.sigma:.6g}, q = {cost.sampling_prob:.6g}"
+    step = SubsampledGaussianCost.parts(cost)
+    if step is not None:
+        return f"σ = {step[0].noise_multiplier:.6g}, q = {step[1]:.6g}"
     return repr(cost)
 
 

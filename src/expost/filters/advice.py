@@ -91,11 +91,12 @@ def mix_advice(eps: float, delta: float, realised: Sequence[Cost], cost: Cost) -
             f"no filter that prices mixes admits it at ({eps:g}, {delta:g}) after these "
             f"{len(realised)} rounds: give it a budget of its own"
         )
-    if isinstance(cost, SubsampledGaussianCost) and cost.sampling_prob < 1.0:
+    step = SubsampledGaussianCost.parts(cost)
+    if step is not None and step[1] < 1.0:
+        g, q = step
         advice += (
             f". UnifiedFilter and GaussianDPFilter ignore the sampling: they charge the step as "
-            f"the Gaussian of σ = {cost.sigma:.4g} on every row (rho = {cost.rho:.4g}, "
-            f"mu² = {2 * cost.rho:.4g}), not the Poisson-subsampled step at q = "
-            f"{cost.sampling_prob:g}"
+            f"the Gaussian of σ = {g.noise_multiplier:.4g} on every row (rho = {g.rho:.4g}, "
+            f"mu² = {2 * g.rho:.4g}), not the Poisson-subsampled step at q = {q:g}"
         )
     return advice

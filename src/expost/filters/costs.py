@@ -335,6 +335,12 @@ class _SubsampledGaussian:
         """The step with noise multiplier ``sigma`` and Poisson rate ``sampling_prob``."""
         return PoissonSampled(GaussianCost.from_sigma(sigma), sampling_prob)
 
+    def parts(self, cost: object) -> tuple[GaussianCost, float] | None:
+        """(the Gaussian, its Poisson rate) when ``cost`` is such a step, else None."""
+        if isinstance(cost, PoissonSampled) and isinstance(cost.of, GaussianCost):
+            return cost.of, cost.sampling_prob
+        return None
+
 
 SubsampledGaussianCost: Final = _SubsampledGaussian()
 """The cost of one Poisson-subsampled Gaussian round (a DP-SGD step), by its old name."""

@@ -87,7 +87,8 @@ def check_cost(cost: object) -> None:
         return
     for field, value in cost.items():
         if (fault := number_fault(field, value)) is not None:
-            raise InvalidParameter(f"{cost.get('type')}.{field}", value, fault)
+            rule = f"{fault}; nothing was recorded, so nothing was spent"
+            raise InvalidParameter(f"{cost.get('type')}.{field}", value, rule)
 
 
 def check_text(name: str, text: str, limit: int) -> str:
