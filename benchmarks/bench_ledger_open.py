@@ -48,7 +48,7 @@ def _state(rounds: int) -> dict[str, Any]:
         "format": "expost-checkpoint/1",
         "rounds": rounds,
         "filter": describe(BUDGET),
-        "sums": {"amounts": [STEP.rho * rounds], "deltas": [0.0], "rounds": rounds},
+        "sums": {"amounts": [STEP.of.rho * rounds], "deltas": [0.0], "rounds": rounds},
         "tail": [],
     }
 
@@ -107,14 +107,14 @@ def main() -> None:
             start = time.perf_counter()
             session = ep.PrivateSession(BUDGET, np.random.default_rng(0), ledger=path)
             opens.append(time.perf_counter() - start)
-            assert session.spent == STEP.rho * args.rounds
+            assert session.spent == STEP.of.rho * args.rounds
             session.close()
         opened = sorted(opens)[1]
         start = time.perf_counter()
         with Ledger.open(path, Ledger.stored_config(path), lazy=True) as ledger:
             naive = Replay(BUDGET, path).update(ledger.read(0, 2 * args.naive))
         measured = time.perf_counter() - start
-        assert naive.spent == STEP.rho * args.naive
+        assert naive.spent == STEP.of.rho * args.naive
         scaled = measured * args.rounds / args.naive
         print(f"open from the latest checkpoint: {opened:.2f} s (median of 3)")
         print(

@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from expost.audit import deploy_counting_filter as audit
 from expost.audit import run_audits
+from expost.audit.deploy import counting_filter as audit
 from expost.audit.tilting import laplace_log_mgf
 
 FloatArray = npt.NDArray[np.float64]

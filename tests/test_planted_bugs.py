@@ -29,9 +29,10 @@ import numpy as np
 import pytest
 
 from expost import PrivateSession
+from expost.costs.pairs import ClosedPair
 from expost.errors import InvalidParameter
 from expost.filters import GaussianCost, PLDFilter, SubsampledGaussianCost
-from expost.filters.pld import Pair, dominates
+from expost.filters.pld import dominates
 from expost.mechanisms import SubsampledGaussianMechanism
 from expost.pld import PrivacyLossDistribution
 from expost.pld.convolution import convolve
@@ -116,7 +117,7 @@ def test_a_row_is_kept_only_below_floor_q_two_53(q: float) -> None:
 def _rhos() -> list[float]:
     rhos = [1e-300, 1e-20, 1e-6, 0.01, 0.5, 1.0, 2.0, 1e6, 1e300]
     rhos += _RNG.uniform(1e-4, 10.0, 60).tolist()
-    rhos += [SubsampledGaussianCost.from_sigma(s, 0.5).rho for s in SIGMAS]
+    rhos += [SubsampledGaussianCost.from_sigma(s, 0.5).of.rho for s in SIGMAS]
     return rhos
 
 
@@ -125,7 +126,7 @@ def test_the_cost_sigma_is_the_largest_float_within_rho() -> None:
     the truth, 1/(2σ²) < rho: a filter pricing the step by σ, the PLD, would assume more noise
     than the step had). Also checks the docstring's "largest": one ulp more is too much."""
     for rho in _rhos():
-        s = SubsampledGaussianCost(rho, sampling_prob=0.5).sigma
+        s = SubsampledGaussianCost(rho, sampling_prob=0.5).of.noise_multiplier
         assert 1 / (2 * Fraction(s) ** 2) >= Fraction(rho), rho  # σ not above the truth
         bigger = math.nextafter(s, math.inf)
         assert 1 / (2 * Fraction(bigger) ** 2) < Fraction(rho), rho  # the largest such float
@@ -135,7 +136,7 @@ def test_from_sigma_rounds_rho_up() -> None:
     """rho = 1/(2σ²) rounded up, exactly the smallest float above (rationals)."""
     for sigma in SIGMAS:
         cost = SubsampledGaussianCost.from_sigma(sigma, 0.25)
-        assert cost.rho == _up(1 / (2 * Fraction(sigma) ** 2)), sigma
+        assert cost.of.rho == _up(1 / (2 * Fraction(sigma) ** 2)), sigma
 
 
 @pytest.mark.parametrize("delta", [1.0, 0.3, 1e-3, 1e6])
@@ -196,24 +197,28 @@ def test_cut_tails_keep_the_total_mass(tail_mass: float) -> None:
 
 @pytest.mark.parametrize(
     ("fixed", "other"),
-    [
-        (Pair("gaussian", 0.01, 0.1), Pair("gaussian", math.nextafter(0.01, 1.0), 0.1)),
-        (Pair("gaussian", 0.01, 0.1), Pair("gaussian", 0.01, math.nextafter(0.1, 1.0))),
-        (Pair("gaussian", 0.5), Pair("gaussian", 0.5 * (1 + 1e-12))),
-        (Pair("laplace", 0.3), Pair("laplace", math.nextafter(0.3, 1.0))),
-        (Pair("rr", 0.3), Pair("rr", math.nextafter(0.3, 1.0))),
+    [  # a Gaussian pair's level is σ/Δ (smaller: less private), the others' eps0
+        (ClosedPair("gaussian", 7.0, 0.1), ClosedPair("gaussian", math.nextafter(7.0, 0.0), 0.1)),
+        (ClosedPair("gaussian", 7.0, 0.1), ClosedPair("gaussian", 7.0, math.nextafter(0.1, 1.0))),
+        (ClosedPair("gaussian", 0.5), ClosedPair("gaussian", 0.5 * (1 - 1e-12))),
+        (ClosedPair("laplace", 0.3), ClosedPair("laplace", math.nextafter(0.3, 1.0))),
+        (ClosedPair("rr", 0.3), ClosedPair("rr", math.nextafter(0.3, 1.0))),
     ],
 )
-def test_domination_is_exact(fixed: Pair, other: Pair) -> None:
+def test_domination_is_exact(fixed: ClosedPair, other: ClosedPair) -> None:
     """Catches: a domination tolerance (1e-9 relative): a round one ulp less private than the
     fixed mechanism is not dominated by it; the fixed one itself is."""
     assert not dominates(fixed, other)
     assert dominates(fixed, fixed)
-    f = PLDFilter(1.0, 1e-6, mechanism=GaussianCost(0.01))
-    for hair in (math.nextafter(0.01, 1.0), 0.01 * (1 + 1e-9)):
+    sigma = 7.0
+    f = PLDFilter(1.0, 1e-6, mechanism=GaussianCost.from_sigma(sigma))
+    for hair in (
+        GaussianCost.from_sigma(math.nextafter(sigma, 0.0)),
+        GaussianCost(0.01 * 1.000000001),
+    ):
         with pytest.raises(InvalidParameter, match="dominates"):
-            f.admits(GaussianCost(hair))  # never admitted: refused naming the reason
-    assert f.admits(GaussianCost(0.01))
+            f.admits(hair)  # never admitted: refused naming the reason
+    assert f.admits(GaussianCost.from_sigma(sigma))
 
 
 def test_a_session_refuses_a_round_a_hair_less_private_and_spends_nothing() -> None:

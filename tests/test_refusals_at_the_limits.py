@@ -78,4 +78,4 @@ def test_a_sigma_whose_rho_overflows_is_named_sigma() -> None:
 def test_the_smallest_sigma_with_a_float_rho_is_accepted() -> None:
     """Twin: σ = 2**-511, rho = 2**1021 is a float: priced, not refused."""
     cost = SubsampledGaussianCost.from_sigma(2.0**-511, 0.5)
-    assert cost.rho == 2.0**1021
+    assert cost.of.rho == 2.0**1021

@@ -395,6 +395,7 @@ def _exact(f: SessionFilter, cost: Cost) -> tuple[Fraction, Fraction]:
         return Fraction(cost.eps) ** 2 / 2, Fraction(cost.delta)
     if isinstance(cost, BoundedRangeCost):  # eps²/8 (Cesar–Rogers); FAC Thm 2 takes it as eps-DP
         return Fraction(cost.eps) ** 2 / (2 if isinstance(f, ApproxDPFilter) else 8), Fraction(0)
+    assert isinstance(cost, ExPostCost)
     assert cost.eps_max is not None
     return Fraction(cost.eps_max) ** 2 / 2, Fraction(0)
 

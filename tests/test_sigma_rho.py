@@ -54,8 +54,8 @@ def test_the_plain_float_formula_is_not_safe() -> None:  # planted twin: no roun
 def test_the_library_converts_through_the_one_home(sigma: float, sensitivity: float) -> None:
     rho = rho_of_sigma(sigma, sensitivity)
     assert GaussianLoss.from_mechanism(sigma, sensitivity).rho == rho
-    assert SubsampledGaussianCost.from_sigma(sigma, 0.5).rho == rho_of_sigma(sigma)
-    assert SubsampledGaussianCost.from_sigma(sigma, 0.5).sigma == sigma_of_rho(
-        rho_of_sigma(sigma), up=False
+    assert SubsampledGaussianCost.from_sigma(sigma, 0.5).of.rho == rho_of_sigma(sigma)
+    assert SubsampledGaussianCost(rho_of_sigma(sigma), sampling_prob=0.5).of.noise_multiplier == (
+        sigma_of_rho(rho_of_sigma(sigma), up=False)
     )
     assert GaussianMechanism(sensitivity, rho).sigma == sigma_of_rho(rho, sensitivity)

@@ -239,14 +239,14 @@ class PrivateSession(Spendable):
             raise
         finally:
             self._running.round = False
-        self._finish(key, prepared, prepared.realised(result), result)
+        self._finish(key, prepared.mechanism, prepared.request, prepared.realised(result), result)
         return result
 
-    def _finish(self, key: int, p: Prepared[Any], cost: Cost, result: object) -> None:
+    def _finish(self, key: int, mechanism: str, request: Cost, cost: Cost, out: object) -> None:
         """Step 5: settle round ``key`` at ``cost``, then add it to the history."""
         with self._lock:
-            self._settle(key, p.request, cost)
-            self._history.append(Round(len(self._history), p.mechanism, p.request, cost, result))
+            self._settle(key, request, cost)
+            self._history.append(Round(len(self._history), mechanism, request, cost, out))
 
     def _reserve(self, mechanism: str, request: Cost) -> int:
         """Check and record ``request`` (the caller holds the lock); the round's key."""
@@ -340,7 +340,7 @@ class PrivateSession(Spendable):
         with self._lock:
             key = self._reserve(p.mechanism, p.request)
 
-        return p.open(lambda out: self._finish(key, p, p.request, out))
+        return p.open(lambda out: self._finish(key, p.mechanism, p.request, p.request, out))
 
     def privacy_spent(self, delta: Number) -> PrivacySpent:
         """(ε, δ) of the rounds so far as a fixed composition (`expost.privacy_spent`): valid
@@ -468,7 +468,8 @@ class PrivateSession(Spendable):
         the session's rng (float mode; the bit source in secure mode), settled at ``cost`` —
         also if ``draw`` raises. The guarantee holds if ``draw`` is the mechanism ``cost``
         describes."""
-        return self._release(self._prepare("release", own_round.prepare_release, cost, draw))
+        prepared: Prepared[R] = self._prepare("release", own_round.prepare_release, cost, draw)
+        return self._release(prepared)
 
     def reduced_above_threshold(
         self,

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from expost.audit.claims import EValueClaim
 from expost.audit.core import Audit, Twin
-from expost.audit.counting_filter import filter_rounds
+from expost.audit.paper.counting_filter import filter_rounds
 from expost.audit.registry import PAPER, QUICK, register
 from expost.costs import PairCost
 from expost.costs.domination import profile_bounds
