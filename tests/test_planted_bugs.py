@@ -212,10 +212,8 @@ def test_domination_is_exact(fixed: ClosedPair, other: ClosedPair) -> None:
     assert dominates(fixed, fixed)
     sigma = 7.0
     f = PLDFilter(1.0, 1e-6, mechanism=GaussianCost.from_sigma(sigma))
-    for hair in (
-        GaussianCost.from_sigma(math.nextafter(sigma, 0.0)),
-        GaussianCost(0.01 * 1.000000001),
-    ):
+    hairs = (GaussianCost.from_sigma(math.nextafter(sigma, 0.0)), GaussianCost(1.000000001 / 98))
+    for hair in hairs:  # one ulp of σ less; rho 1e-9 (relative) above 1/(2σ²) = 1/98
         with pytest.raises(InvalidParameter, match="dominates"):
             f.admits(hair)  # never admitted: refused naming the reason
     assert f.admits(GaussianCost.from_sigma(sigma))

@@ -421,7 +421,10 @@ def test_an_unknown_ledger_format_or_cost_is_a_clear_ledger_error(tmp_path: Path
     cases = [
         ({"type": "GaussianDPCost", "mu": 0.1}, "unknown cost record"),
         ({"type": "ZCDPCost", "mu": 0.1}, "bad cost record"),
-        ({"type": "ZCDPCost", "rho": -1.0}, "bad cost record"),
+        (
+            {"type": "ZCDPCost", "delta": 0.0},
+            "bad cost record",
+        ),  # no rho (a -1 is refused at write)
     ]
     for i, (bad, match) in enumerate(cases):
         odd = tmp_path / f"odd-{i}.sqlite"

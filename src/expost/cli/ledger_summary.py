@@ -47,8 +47,12 @@ def runs(entries: Sequence[LedgerEntry], where: str) -> list[str]:
         if e.kind == "settle":
             settled += 1
             continue
-        this = (str(e.record.get("mechanism", "?")), decode(e.record["cost"], where))
-        index = int(e.record["round"])
+        try:
+            this = (str(e.record.get("mechanism", "?")), decode(e.record["cost"], where))
+            index = int(e.record["round"])
+        except (KeyError, TypeError, ValueError, ExpostError):  # forged: `_spend` names it
+            out.append(f"  entry {e.index}: a reservation not as written")
+            continue
         if this != key:
             close()
             first, key = index, this
