@@ -26,6 +26,7 @@ values.
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 from typing import Any, Protocol
@@ -122,7 +123,7 @@ class CountCheck:
 
 
 def _levels(_instance: object, _attribute: object, value: tuple[float, ...]) -> None:
-    if not value or any(b <= a for a, b in zip(value, value[1:], strict=False)) or value[0] <= 0:
+    if not value or any(b <= a for a, b in itertools.pairwise(value)) or value[0] <= 0:
         raise InvalidParameter("levels", value, "must be positive and increasing")
 
 
