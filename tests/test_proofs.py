@@ -54,6 +54,7 @@ REQUIRED = {
     "skellam-thinning-martingale",
     "ex-post-rdp-brownian",
     "counting-filter",
+    "checked-grid",
 }
 TUPLE_PARTS = [
     (p.name, i) for p in PROOFS if isinstance(p.claim, sp.Tuple) for i in range(len(p.claim))
