@@ -8,11 +8,12 @@ Doubling checks after each attempt with a Gaussian count check of the same fines
 
 The check's constants follow rules stated once (`_rules`), from public sizes only (the documented
 row count N of each data set, never the private n): n_val = 0.2·N validation rows; margin one
-standard error of the validation accuracy at the target, √(t(1−t)/n_val); finest check noise
-√n_val/2 counts (no larger than the validation set's own sampling noise at accuracy 1/2), i.e.
-s_K = 4/n_val; seven Brownian levels s_K·2^(−6..0) (the noisiest 8× the finest noise); stop when
-the released f is two noise deviations from 0; check budget S_max = 2·s_K (two checks walked to
-the finest level) with a grid of four budgets S_max·2^(−3..0); checkpoints T/8·√2^k up to T.
+standard error of the validation accuracy at the target, √(t(1−t)/n_val); check budget
+S_max = 4/n_val (μ = 2/√n_val: all checks together cost what one Gaussian count of noise
+√n_val/2, the validation set's own sampling noise at accuracy 1/2, costs), with a grid of three
+budgets S_max·2^(−2..0); finest level s_K = S_max/2 (two checks walked to the end); seven
+Brownian levels s_K·2^(−6..0); stop when the released f is two noise deviations from 0;
+doubling's Gaussian check at the finest noise 1/√s_K; checkpoints T/8·√2^k up to T.
 """
 
 from __future__ import annotations
@@ -152,12 +153,13 @@ _STEPS = 300
 def _rules(name: str, targets: tuple[float, ...]) -> dict[str, Any]:
     """The check's constants from the public size (module docstring)."""
     n_val = round(0.2 * DOCUMENTED_ROWS[name])
-    finest = 4.0 / n_val
+    budget = 4.0 / n_val
+    finest = budget / 2.0
     return {
         "checkpoints": geometric_checkpoints(round(_STEPS / 8), _STEPS, math.sqrt(2.0)),
         "check_levels": tuple(finest * 2.0**-k for k in range(6, -1, -1)),
-        "check_budgets": tuple(2.0 * finest * 2.0**-k for k in range(3, -1, -1)),
-        "check_sigma": math.sqrt(n_val) / 2.0,
+        "check_budgets": tuple(budget * 2.0**-k for k in range(2, -1, -1)),
+        "check_sigma": 1.0 / math.sqrt(finest),
         "margins": tuple(math.sqrt(t * (1.0 - t) / n_val) for t in targets),
     }
 
@@ -165,7 +167,7 @@ def _rules(name: str, targets: tuple[float, ...]) -> dict[str, Any]:
 # data set, targets, q, learning rate, σ, fixed ε, doubling ε0, oracle grid's ends
 _TABLE = (
     ("breast_cancer", (0.93, 0.95), 0.05, 1.0, 2.0, 2.0, 0.25, (0.25, 16.0)),
-    ("digits", (0.80, 0.85), 0.05, 1.0, 2.0, 2.0, 0.25, (0.25, 16.0)),
+    ("digits", (0.75, 0.78), 0.05, 1.0, 2.0, 2.0, 0.25, (0.25, 16.0)),
     ("wine", (0.90, 0.95), 0.1, 1.0, 2.0, 4.0, 0.5, (0.5, 32.0)),
     ("synthetic", (0.84, 0.86), 0.02, 2.0, 2.5, 1.0, 0.0625, (0.0625, 4.0)),
     ("synthetic_large", (0.84, 0.86), 0.002, 2.0, 2.5, 1.0, 0.0625, (0.0625, 4.0)),
