@@ -173,6 +173,7 @@ def test_brownian_check_stops_early_far_from_the_threshold() -> None:
     far = check.decide(session, LogisticRegression(), w, rows, 0.9, 10.0)
     assert far == (False, 0.04)  # f = −40, noise 5: unclear only if the noise exceeds 4σ
     near = check.decide(session, LogisticRegression(), w, rows, 0.5, 0.7)
-    assert near is not None and near[1] == 0.64  # f = 0: clear only by chance (seeded)
+    assert near is not None
+    assert near[1] == 0.64
     assert check.decide(session, LogisticRegression(), w, rows, 0.5, 0.02) is None
     assert len(session.history) == 2

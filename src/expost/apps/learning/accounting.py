@@ -52,8 +52,8 @@ from expost.renyi import subsampled_gaussian_renyi
 from expost.rounding import sum_up, up_exact
 
 __all__ = [
-    "DELTA",
     "COARSE_DISCRETIZATION",
+    "DELTA",
     "DISCRETIZATION",
     "RDP_ORDERS",
     "CheckedGrid",

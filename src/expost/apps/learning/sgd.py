@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -122,6 +123,10 @@ class CountCheck:
         return float(np.asarray(released, dtype=np.float64).reshape(-1)[0]) >= 0.0
 
 
+def _float_tuple(value: Iterable[float]) -> tuple[float, ...]:
+    return tuple(float(v) for v in value)
+
+
 def _levels(_instance: object, _attribute: object, value: tuple[float, ...]) -> None:
     if not value or any(b <= a for a, b in itertools.pairwise(value)) or value[0] <= 0:
         raise InvalidParameter("levels", value, "must be positive and increasing")
@@ -132,7 +137,7 @@ class BrownianCheck:
     """Accuracy-first's check (module docstring): Brownian levels s_1 < … < s_K (privacy time,
     noise variance 1/s of f), the stopping rule's ``z`` and the ``margin`` added to the target."""
 
-    levels: tuple[float, ...] = field(converter=tuple, validator=_levels)
+    levels: tuple[float, ...] = field(converter=_float_tuple, validator=_levels)
     margin: float = field(default=0.0, converter=as_float, validator=validator(nonnegative))
     z: float = field(default=2.0, converter=as_float, validator=validator(positive))
 
