@@ -61,7 +61,7 @@ def dp_sgd_grid_samples(forget_checks: bool, n: int, rng: np.random.Generator) -
 
 @register(PAPER)
 def dp_sgd_grid_audit(suite: str) -> Audit:
-    """The reported grid holds at the learner's stop (20,000 runs)."""
+    """The reported grid holds at the learner's stop (5,000 runs)."""
     del suite
     name = "dp-sgd/accuracy-first/grid"
     return Audit(
@@ -74,7 +74,7 @@ def dp_sgd_grid_audit(suite: str) -> Audit:
         ),
         claim=EValueClaim(DELTA),
         simulate=partial(dp_sgd_grid_samples, False),
-        n=20_000,
+        n=5_000,
         twin=Twin(
             f"{name}/checks-forgotten", EValueClaim(DELTA), partial(dp_sgd_grid_samples, True)
         ),
