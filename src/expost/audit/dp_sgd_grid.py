@@ -5,7 +5,7 @@ trainer on Poisson batches, Brownian checks, check budget and stopping rule, unc
 tiny logistic regression of `expost.audit.dp_sgd`, with the exact privacy loss L of the
 transcript (steps revealing the other sampled rows, a post-processing-dominating view; a check's
 loss that of its last iterate). The report is ε_K = `CheckedGrid.reported(τ, S)` of the
-library's `checked_grid` for that schedule, check budgets (0.4, 1.6) and δ = 0.05. The claim of
+library's `checked_grid` for that schedule, check budgets (0.8, 3.2) and δ = 0.05. The claim of
 docs/apps/dp-sgd.md ("Why the report is valid") is, for every event S of the transcript,
 P_x(S) <= E_x'[e^(ε_K)·1_S] + δ; its supremum over S is E_x[(1 − e^(ε_K − L))_+], so the claim
 is E[X] <= δ for X = (1 − e^(ε_K − L))_+ (EValueClaim(δ)). Twin: the grid that forgets the
