@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from expost import BudgetExceeded, InvalidParameter, PLDFilter, PrivateSession, ZCDPFilter
+from expost import (
+    BudgetExceeded,
+    InvalidParameter,
+    NotCopyable,
+    PLDFilter,
+    PrivateSession,
+    ZCDPFilter,
+)
 from expost.filters import SubsampledGaussianCost
 from expost.ledger import open_ledger, stored_config
 from expost.mechanisms.poisson_sample import (
@@ -95,6 +102,15 @@ def test_every_position_is_reached() -> None:
         assert abs(_z(int(block.sum()), 500 * trials, p)) < Z
 
 
+def test_the_work_is_in_the_kept_rows_not_in_n() -> None:
+    """n = 2**50 rows at q = 2**-40 (about 1,024 kept): a sampler that touched every row
+    would never finish; the count is within Z standard deviations of n·p."""
+    t, n = threshold(2.0**-40), 2**50
+    kept = poisson_indices(n, t, np.random.default_rng(8))
+    assert abs(_z(kept.size, n, t / SCALE)) < Z
+    assert kept[-1] < n
+
+
 def test_edge_rates() -> None:
     rng = np.random.default_rng(0)
     assert poisson_indices(10, SCALE, rng).tolist() == list(range(10))
@@ -104,8 +120,9 @@ def test_edge_rates() -> None:
 # ----------------------------------------------------------------------------- the session
 
 
-def session(**kw: Any) -> PrivateSession:
-    return PrivateSession(PLDFilter(2.0, 1e-5), np.random.default_rng(1), **kw)
+def session(filter: Any = None, **kw: Any) -> PrivateSession:
+    f = PLDFilter(2.0, 1e-5) if filter is None else filter
+    return PrivateSession(f, np.random.default_rng(1), **kw)
 
 
 def test_a_batch_is_charged_when_drawn_and_releases_once() -> None:
@@ -136,6 +153,8 @@ def test_wrong_rows_are_refused_and_nothing_further_is_spent() -> None:
         assert str(k) not in str(err.value).replace("2**1000", "")  # the count stays private
         assert s.filter.rounds == 1
         assert not batch.released
+    with pytest.raises(InvalidParameter, match="rows of one length"):
+        batch.release([[1.0], [2.0, 3.0]] * k)  # ragged
     batch.release(np.zeros((k, 3)))  # the right rows still release it
     assert batch.released
 
@@ -156,6 +175,28 @@ def test_the_indices_never_reach_repr_history_or_ledger(tmp_path: Any) -> None:
     assert np.all(np.isfinite(out))
     again = PrivateSession(PLDFilter(2.0, 1e-5), np.random.default_rng(2), ledger=ledger)
     assert again.filter.rounds == 1  # the step replays from the ledger
+
+
+def test_a_batch_cannot_be_copied_or_pickled() -> None:
+    """A copy could release the step twice for one charge."""
+    import copy
+    import pickle
+
+    batch = session().poisson_batch(1_000, sampling_prob=0.01, sigma=1.0, sensitivity=1.0)
+    for clone in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(NotCopyable):
+            clone(batch)
+
+
+def test_a_forked_child_cannot_release_its_parents_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    batch = session().poisson_batch(1_000, sampling_prob=0.01, sigma=1.0, sensitivity=1.0)
+    pid = os.getpid()
+    monkeypatch.setattr(os, "getpid", lambda: pid + 1)  # as in a forked child
+    with pytest.raises(NotCopyable):
+        batch.release(np.zeros((batch.indices.size, 1)))
+    assert not batch.released
 
 
 def test_an_unreleased_batch_stays_charged() -> None:
@@ -190,9 +231,17 @@ def test_bad_parameters_are_refused_before_anything_is_spent() -> None:
     for kw in (
         {"n": 0},
         {"n": 2**54},
+        {"n": 1.5},
+        {"n": True},
+        {"n": "100"},
         {"n": 10**8, "sampling_prob": 0.5},
         {"sampling_prob": 0.0},
+        {"sampling_prob": 1.0 + 2**-52},
+        {"sampling_prob": float("nan")},
         {"sigma": -1.0},
+        {"sigma": float("inf")},
+        {"sensitivity": 0.0},
+        {"sensitivity": "1"},
     ):
         args: dict[str, Any] = {"n": 100, "sampling_prob": 0.1, "sigma": 1.0, "sensitivity": 1.0}
         args.update(kw)
@@ -209,6 +258,27 @@ def test_a_batch_past_the_budget_is_refused() -> None:
     with pytest.raises(BudgetExceeded):
         s.poisson_batch(100, sampling_prob=0.5, sigma=4.0, sensitivity=1.0)
     assert s.filter.rounds == budget > 0
+
+
+def test_a_stopping_rule_cannot_draw_a_batch() -> None:
+    """As for every round: a round started by a running round's stopping rule is refused."""
+    from expost import TimeGrid
+
+    s = session(filter=ZCDPFilter(10.0))
+    refusals: list[str] = []
+
+    def rule(*_: object) -> bool:
+        try:
+            s.poisson_batch(100, sampling_prob=0.1, sigma=1.0, sensitivity=1.0)
+        except InvalidParameter as err:
+            refusals.append(str(err))
+        return True
+
+    s.brownian(0.0, 1.0, TimeGrid((2.0, 1.0)), stop=rule)
+    assert refusals
+    assert "running in this thread" in refusals[0]
+    assert "nothing was spent" in refusals[0]
+    assert s.filter.rounds == 1  # the Brownian round only
 
 
 def test_secure_mode_refuses_batches() -> None:

@@ -97,10 +97,10 @@ def test_eps_so_far_matches_prv_accountant() -> None:
 
 
 def test_a_training_loop_reports_what_an_independent_accountant_does() -> None:
-    """The session's own ε so far after 200 batches (q = 0.01, σ = 1)."""
+    """The session's own ε so far after 200 batches (q = 0.01, σ = 1) on 10⁶ rows."""
     s = PrivateSession(PLDFilter(2.0, DELTA), np.random.default_rng(0))
     for _ in range(200):
-        batch = s.poisson_batch(5_000, sampling_prob=0.01, sigma=1.0, sensitivity=1.0)
+        batch = s.poisson_batch(10**6, sampling_prob=0.01, sigma=1.0, sensitivity=1.0)
         batch.release(np.zeros((batch.indices.size, 4)))
     lower, upper = _dpa_sgd(1.0, 0.01, 200)
     assert agrees(s.privacy_spent(DELTA).eps, lower, upper)
@@ -186,3 +186,26 @@ def test_other_filters_and_bad_delta_are_refused() -> None:
         privacy_spent(ExPostFilter(1.0, 1e-6), DELTA)
     with pytest.raises(InvalidParameter, match="delta"):
         privacy_spent(PLDFilter(2.0, DELTA), 0.0)
+
+
+def test_the_counting_grid_is_valid_at_every_segment() -> None:
+    """`expost.realised_privacy.counting_grid`: Σ δ_j <= δ, ε_j nondecreasing, and each ε_j at
+    least dp-accounting's optimistic ε of segments 1..j at δ_j (planted twin: ε at the whole δ
+    for the last segment is below it, so the split of δ is paid)."""
+    from expost.pld import PrivacyLossDistribution
+    from expost.realised_privacy import counting_grid
+
+    step = PrivacyLossDistribution.gaussian(1.0, sampling_prob=0.02)
+    segments = [step.self_compose(50)] * 3
+    grid = counting_grid(segments, DELTA)
+    assert sum(grid.deltas) <= DELTA
+    assert list(grid.eps) == sorted(grid.eps)
+    lowers = [
+        dpa.from_gaussian_mechanism(1.0, sampling_prob=0.02, pessimistic_estimate=False)
+        .self_compose(50 * j)
+        .get_epsilon_for_delta(delta_j)
+        for j, delta_j in enumerate(grid.deltas, start=1)
+    ]
+    assert all(grid.reported(j) >= low for j, low in enumerate(lowers, start=1))
+    unsplit = float(step.self_compose(150).eps(DELTA))  # planted twin: δ not split
+    assert unsplit < lowers[-1]

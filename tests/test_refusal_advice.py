@@ -3,10 +3,12 @@
 The issue's case: DP-SGD under PLDFilter(2, 1e-5) at q = 0.01, σ = 1, then a step at q = 0.02.
 RDPFilter (δ split over 12 orders), UnifiedFilter and GaussianDPFilter (no subsampling) admit
 no such step at this budget, so they are not named; RenyiFilter at one order is. A fresh
-RDPFilter's refusal quotes 0 spent (in ε_α at its best order), not the split's tail.
+RDPFilter's refusal says that what it has spent before any round is the split of δ.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -42,7 +44,7 @@ def test_the_named_count_is_what_the_filter_admits() -> None:
     f = PLDFilter(2.0, 1e-5).spend(STEP)
     with pytest.raises(InvalidParameter) as info:
         f.check(WIDER)
-    count = int(str(info.value).split("(α=")[1].split(": ")[1].split(" more")[0])
+    count = int(str(info.value).split("(α=")[1].split(": ")[1].split(" more")[0].replace(",", ""))
     renyi = expost.RenyiFilter.for_rounds(2.0, 1e-5, WIDER).spend(STEP)
     for _ in range(count):
         renyi = renyi.spend(WIDER)
@@ -55,14 +57,20 @@ def test_gaussian_dp_filter_admits_nothing_here() -> None:
         GaussianDPFilter.from_dp(2.0, 1e-5).spend(WIDER)
 
 
-def test_a_fresh_rdp_filter_quotes_nothing_spent() -> None:
+def test_a_fresh_rdp_filter_says_why_it_has_spent_before_any_round() -> None:
+    """0.1102 "already spent" before any step is the split of delta over 12 orders at α = 128:
+    the refusal says so, and that the rounds' own Σ ε_α is 0 there."""
+    f = RDPFilter.from_dp(2.0, 1e-5)
     with pytest.raises(BudgetExceeded) as info:
-        RDPFilter.from_dp(2.0, 1e-5).check(STEP)
+        f.check(STEP)
     err = info.value
-    assert err.spent == 0.0
-    assert err.unit == "eps_alpha(α=128)"
-    assert err.requested > err.remaining
-    assert "log(k/delta)/(α−1)" in str(err)
+    tail = math.log(12 / 1e-5) / (128 - 1)
+    assert (err.spent, err.remaining, err.unit) == (f.spent, f.remaining, "eps")
+    assert abs(err.spent - tail) < 1e-12
+    text = str(err)
+    assert f"at α=128: Σ ε_α = 0, split {tail:.4g}" in text
+    assert "splitting delta over k = 12 orders" in text
+    assert err.requested == f.prices(STEP)[-1] > err.remaining
 
 
 def test_every_filter_the_docs_name_is_importable_from_expost() -> None:

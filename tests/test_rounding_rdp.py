@@ -169,7 +169,7 @@ def test_rdp_prices_round_up(rounded: Rounded) -> None:
         )
 
 
-@audits("filters.RDPFilter.budgets")
+@audits("RDPFilter.budgets")
 def test_rdp_budgets_round_down(rounded: Rounded) -> None:
     """B_α = eps − log(k/delta)/(α−1) at the default orders: never above the exact value, within
     a few ulps of the log term (the scale where eps and the term nearly cancel)."""
@@ -205,7 +205,7 @@ def _filters(rng: np.random.Generator) -> list[RDPFilter]:
     return out
 
 
-@audits("filters.RDPFilter.spent_by_order", "filters.RDPFilter.remaining_by_order")
+@audits("RDPFilter.spent_by_order", "RDPFilter.remaining_by_order")
 def test_rdp_spends_and_remainders_are_exact_sums_rounded(rounded: Rounded) -> None:
     """Σ of the (audited) prices per order rounded up, B_α less it rounded down (0 at least):
     one rounding of an exact sum (1 ulp); twins: `math.fsum`, the nearest float."""
@@ -228,7 +228,7 @@ def test_rdp_spends_and_remainders_are_exact_sums_rounded(rounded: Rounded) -> N
         audit(got, [_mp(w) for w in want], rounded.up, ulps=1, twin=twin)
 
 
-@audits("filters.RDPFilter.spent")
+@audits("RDPFilter.spent")
 def test_rdp_spent_is_the_smallest_exact_bound_rounded_up(rounded: Rounded) -> None:
     """min over α of Σ ε_α + tail_α (tail_α = markov_bound(0, α, delta/k), as in the budgets),
     exact, one rounding up (1 ulp); twin: the nearest float of the float sums."""

@@ -59,7 +59,7 @@ NOT_GUARANTEES: dict[str, str] = {
     "DoublingTranscript.eps": "the levels a run used (parameters); its cost is recorded apart",
     "Released.eps": "the levels a stopped run used (parameters)",
     "filters.Filter.realised": "the recorded costs, as given",
-    "filters.RDPFilter.realised": "the recorded costs, as given",
+    "RDPFilter.realised": "the recorded costs, as given",
     # experiments, not guarantees: the filters they run do the accounting
     "apps.lnr_composition.small_eps_limit": "a limit constant c(delta) of an experiment",
     "apps.relative_error.Report.rho": "an experiment's report of the filter's budget",
@@ -108,7 +108,7 @@ NO_ROUNDING: dict[str, str] = {
     "BrownianNoiseReduction.cost": "BrownianCost(t_min): the stored time",
     "EpsilonGrid.rho": "eps²/2 of stored eps²: halving is exact (normal range)",
     "EpsilonGrid.max_rho": "the last eps²/2: halving is exact (normal range)",
-    "filters.RDPFilter.guarantee": "stored (eps, delta)",
+    "RDPFilter.guarantee": "stored (eps, delta)",
     "RenyiFilter.delta_budget": "0.0",
     "RenyiFilter.guarantee": "stored (eps, delta)",
     "ExPostRDP.of_rho": "stores rho",
@@ -178,13 +178,13 @@ DELEGATES: dict[str, str] = {
     "NormalMixture.bound": "NormalMixture.__call__",
     "FACStitched.bound": "FACStitched.__call__",
     "PolynomialStitching.bound": "PolynomialStitching.__call__",
-    "filters.RDPFilter.price": "filters.rdp.rdp_price",  # at the best order
-    "filters.RDPFilter.prices": "filters.rdp.rdp_price",  # at each order
-    "filters.RDPFilter.remaining": "filters.RDPFilter.remaining_by_order",  # the best order's
-    "filters.RDPFilter.reported_guarantee": "filters.RDPFilter.guarantee",
+    "RDPFilter.price": "filters.rdp.rdp_price",  # at the best order
+    "RDPFilter.prices": "filters.rdp.rdp_price",  # at each order
+    "RDPFilter.remaining": "RDPFilter.remaining_by_order",  # the best order's
+    "RDPFilter.reported_guarantee": "RDPFilter.guarantee",
     # the same bounded searches (`filters.base.bm_extreme`) on the filter's own admits
-    "filters.RDPFilter.max_bm_eps": "filters.base.BrownianPricedFilter.max_bm_eps",
-    "filters.RDPFilter.min_bm_time": "filters.base.BrownianPricedFilter.min_bm_time",
+    "RDPFilter.max_bm_eps": "filters.base.BrownianPricedFilter.max_bm_eps",
+    "RDPFilter.min_bm_time": "filters.base.BrownianPricedFilter.min_bm_time",
     "LinearPrivacyBoundary.times_for": "LinearPrivacyBoundary.time_for",  # one closed form
     "MixturePrivacyBoundary.times_for": "MixturePrivacyBoundary.time_for",  # each level
     "ExPostRDP.sup": "ExPostRDP.eps",  # a max of stored values, or of eps at each order

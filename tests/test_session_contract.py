@@ -52,7 +52,9 @@ from expost.mechanisms import (
 )
 from expost.stopping import AtIndex, Never, RelativeError
 
-NOT_RELEASES = {"guarantee", "refresh", "close"}
+# privacy_spent reads the filter; poisson_batch reserves a step whose release is the batch's
+# (its contract: tests/test_poisson_batch.py)
+NOT_RELEASES = {"guarantee", "refresh", "close", "privacy_spent", "poisson_batch"}
 NOT_EXACT_METHODS = {
     "brownian",
     "laplace_noise_reduction",

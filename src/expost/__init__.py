@@ -34,7 +34,6 @@ from expost.errors import (
 
 if TYPE_CHECKING:  # what the names below are, for type checkers; at run time: `__getattr__`
     from expost import exact, stopping
-    from expost.batches import PoissonBatch
     from expost.boundaries import (
         Boundary,
         FACStitched,
@@ -118,7 +117,6 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time: `
         StitchedOdometer,
     )
     from expost.pld import PrivacyLossDistribution
-    from expost.privacy_spent import PrivacySpent
     from expost.session import PrivateSession, Round
     from expost.skellam.boundary import SkellamPrivacyBoundary
     from expost.skellam.loss import SkellamLoss
@@ -168,7 +166,6 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "ZCDPCost",
         "ZCDPFilter",
     ),
-    "expost.batches": ("PoissonBatch",),
     "expost.grids": ("EpsilonGrid", "OpenEpsilonGrid", "TimeGrid"),
     "expost.guarantees": (
         "ZCDP",
@@ -219,7 +216,6 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "StitchedOdometer",
     ),
     "expost.pld": ("PrivacyLossDistribution",),
-    "expost.privacy_spent": ("PrivacySpent",),
     "expost.session": ("PrivateSession", "Round"),
     "expost.skellam.boundary": ("SkellamPrivacyBoundary",),
     "expost.skellam.loss": ("SkellamLoss",),
@@ -320,13 +316,11 @@ __all__ = [
     "OpenEpsilonGrid",
     "PLDFilter",
     "PermuteAndFlip",
-    "PoissonBatch",
     "PolynomialStitching",
     "PrivacyBoundary",
     "PrivacyFilter",
     "PrivacyLoss",
     "PrivacyLossDistribution",
-    "PrivacySpent",
     "PrivateSession",
     "ProbabilisticDP",
     "PureDP",

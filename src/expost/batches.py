@@ -31,6 +31,7 @@ for numpy rows and array-likes).
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -40,13 +41,14 @@ import numpy.typing as npt
 from attrs import frozen
 
 from expost._validation import FLOAT_LIMIT, positive_int
-from expost.backends import GPU_EXTRA
+from expost.backends import GPU_EXTRA, ArrayBackend
 from expost.errors import InvalidParameter
 from expost.filters import Cost
 from expost.mechanism_table import mechanism_for
 from expost.mechanisms.poisson_sample import poisson_indices
 from expost.mechanisms.subsampled import MAX_RECORDS, SubsampledGaussianMechanism, clip_rows
 from expost.rounds import Mode
+from expost.spendable import Spendable
 
 __all__ = ["MAX_ROWS", "PoissonBatch", "PreparedBatch", "prepare_poisson_batch"]
 
@@ -68,10 +70,21 @@ class PreparedBatch:
 
 
 def prepare_poisson_batch(
-    mode: Mode, n: object, sampling_prob: object, sigma: object, sensitivity: object
+    mode: Mode,
+    n: object,
+    sampling_prob: object,
+    sigma: object,
+    sensitivity: object,
+    nested: bool = False,
 ) -> PreparedBatch:
     """The batch round of `PrivateSession.poisson_batch`, checked (nothing drawn or reserved);
-    refused in secure mode, as `subsampled_gaussian` is (`expost.rounds.NOT_EXACT`)."""
+    refused in secure mode, as `subsampled_gaussian` is (`expost.rounds.NOT_EXACT`), and when
+    ``nested`` (a round of the session is running in this thread: a stopping rule may not start
+    another, as for every round)."""
+    if nested:
+        raise InvalidParameter(
+            "mechanism", "poisson-batch", "a round of this session is running in this thread"
+        )
     build = mechanism_for("subsampled-gaussian", mode.name).build
     mechanism: SubsampledGaussianMechanism = build(sensitivity, sigma, sampling_prob)
     rows = positive_int("n", n)
@@ -99,15 +112,20 @@ def _namespace(rows: object) -> Any:
     return compat.array_namespace(rows)
 
 
-def _described(x: Any) -> str:
-    """The rows as a message may name them: library, columns and dtype, never their number."""
+def _refused(x: Any, rule: str) -> InvalidParameter:
+    """The refusal of rows ``x``, which names their library, dimensions, columns and dtype,
+    never their number (the batch's size is private)."""
     columns = "" if x.ndim != 2 else f" with {x.shape[1]} columns"
-    return f"a {type(x).__module__.split('.')[0]} array of {x.ndim} dimensions{columns}, {x.dtype}"
+    what = f"a {type(x).__module__.split('.')[0]} array of {x.ndim} dimensions{columns}, {x.dtype}"
+    return InvalidParameter("rows", what, rule + _NOTHING)
 
 
-class PoissonBatch:
+class PoissonBatch(Spendable):
     """One reserved DP-SGD step: private ``indices``, released once by `release` (module
-    docstring). Its repr shows the public parameters only."""
+    docstring). Its repr shows the public parameters only; a copy or a pickle (which could
+    release the step twice) raises `NotCopyable`."""
+
+    _COPY_ADVICE = "release the batch where it was drawn; draw another with poisson_batch"
 
     def __init__(
         self,
@@ -122,6 +140,7 @@ class PoissonBatch:
         self._rng, self._settle = rng, settle
         self._lock = threading.Lock()
         self._released = False
+        self._pid = os.getpid()  # a forked child holds a copy: refused, as for any copy
 
     @property
     def indices(self) -> npt.NDArray[np.int64]:
@@ -144,41 +163,35 @@ class PoissonBatch:
     def _rows(self, rows: object, xp: Any) -> Any:
         """``rows`` checked as (k, d) (or (k,): d = 1), k = len(indices), finite, of magnitude
         at most 2**1000, as float64 on their device; refused without naming k."""
-        x: Any = np.asarray(rows) if xp is np else rows
-        kind = getattr(x, "dtype", None)
-        numeric = (
-            (x.dtype.kind in "iuf") if xp is np else xp.isdtype(kind, ("real floating", "integral"))
-        )
+        try:
+            x: Any = np.asarray(rows) if xp is np else rows
+        except ValueError as exc:  # ragged lists; numpy's message would give their lengths
+            rule = "must be an array of real numbers (rows of one length)" + _NOTHING
+            raise InvalidParameter("rows", type(rows).__name__, rule) from exc
+        if xp is np:
+            numeric = x.dtype.kind in "iuf"
+        else:
+            numeric = xp.isdtype(x.dtype, ("real floating", "integral"))
         if not numeric:
-            raise InvalidParameter(
-                "rows", _described(x), "must hold real numbers (not bool)" + _NOTHING
-            )
+            raise _refused(x, "must hold real numbers (not bool)")
         x = xp.reshape(x, (-1, 1)) if x.ndim == 1 else x
         if x.ndim != 2 or x.shape[1] == 0:
-            raise InvalidParameter(
-                "rows", _described(x), "must be a (k, d) or (k,) array" + _NOTHING
-            )
+            raise _refused(x, "must be a (k, d) or (k,) array")
         if x.shape[0] != self._indices.size:
-            raise InvalidParameter(
-                "rows",
-                _described(x),
-                "must have one row per index of the batch, in order" + _NOTHING,
-            )
+            raise _refused(x, "must have one row per index of the batch, in order")
         x = xp.astype(x, xp.float64)
         if self._indices.size and not bool(xp.all(xp.isfinite(x))):
-            raise InvalidParameter(
-                "rows", _described(x), "must be finite (a NaN or inf found)" + _NOTHING
-            )
+            raise _refused(x, "must be finite (a NaN or inf found)")
         if self._indices.size and float(xp.max(xp.abs(x))) > FLOAT_LIMIT:
-            raise InvalidParameter(
-                "rows", _described(x), "must have magnitude at most 2**1000" + _NOTHING
-            )
+            raise _refused(x, "must have magnitude at most 2**1000")
         return x
 
     def release(self, rows: object) -> Any:
         """Σ over the rows of each row clipped to ℓ2 norm C, plus N(0, (σ·C)²) per coordinate,
         as a float64 vector of length d of the rows' library on their device; settles the
         round. ``rows``: the per-example gradients of exactly ``indices``, in that order."""
+        if os.getpid() != self._pid:
+            self._refuse_copy()
         xp = _namespace(rows)
         x = self._rows(rows, xp)
         with self._lock:
@@ -188,19 +201,13 @@ class PoissonBatch:
         m = self._mechanism
         if self._indices.size:
             total = xp.sum(clip_rows(x, m.sensitivity, xp), axis=0)
-            host = np.asarray(total if xp is np else _to_numpy(total), dtype=np.float64)
+            host = np.asarray(ArrayBackend.to_numpy(total), dtype=np.float64)
         else:
             host = np.zeros(x.shape[1])
         noisy = host + self._rng.normal(0.0, m.noise_std, host.shape)
         out = noisy if xp is np else xp.asarray(noisy, device=_device(x))
         self._settle(out)
         return out
-
-
-def _to_numpy(values: Any) -> npt.NDArray[Any]:
-    from expost.backends import ArrayBackend
-
-    return ArrayBackend.to_numpy(values)
 
 
 def _device(x: Any) -> Any:

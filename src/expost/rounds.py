@@ -4,8 +4,8 @@ A ``prepare_*`` function (`expost.prepare`) turns one `PrivateSession` release m
 into a `Prepared` round: the mechanism's name, its worst-case cost (the *request*), a ``draw``
 that runs the mechanism on the converted inputs, and the ``realised`` cost of its result.
 Preparing applies the whole input contract of docs/session.md ("The input contract"), every limit
-a sampler will enforce included, so a draw cannot fail on input. `PrivateSession._release` is the
-only place a round is reserved (ARCHITECTURE "Filters guard budgets"); `refusing` makes every
+a sampler will enforce included, so a draw cannot fail on input. `PrivateSession._release`
+reserves every round but a batch (ARCHITECTURE "Filters guard budgets"); `refusing` makes every
 input error raised while preparing say that nothing was spent.
 """
 

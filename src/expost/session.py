@@ -9,7 +9,7 @@ Every round follows one path (ARCHITECTURE "Filters guard budgets"; docs/session
    time, APC condition (2)/(3)) is checked by the filter — a refused round raises
    `BudgetExceeded` and changes nothing;
 3. the round is *reserved* at its request (with a ledger: written and committed first) — in
-   `_release`, the only place a round is reserved;
+   `_release` (`poisson_batch`: its draw spans two calls, so it reserves and settles itself);
 4. the mechanism runs, its stopping rule seeing only released iterates;
 5. the realised cost is *settled* (written before the result is returned), and the round
    joins `history`.
@@ -340,7 +340,7 @@ class PrivateSession(Spendable):
     ) -> PoissonBatch:
         """One DP-SGD step at the cost of its batch (`expost.batches`): reserved now, the private
         ``batch.indices`` sampled from range(n), settled by ``batch.release(rows)`` (once)."""
-        args = (n, sampling_prob, sigma, sensitivity)
+        args = (n, sampling_prob, sigma, sensitivity, getattr(self._running, "round", False))
         p = self._prepare("poisson_batch", prepare_poisson_batch, *args)
         with self._lock:
             key = self._reserve(p.mechanism, p.request)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from expost.cli.ledger_summary import remaining, runs, so_far
+from expost.cli.ledger_summary import left_shown, runs, so_far
 from expost.errors import ExpostError, InvalidParameter
 from expost.filters import PrivacyFilter
 from expost.ledger import LedgerEntry, PostgresLedger, open_ledger, stored_config
@@ -183,7 +183,7 @@ def _spend(config: Mapping[str, Any], entries: tuple[LedgerEntry, ...], where: s
     replay = Replay(filter_from_description(config["filter"]), where)
     f = replay.update(entries)
     counts = f"{_count(len(entries), 'entry', 'entries')}, {_count(replay.rounds, 'round')}"
-    return f"{counts}; spent {f.spent!r}, remaining {remaining(f)}"
+    return f"{counts}; spent {f.spent!r}, remaining {left_shown(f)}"
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

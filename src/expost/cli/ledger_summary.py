@@ -19,7 +19,7 @@ from expost.ledger import LedgerEntry
 from expost.ledger.records import Replay, decode
 from expost.privacy_spent import privacy_spent
 
-__all__ = ["remaining", "runs", "so_far"]
+__all__ = ["left_shown", "runs", "so_far"]
 
 
 def _cost(cost: Cost) -> str:
@@ -58,7 +58,7 @@ def runs(entries: Sequence[LedgerEntry], where: str) -> list[str]:
     return out
 
 
-def remaining(f: PrivacyFilter) -> str:
+def left_shown(f: PrivacyFilter) -> str:
     """``remaining`` as shown: a number, or why there is none yet."""
     left = f.remaining
     if isinstance(left, float) and math.isinf(left):

@@ -13,8 +13,8 @@ Advice only: nothing here is part of any guarantee.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 from expost.errors import BudgetExceeded, InvalidParameter
@@ -41,15 +41,26 @@ def _candidates(eps: float, delta: float, cost: Cost) -> list[tuple[str, Any]]:
     ]
 
 
-def _more(f: Any, cost: Cost) -> int:
+_MANY = 10**9
+
+
+def _count(left: float, price: float) -> int:
+    """⌊left/price⌋ exactly, at most `_MANY` (a subnormal price would give a 300-digit count)."""
+    if price <= 0.0 or left <= 0.0:
+        return 0
+    return min(_MANY, int(Fraction(left) / Fraction(price)))
+
+
+def _more(f: Any, cost: Cost) -> str:
     """How many more rounds of ``cost`` ``f`` admits (0 if it cannot charge it)."""
     if not f.accepts(cost):
-        return 0
+        return "0"
     if hasattr(f, "remaining_by_order"):  # RDPFilter: the best order's count
         pairs = zip(f.remaining_by_order, f.prices(cost), strict=True)
-        return max((math.floor(r / p) if p > 0 else 0) for r, p in pairs)
-    price = f.price(cost)[0]
-    return math.floor(f.remaining / price) if price > 0 else 0
+        count = max(_count(r, p) for r, p in pairs)
+    else:
+        count = _count(f.remaining, f.price(cost)[0])
+    return f"over {_MANY:,}" if count >= _MANY else f"{count:,}"
 
 
 def _after(f: Any, realised: Sequence[Cost]) -> Any:

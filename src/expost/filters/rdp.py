@@ -256,9 +256,9 @@ class RDPFilter:
         return bool(self._fitting(self._totals(request)))
 
     def check(self, request: RoundCost) -> None:
-        """Raise `BudgetExceeded` unless ``request`` is admitted (`refused`: every number in
-        ε_α at `best_order`, where a refused round asks for more than is left; it fits no
-        other order either)."""
+        """Raise `BudgetExceeded` unless ``request`` is admitted (`refused`): ``spent`` and
+        ``remaining`` as a session reports them, the round's ε_α at `best_order` as its ask (a
+        refused round asks more than ``remaining`` there, and fits no other order)."""
         if not self.admits(request):
             raise refused(self, request)
 
@@ -304,23 +304,26 @@ class RDPFilter:
 
 
 def refused(f: RDPFilter, request: RoundCost) -> BudgetExceeded:
-    """The refusal of ``request``, in one unit: Σ ε_α of the rounds so far, the round's ε_α and
-    B_α − Σ ε_α, all at the best order α (0 spent before any round: the split of delta is in
-    B_α, not in what was spent), and what the split costs."""
+    """The refusal of ``request``: ``spent`` and ``remaining`` as the filter (and a session)
+    reports them, the round's ε_α at the best order as its ask, and what the numbers are — in
+    particular why ``spent`` is not 0 before any round (the split of delta over the orders)."""
     i = f._best()
-    alpha, tail = f.orders[i], f._tails[i]
+    alpha = f.orders[i]
+    j = min(range(len(f.orders)), key=lambda k: f._sums[k] + Fraction(f._tails[k]))  # `spent`'s
     return BudgetExceeded(
-        f.spent_by_order[i],
+        f.spent,
         f.prices(request)[i],
-        f.remaining_by_order[i],
-        f"eps_alpha(α={alpha:g})",
+        f.remaining,
+        "eps",
         detail=(
-            f"Rényi accounting at the order where the most is left; none of its "
-            f"{len(f.orders)} orders admits the round. Each order's budget is "
-            f"B_α = eps − log(k/delta)/(α−1): splitting delta over k = {len(f.orders)} orders "
-            f"costs {tail:.4g} at α={alpha:g} before any round (`spent`, in eps, includes it); "
-            "a filter at one order fixed in advance, RenyiFilter.for_rounds(eps, delta, cost), "
-            "pays no split; spent_by_order and remaining_by_order give every order"
+            f"Rényi accounting at α={alpha:g}, the order where the most is left; none of its "
+            f"{len(f.orders)} orders admits the round. The round asks its ε_α there; what "
+            f"remains is B_α − Σ ε_α with B_α = eps − log(k/delta)/(α−1); `spent` is the "
+            "smallest over the orders of the rounds' Σ ε_α plus log(k/delta)/(α−1), the price "
+            f"of splitting delta over k = {len(f.orders)} orders, paid before any round (here "
+            f"at α={f.orders[j]:g}: Σ ε_α = {f.spent_by_order[j]:.4g}, split "
+            f"{f._tails[j]:.4g}). RenyiFilter.for_rounds(eps, delta, cost), at one order fixed in "
+            "advance, pays no split; spent_by_order and remaining_by_order give every order"
         ),
     )
 
