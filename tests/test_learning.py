@@ -9,7 +9,7 @@ import pytest
 from expost import PrivateSession
 from expost.apps.learning.data import LabelledRows, load_rows, split, synthetic_rows
 from expost.apps.learning.models import LogisticRegression, SoftmaxRegression, accuracy
-from expost.apps.learning.sgd import CountCheck, SGDConfig, Trainer
+from expost.apps.learning.sgd import BrownianCheck, CountCheck, SGDConfig, Trainer
 from expost.errors import InvalidParameter
 from expost.filters import ZCDPCost, ZCDPFilter
 
@@ -89,31 +89,35 @@ def test_unknown_dataset_is_refused() -> None:
         load_rows("mnist")
 
 
+class _RecordingBatch:
+    def __init__(self, owner: _Recording, n: int) -> None:
+        self.owner = owner
+        self.indices = np.arange(n, dtype=np.int64)
+
+    def release(self, rows: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        r = np.asarray(rows, dtype=np.float64)
+        self.owner.records.append(r)
+        return np.zeros(r.shape[1])
+
+
 class _Recording:
-    """A release that records what the trainer passes and returns zeros."""
+    """A release whose batches hold every row; it records what the trainer passes."""
 
     def __init__(self) -> None:
         self.records: list[npt.NDArray[np.float64]] = []
 
-    def subsampled_gaussian(
-        self, records: npt.ArrayLike, sensitivity: float, sigma: float, sampling_prob: float
-    ) -> npt.NDArray[np.float64]:
-        r = np.asarray(records, dtype=np.float64)
-        self.records.append(r)
-        return np.zeros(r.shape[1])
-
-    def gaussian(
-        self, value: npt.ArrayLike, sensitivity: float, rho: float
-    ) -> npt.NDArray[np.float64]:
-        return np.asarray(value, dtype=np.float64)
+    def poisson_batch(
+        self, n: int, sampling_prob: float, sigma: float, sensitivity: float
+    ) -> _RecordingBatch:
+        return _RecordingBatch(self, n)
 
 
-def test_trainer_passes_raw_per_example_gradients_of_every_row() -> None:
-    """The caller does not clip or sample: every row's raw gradient goes to the release."""
+def test_trainer_passes_raw_per_example_gradients_of_the_batch() -> None:
+    """The caller does not clip: the batch rows' raw gradients go to the release."""
     rows = LabelledRows(np.full((5, 2), 30.0), np.array([0, 1, 0, 1, 1]), 2)
     release = _Recording()
-    trainer = Trainer(LogisticRegression(), rows, SGDConfig(1.0, 1.0, 0.5, 0.1))
-    trainer.run(release, 2)
+    trainer = Trainer(LogisticRegression(), rows, SGDConfig(1.0, 1.0, 0.5, 0.1, 2.5))
+    trainer.run(release, 2)  # type: ignore[arg-type]
     assert len(release.records) == 2
     np.testing.assert_array_equal(
         release.records[0], LogisticRegression().gradients(np.zeros(2), rows)
@@ -126,7 +130,8 @@ def test_the_session_release_clips_what_the_trainer_passes() -> None:
     rows = LabelledRows(np.full((5, 2), 30.0), np.array([1, 1, 1, 1, 1]), 2)
     session = PrivateSession(ZCDPFilter(1e15), np.random.default_rng(0))
     raw = LogisticRegression().gradients(np.zeros(2), rows)
-    released = session.subsampled_gaussian(raw, 1.0, 1e-6, 1.0)
+    batch = session.poisson_batch(5, sampling_prob=1.0, sigma=1e-6, sensitivity=1.0)
+    released = batch.release(raw[batch.indices])
     assert np.linalg.norm(released) <= 5.0 + 1e-4
     assert np.linalg.norm(raw.sum(axis=0)) > 100.0  # unclipped it would be far larger
 
@@ -136,23 +141,39 @@ def test_training_improves_accuracy_through_a_session() -> None:
     data = split(rows, "synthetic", np.random.default_rng(0))
     model = LogisticRegression()
     session = PrivateSession(ZCDPFilter(1e9), np.random.default_rng(1))
-    trainer = Trainer(model, data.train, SGDConfig(1.0, 1.0, 0.01, 2.0))
+    trainer = Trainer(model, data.train, SGDConfig(1.0, 1.0, 0.01, 2.0, 24.0))
     before = accuracy(model, trainer.params + 1e-3, data.test)
     trainer.run(session, 60)
     after = accuracy(model, trainer.averaged(), data.test)
     assert after > max(before, 0.75)
+    assert len(session.history) == 60
 
 
-def test_count_check_releases_through_the_session() -> None:
-    rows = _rows(2, n=40)
-    session = PrivateSession(ZCDPFilter(10.0), np.random.default_rng(3))
-    check = CountCheck(sigma=2.0, margin=0.01)
-    acc = check.noisy_accuracy(session, LogisticRegression(), np.zeros(rows.d), rows)
-    assert len(session.history) == 1
+def test_count_check_releases_the_excess_through_the_session() -> None:
+    """f = correct − a·n with a = target + margin; the noise is σ_c (rho = 1/(2σ_c²))."""
+    rows = LabelledRows(np.eye(2)[[0, 1, 0, 1]], np.array([0, 0, 0, 0]), 2)
+    session = PrivateSession(ZCDPFilter(1e12), np.random.default_rng(3))
+    check = CountCheck(sigma=1e-4, margin=0.05)
+    w = np.array([-1.0, 1.0])  # predicts 1 on the second column: 2 of 4 correct
+    assert check.passes(session, LogisticRegression(), w, rows, 0.45)  # f = 2 − 0.5·4 = 0
+    assert not check.passes(session, LogisticRegression(), w, rows, 0.46)  # f = −0.04
     request = session.history[0].request
     assert isinstance(request, ZCDPCost)
-    assert request.rho <= 1.0 / 8.0
-    assert request.rho == pytest.approx(1.0 / 8.0)
-    assert check.passes(0.9, 0.88)
-    assert not check.passes(0.885, 0.88)
-    assert np.isfinite(acc)
+    assert request.rho <= 1.0 / (2.0 * 1e-8)
+    assert request.rho == pytest.approx(1.0 / (2.0 * 1e-8))
+
+
+def test_brownian_check_stops_early_far_from_the_threshold() -> None:
+    """Far below the threshold the walk stops at its noisiest level; at the threshold it walks
+    to the finest level the budget allows, and a budget below s_1 refuses to check."""
+    rows = LabelledRows(np.eye(2)[[0, 1] * 50], np.zeros(100, dtype=np.intp), 2)
+    w = np.array([-1.0, 1.0])  # 50 of 100 correct
+    check = BrownianCheck((0.04, 0.16, 0.64, 2.56), margin=0.0, z=2.0)
+    session = PrivateSession(ZCDPFilter(100.0), np.random.default_rng(4))
+    far = check.decide(session, LogisticRegression(), w, rows, 0.9, 10.0)
+    assert far == (False, 0.04)  # f = −40, noise 5: unclear only if the noise exceeds 4σ
+    near = check.decide(session, LogisticRegression(), w, rows, 0.5, 0.7)
+    assert near is not None
+    assert near[1] == 0.64
+    assert check.decide(session, LogisticRegression(), w, rows, 0.5, 0.02) is None
+    assert len(session.history) == 2

@@ -15,6 +15,7 @@ from expost.apps.learning.accounting import (
     DELTA,
     Unit,
     calibrate_sigma,
+    checked_grid,
     counting_grid,
     ex_post_rdp_eps,
     steps_eps,
@@ -33,8 +34,10 @@ TINY = Setup(
     steps=24,
     sigma=2.0,
     checkpoints=(8, 16, 24),
+    check_levels=(0.01, 0.04, 0.16),
+    check_budgets=(0.08, 0.32),
     check_sigma=3.0,
-    margin=0.0,
+    margins=(0.0,),
     fixed_eps=2.0,
     doubling_eps0=1.0,
     doubling_attempts=3,
@@ -42,9 +45,12 @@ TINY = Setup(
 )
 
 
-def independent_eps(run: dict[str, Any], delta: float = DELTA) -> float:
+def independent_eps(
+    run: dict[str, Any], delta: float = DELTA, check_budget: float | None = None
+) -> float:
     """dp-accounting's PLD accountant (connect-the-dots, its default grid) on what the JSON
-    says ran: each segment's steps at (q, σ), then ``checks`` Gaussian checks of σ_c."""
+    says ran: each segment's steps at (q, σ), then ``checks`` Gaussian checks of σ_c, or (for
+    Brownian checks) one Gaussian of μ² = ``check_budget``."""
     from dp_accounting import dp_event, pld
 
     accountant = pld.PLDAccountant()
@@ -52,13 +58,23 @@ def independent_eps(run: dict[str, Any], delta: float = DELTA) -> float:
     for seg in run["segments"]:
         event = dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(seg["sigma"]))
         accountant.compose(event, seg["steps"])
-    if run["checks"]:
+    if check_budget is not None:
+        accountant.compose(dp_event.GaussianDpEvent(check_budget**-0.5))
+    elif run["checks"]:
         accountant.compose(dp_event.GaussianDpEvent(run["check_sigma"]), run["checks"])
     return float(accountant.get_epsilon(delta))
 
 
+def _af_independent(run: dict[str, Any], grid: Any) -> float:
+    """The independent ε of the filter an accuracy-first run reports: its steps and the first
+    check budget covering its check time, at the grid's per-filter δ."""
+    budget = next(b for b in grid.budgets if run["check_time"] <= b)
+    return independent_eps(run, grid.delta_each, budget)
+
+
 def test_grid_is_above_the_independent_accountant_at_every_unit() -> None:
-    units = TINY.units
+    """The grid of units with Gaussian checks (doubling's)."""
+    units = tuple(Unit(8, TINY.sigma, TINY.sampling_prob, TINY.check_sigma) for _ in range(3))
     grid = counting_grid(units)
     assert sum(grid.deltas) <= DELTA
     assert list(grid.eps) == sorted(grid.eps)
@@ -72,17 +88,47 @@ def test_grid_is_above_the_independent_accountant_at_every_unit() -> None:
         assert grid.reported(j) >= independent_eps(run)
 
 
+def test_checked_grid_is_above_the_independent_accountant_at_every_filter() -> None:
+    grid = checked_grid(TINY.units, TINY.check_budgets)
+    assert len(TINY.units) * len(grid.budgets) * grid.delta_each <= DELTA
+    for j in range(1, len(TINY.units) + 1):
+        run = {
+            "sampling_prob": TINY.sampling_prob,
+            "segments": [{"steps": TINY.checkpoints[j - 1], "sigma": TINY.sigma}],
+        }
+        for m, budget in enumerate(grid.budgets):
+            assert grid.eps[j - 1][m] >= independent_eps(run, grid.delta_each, budget)
+            # the cheapest filter admitting (j, S) is (j, first budget >= S)
+            assert grid.reported(j, budget) == grid.eps[j - 1][m]
+        assert grid.reported(j, 0.0) == grid.eps[j - 1][0]
+        assert list(grid.eps[j - 1]) == sorted(grid.eps[j - 1])
+
+
+def test_checked_grid_refuses_bad_input() -> None:
+    with pytest.raises(InvalidParameter, match="units"):
+        checked_grid([Unit(3, 1.0, 0.1, 2.0)], (0.1,))
+    with pytest.raises(InvalidParameter, match="budgets"):
+        checked_grid([Unit(3, 1.0, 0.1)], (0.2, 0.1))
+    grid = checked_grid([Unit(3, 1.0, 0.1)], (0.1,))
+    with pytest.raises(InvalidParameter, match="spent"):
+        grid.reported(1, 0.2)
+    with pytest.raises(InvalidParameter, match="units"):
+        grid.reported(2, 0.0)
+
+
 def test_ex_post_rdp_route_is_looser_than_the_grid_but_valid() -> None:
-    units = TINY.units
+    units = (Unit(8, 2.0, 0.1, 3.0),) * 3
     rdp = ex_post_rdp_eps(units)
     run = {
-        "sampling_prob": TINY.sampling_prob,
-        "segments": [{"steps": 24, "sigma": TINY.sigma}],
+        "sampling_prob": 0.1,
+        "segments": [{"steps": 24, "sigma": 2.0}],
         "checks": 3,
-        "check_sigma": TINY.check_sigma,
+        "check_sigma": 3.0,
     }
     assert rdp >= independent_eps(run)
     assert rdp > counting_grid(units).reported(3)
+    brownian = ex_post_rdp_eps(TINY.units, check_time=3 / 9.0)  # the same checks as privacy time
+    assert brownian == pytest.approx(rdp, rel=1e-9)
 
 
 def test_calibrated_sigma_spends_at_most_its_budget() -> None:
@@ -130,7 +176,8 @@ def test_quick_reproduction_writes_the_schema(tiny_runs: dict[str, Any]) -> None
         assert r["eps"] > 0.0
         assert isinstance(r["met_target"], bool)
     first = next(r for r in runs if r["method"] == "accuracy-first")
-    assert first["eps"] == min(first["eps_grid"], first["eps_rdp"])
+    assert first["eps"] == first["eps_grid"]  # one route, fixed before the run
+    assert first["route"] == "counting-grid"
     assert {row["method"] for row in tiny_runs["summary"]} == {
         "accuracy-first",
         "doubling",
@@ -140,18 +187,25 @@ def test_quick_reproduction_writes_the_schema(tiny_runs: dict[str, Any]) -> None
 
 
 def test_every_reported_eps_is_above_the_independent_accountant(tiny_runs: dict[str, Any]) -> None:
+    grid = TINY.grid
     for r in tiny_runs["runs"]:
-        assert r["eps"] >= independent_eps(r), r["method"]
+        if r["method"] == "accuracy-first":
+            assert r["eps"] >= _af_independent(r, grid)
+        else:
+            assert r["eps"] >= independent_eps(r), r["method"]
 
 
 def test_an_under_reporting_run_is_caught(tiny_runs: dict[str, Any]) -> None:
     """Twin: a run that reports the ε of its steps alone (its checks left out) is caught."""
+    grid = TINY.grid
     run = dict(next(r for r in tiny_runs["runs"] if r["method"] == "accuracy-first"))
-    run["eps"] = steps_eps(TINY.sigma, TINY.sampling_prob, run["steps"])
-    assert run["eps"] < independent_eps(run)
+    run["eps"] = steps_eps(TINY.sigma, TINY.sampling_prob, run["steps"], grid.delta_each)
+    assert run["eps"] < _af_independent(run, grid)
 
 
 def test_counts_in_json_match_the_schedule(tiny_runs: dict[str, Any]) -> None:
     first = next(r for r in tiny_runs["runs"] if r["method"] == "accuracy-first")
     assert first["steps"] == TINY.checkpoints[first["checks"] - 1]
-    assert np.isclose(first["eps_grid"], counting_grid(TINY.units).reported(first["checks"]))
+    assert 0.0 < first["check_time"] <= TINY.check_budgets[-1]
+    reported = TINY.grid.reported(first["checks"], first["check_time"])
+    assert np.isclose(first["eps_grid"], reported)

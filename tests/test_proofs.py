@@ -55,6 +55,7 @@ REQUIRED = {
     "ex-post-rdp-brownian",
     "counting-filter",
     "computed-domination",
+    "checked-grid",
 }
 TUPLE_PARTS = [
     (p.name, i) for p in PROOFS if isinstance(p.claim, sp.Tuple) for i in range(len(p.claim))

@@ -10,7 +10,7 @@ from typing import Any
 
 from expost.apps.learning.accounting import DELTA
 from expost.apps.learning.data import DATASETS
-from expost.apps.learning.experiment import run_setup, summarise
+from expost.apps.learning.experiment import run_all, summarise
 from expost.apps.learning.figures import plot_summary
 from expost.apps.learning.methods import Run
 from expost.apps.learning.setup import SETUPS
@@ -55,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
             f"expost reproduce dp-sgd: --target must lie in (0, 1), got {bad[0]}", file=sys.stderr
         )
         return 2
+    if args.jobs < 1:
+        print(f"expost reproduce dp-sgd: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
+        return 2
     names = args.dataset or ([QUICK_DATASET] if args.quick else list(DATASETS))
     setups = [SETUPS[n] for n in names]
     targets = None if args.target is None else args.target
@@ -71,9 +74,9 @@ def run(args: argparse.Namespace) -> int:
         done += 1
         line.show(done / total, f"{done}/{total} seeds")
 
+    tasks = [(s.dataset, seed, targets_by[s.dataset]) for s in setups for seed in range(seeds)]
     try:
-        for setup in setups:
-            runs.extend(run_setup(setup, range(seeds), targets_by[setup.dataset], tick))
+        runs.extend(run_all(tasks, args.jobs, tick))
     except ImportError as exc:
         print(f"expost reproduce dp-sgd: {exc}", file=sys.stderr)
         return 2
@@ -125,10 +128,16 @@ def add_parser(sub: Any) -> None:
         "--seeds", type=int, default=None, help="number of seeds 0..N-1 (default 50; quick 3)"
     )
     p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="processes to run the seeds on (results do not depend on it; default 1)",
+    )
+    p.add_argument(
         "--dataset",
         action="append",
         choices=DATASETS,
-        help="a data set to run (repeatable; default all four, quick breast_cancer)",
+        help="a data set to run (repeatable; default all five, quick breast_cancer)",
     )
     p.add_argument(
         "--target",

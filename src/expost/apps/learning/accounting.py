@@ -8,8 +8,9 @@ dominated by the product of their pairs, whose PLD is the convolution (Zhu, Dong
 Thm 10; `expost.pld`). Steps and checks share one composition (a record may sit in the
 training and the validation rows: nothing is assumed about which).
 
-The run stops after a data-dependent number τ of units. Two valid reports (THEORY §12, last
-item "Realised privacy at a data-dependent stop"):
+The run stops after a data-dependent number τ of units. Two valid routes (THEORY §12, last
+item "Realised privacy at a data-dependent stop"); the report uses (i) only, fixed before the run
+(taking the smaller of the two after the run would be valid only at δ_i + δ_ii, THEORY §13):
 
 (i) counting filters on a grid of budgets: δ = Σ_j δ_j and ε_j = the ε at δ_j of the PLD of
     units 1..j (rounded up by `PrivacyLossDistribution.eps`), made nondecreasing. The counting
@@ -22,10 +23,18 @@ item "Realised privacy at a data-dependent stop"):
     `expost.rdp_curves`); exp((α−1)(L_k − Σ_(j<=k) ε_α,j)) is a supermartingale, so the stopped run
     has ex-post RDP Σ_(j<=τ) ε_α,j, converted by Markov with δ split over the orders fixed in
     advance (`ExPostRDP.probabilistic`). Immune to post-processing, but looser.
+
+Accuracy-first's checks are Brownian (`expost.apps.learning.sgd.BrownianCheck`): their price is
+the privacy time reached, realised. `CheckedGrid` is the grid of counting filters for that case:
+filter (j, m) admits the steps of units 1..j and checks whose privacy times sum to at most S_m,
+is (ε_jm, δ_jm)-DP with ε_jm the ε at δ_jm of the steps' PLD composed with the Gaussian pair
+of μ² = S_m, and the report is ε_jm of the cheapest filter that admits the run (the composition
+argument, its proof and its audit: docs/apps/dp-sgd.md, "Why the report is valid").
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -36,6 +45,7 @@ from attrs import field, frozen
 from expost import realised_privacy
 from expost._validation import (
     as_float,
+    open_probability,
     positive,
     positive_int,
     sampling_probability,
@@ -49,12 +59,15 @@ from expost.realised_privacy import CountingGrid
 from expost.rounding import sum_up, up_exact
 
 __all__ = [
+    "COARSE_DISCRETIZATION",
     "DELTA",
     "DISCRETIZATION",
     "RDP_ORDERS",
+    "CheckedGrid",
     "CountingGrid",
     "Unit",
     "calibrate_sigma",
+    "checked_grid",
     "counting_grid",
     "ex_post_rdp_eps",
     "steps_eps",
@@ -106,17 +119,29 @@ class Unit:
         return sum_up(parts)
 
 
+COARSE_DISCRETIZATION = 2e-3
+"""The loss grid `calibrate_sigma` searches on: its ε are safe upper bounds too (at any h), about
+up to three times cheaper at large ε; the ε reported is always recomputed at `DISCRETIZATION`."""
+
+
 @lru_cache(maxsize=256)
-def _steps_pld(sigma: float, q: float, steps: int) -> PrivacyLossDistribution:
-    step = PrivacyLossDistribution.gaussian(
-        sigma, sampling_prob=q, value_discretization=DISCRETIZATION
-    )
+def _steps_pld(
+    sigma: float, q: float, steps: int, h: float = DISCRETIZATION
+) -> PrivacyLossDistribution:
+    step = PrivacyLossDistribution.gaussian(sigma, sampling_prob=q, value_discretization=h)
     return step.self_compose(steps)
 
 
-def steps_eps(sigma: float, sampling_prob: float, steps: int, delta: float = DELTA) -> float:
-    """ε at ``delta`` of ``steps`` DP-SGD steps (σ, q) and nothing else, rounded up."""
-    return float(_steps_pld(sigma, sampling_prob, steps).eps(delta))
+def steps_eps(
+    sigma: float,
+    sampling_prob: float,
+    steps: int,
+    delta: float = DELTA,
+    discretization: float = DISCRETIZATION,
+) -> float:
+    """ε at ``delta`` of ``steps`` DP-SGD steps (σ, q) and nothing else, rounded up (a safe upper
+    bound at every ``discretization``)."""
+    return float(_steps_pld(sigma, sampling_prob, steps, discretization).eps(delta))
 
 
 def counting_grid(
@@ -129,12 +154,75 @@ def counting_grid(
     return realised_privacy.counting_grid([u.pld() for u in units], delta, weights)
 
 
+def _split(delta: float, count: int) -> float:
+    """δ/count rounded down (a smaller δ_j only raises ε_j): count·δ_j <= δ."""
+    return math.nextafter(open_probability("delta", delta) / count, 0.0)
+
+
+def _check_pld(budget: float) -> PrivacyLossDistribution:
+    """The Gaussian pair of μ² = ``budget`` (sensitivity 1, σ = 1/μ rounded down)."""
+    sigma = math.nextafter(1.0 / math.sqrt(positive("check_budget", budget)), 0.0)
+    return PrivacyLossDistribution.gaussian(sigma, value_discretization=DISCRETIZATION)
+
+
+@frozen
+class CheckedGrid:
+    """Counting filters (j, m) for steps and Brownian checks (module docstring): ``eps[j][m]``
+    for units 1..j+1 and check budget ``budgets[m]``, each filter at δ ``delta_each``."""
+
+    eps: tuple[tuple[float, ...], ...]
+    budgets: tuple[float, ...]
+    delta_each: float
+
+    def reported(self, units: int, spent: float) -> float:
+        """ε of the cheapest filter admitting a run of ``units`` units whose checks' privacy
+        times sum to ``spent`` (made monotone, so it is filter (units, first S_m >= spent))."""
+        if isinstance(units, bool) or not 1 <= units <= len(self.eps):
+            raise InvalidParameter("units", units, f"must be in [1, {len(self.eps)}]")
+        fits = [m for m, b in enumerate(self.budgets) if spent <= b]
+        if not fits:
+            raise InvalidParameter("spent", spent, f"must be at most {self.budgets[-1]}")
+        return self.eps[units - 1][fits[0]]
+
+
+def checked_grid(
+    units: Sequence[Unit], budgets: Sequence[float], delta: float = DELTA
+) -> CheckedGrid:
+    """The grid of `CheckedGrid` for ``units`` (steps only) and increasing check ``budgets``
+    S_1 < … < S_M: δ split equally over the J·M filters; ε made nondecreasing in j and m."""
+    if not units or any(u.check_sigma is not None for u in units):
+        raise InvalidParameter("units", units, "must be a non-empty schedule of steps only")
+    levels = tuple(positive("budgets", b) for b in budgets)
+    if not levels or any(b <= a for a, b in itertools.pairwise(levels)):
+        raise InvalidParameter("budgets", budgets, "must be positive and increasing")
+    each = _split(delta, len(units) * len(levels))
+    checks = [_check_pld(b) for b in levels]
+    rows: list[tuple[float, ...]] = []
+    steps: PrivacyLossDistribution | None = None
+    for unit in units:
+        steps = unit.pld() if steps is None else steps.compose(unit.pld())
+        row: list[float] = []
+        for m, check in enumerate(checks):
+            e = float(steps.compose(check).eps(each))
+            floor = max(row[-1] if row else 0.0, rows[-1][m] if rows else 0.0)
+            row.append(max(e, floor))
+        rows.append(tuple(row))
+    return CheckedGrid(tuple(rows), levels, each)
+
+
 def ex_post_rdp_eps(
-    units: Sequence[Unit], delta: float = DELTA, orders: Sequence[int] = RDP_ORDERS
+    units: Sequence[Unit],
+    delta: float = DELTA,
+    orders: Sequence[int] = RDP_ORDERS,
+    check_time: float = 0.0,
 ) -> float:
-    """The ex-post RDP report at the stop after ``units`` (module docstring, (ii)): Markov at
-    the best of ``orders``, δ split over them, rounded up."""
-    table = {float(a): sum_up([u.rdp(a) for u in units]) for a in orders}
+    """The ex-post RDP route at the stop after ``units`` (module docstring, (ii)), plus Brownian
+    checks of total privacy time ``check_time`` (ex-post RDP α·s/2, THEORY §11): Markov at the
+    best of ``orders``, δ split over them, rounded up."""
+    table = {
+        float(a): sum_up([*(u.rdp(a) for u in units), up_exact(a * Fraction(check_time) / 2)])
+        for a in orders
+    }
     return float(ExPostRDP.of_orders(table).probabilistic(delta, [float(a) for a in orders]).bound)
 
 
@@ -143,15 +231,20 @@ def calibrate_sigma(
     eps: float, steps: int, sampling_prob: float, delta: float = DELTA, iterations: int = 10
 ) -> float:
     """A noise multiplier σ whose ``steps`` DP-SGD steps spend at most ``eps`` at ``delta``
-    (bisection on log σ over [0.3, 50]; the returned σ always satisfies the bound, the
-    smallest such σ to within a factor (50/0.3) ** 2**-iterations ≈ 1.005 at 10 iterations)."""
+    (bisection on log σ over [0.3, 50] with ε on the `COARSE_DISCRETIZATION` grid, itself a safe
+    upper bound; the returned σ always satisfies the bound, the smallest such σ on that grid to
+    within a factor (50/0.3) ** 2**-iterations ≈ 1.005 at 10 iterations)."""
     target = positive("eps", eps)
     low, high = 0.3, 50.0
-    if steps_eps(high, sampling_prob, steps, delta) > target:
+
+    def spends(sigma: float) -> float:
+        return steps_eps(sigma, sampling_prob, steps, delta, COARSE_DISCRETIZATION)
+
+    if spends(high) > target:
         raise InvalidParameter("eps", eps, f"is below what σ = {high} spends in {steps} steps")
     for _ in range(positive_int("iterations", iterations)):
         mid = math.sqrt(low * high)
-        if steps_eps(mid, sampling_prob, steps, delta) <= target:
+        if spends(mid) <= target:
             high = mid
         else:
             low = mid

@@ -2,25 +2,46 @@
 
 Seed s fixes the split (`split` with ``default_rng([s, 0])``) and each method's session rng
 (``default_rng([s, code, target index])``): every method sees the same rows, and a run's result
-does not depend on which other runs were made.
+does not depend on which other runs were made, nor on how many processes ran them
+(`run_all`'s ``jobs``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from expost.apps.learning.data import load_rows, split
+from expost.apps.learning.data import LabelledRows, load_rows, split
 from expost.apps.learning.methods import METHODS, Run, accuracy_first, doubling, fixed, oracle
-from expost.apps.learning.setup import Setup
+from expost.apps.learning.setup import SETUPS, Setup
 
-__all__ = ["run_setup", "summarise"]
+__all__ = ["run_all", "run_seed", "run_setup", "summarise"]
 
 
 def _rng(seed: int, code: int, index: int = 0) -> np.random.Generator:
     return np.random.default_rng([seed, code, index])
+
+
+@lru_cache(maxsize=2)
+def _rows(name: str) -> LabelledRows:
+    return load_rows(name)
+
+
+def run_seed(setup: Setup, seed: int, targets: Sequence[float] | None = None) -> list[Run]:
+    """Every method on one seed for ``targets`` (default: the setup's), in a fixed order."""
+    goals = tuple(setup.targets if targets is None else targets)
+    data = split(_rows(setup.dataset), setup.dataset, _rng(seed, 0))
+    runs: list[Run] = []
+    for i, target in enumerate(goals):
+        runs.append(accuracy_first(setup, data, target, seed, _rng(seed, 1, i)))
+        runs.append(doubling(setup, data, target, seed, _rng(seed, 2, i)))
+    runs.extend(fixed(setup, data, goals, seed, _rng(seed, 3)))
+    runs.extend(oracle(setup, data, goals, seed, _rng(seed, 4)))
+    return runs
 
 
 def run_setup(
@@ -29,20 +50,42 @@ def run_setup(
     targets: Sequence[float] | None = None,
     tick: Callable[[], None] | None = None,
 ) -> list[Run]:
-    """Every method on every seed for ``targets`` (default: the setup's), in a fixed order."""
-    rows = load_rows(setup.dataset)
-    goals = tuple(setup.targets if targets is None else targets)
+    """`run_seed` on every seed, in order, in this process."""
     runs: list[Run] = []
     for seed in seeds:
-        data = split(rows, setup.dataset, _rng(seed, 0))
-        for i, target in enumerate(goals):
-            runs.append(accuracy_first(setup, data, target, seed, _rng(seed, 1, i)))
-            runs.append(doubling(setup, data, target, seed, _rng(seed, 2, i)))
-        runs.extend(fixed(setup, data, goals, seed, _rng(seed, 3)))
-        runs.extend(oracle(setup, data, goals, seed, _rng(seed, 4)))
+        runs.extend(run_seed(setup, seed, targets))
         if tick is not None:
             tick()
     return runs
+
+
+def _job(task: tuple[str, int, tuple[float, ...] | None]) -> list[Run]:
+    name, seed, targets = task
+    return run_seed(SETUPS[name], seed, targets)
+
+
+def run_all(
+    tasks: Sequence[tuple[str, int, tuple[float, ...] | None]],
+    jobs: int = 1,
+    tick: Callable[[], None] | None = None,
+) -> list[Run]:
+    """`run_seed` for each (data set, seed, targets) task, on ``jobs`` processes; the runs come
+    back in the order of ``tasks`` whatever ``jobs`` is (each run depends on its seed alone)."""
+    if jobs <= 1:
+        out: list[Run] = []
+        for task in tasks:
+            out.extend(_job(task))
+            if tick is not None:
+                tick()
+        return out
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_job, task) for task in tasks]
+        results: list[Run] = []
+        for future in futures:
+            results.extend(future.result())
+            if tick is not None:
+                tick()
+    return results
 
 
 def _quartiles(values: Sequence[float]) -> dict[str, float]:

@@ -1,9 +1,10 @@
 """Accuracy-first DP-SGD and its three baselines, one run each, on one seed's split.
 
-- ``accuracy-first``: DP-SGD at σ, a private count check after each checkpoint of the fixed
-  schedule; stop at the first check that passes, or when the schedule (the budget) is spent.
-  Reported: counting filters on a grid of budgets (`expost.apps.learning.accounting`, (i)), the
-  ex-post RDP report (ii) beside it; the table uses the smaller.
+- ``accuracy-first``: DP-SGD at σ, a Brownian check after each checkpoint of the fixed
+  schedule (charged to a check budget); stop at the first check that passes, or when the
+  schedule or the check budget is spent. Reported: the grid of counting filters over (units,
+  check budget) (`expost.apps.learning.accounting.CheckedGrid`), the route fixed before the
+  run; the ex-post RDP route (ii) is recorded beside it (``eps_rdp``), never reported.
 - ``fixed``: T steps at the σ calibrated to a pre-chosen ε; reported ε = the PLD's ε at δ.
 - ``doubling``: attempts at ε0, 2ε0, 4ε0, … (each T steps from scratch at its calibrated σ,
   then the same check) until a check passes; every attempt made is paid, by the same counting
@@ -19,6 +20,7 @@ judged on the held-out test rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -28,7 +30,7 @@ from expost.apps.learning.accounting import Unit, calibrate_sigma, ex_post_rdp_e
 from expost.apps.learning.data import LabelledRows, Split
 from expost.apps.learning.models import FloatArray, accuracy, model_for
 from expost.apps.learning.setup import Setup, grid_of
-from expost.apps.learning.sgd import CountCheck, Releases, Trainer
+from expost.apps.learning.sgd import BrownianCheck, Releases, Trainer
 from expost.filters import ZCDPFilter
 from expost.session import PrivateSession
 
@@ -68,6 +70,7 @@ class Run:
     segments: tuple[tuple[int, float], ...]
     checks: int
     check_sigma: float | None
+    check_time: float
     eps: float
     eps_grid: float | None
     eps_rdp: float | None
@@ -84,10 +87,13 @@ class Run:
         return out
 
 
-def _session(units: Sequence[Unit], rng: np.random.Generator) -> PrivateSession:
+def _session(
+    units: Sequence[Unit], rng: np.random.Generator, check_time: float = 0.0
+) -> PrivateSession:
     """A session whose filter admits the schedule and nothing more (a guard: the zCDP prices of
-    its rounds, the Gaussian bound of `SubsampledGaussianCost`); the report is the grid's."""
-    rho = sum(u.steps / (2.0 * u.sigma**2) for u in units)
+    its rounds, the Gaussian bound of `SubsampledGaussianCost`, s/2 for Brownian checks of total
+    privacy time ``check_time``); the report is the grid's."""
+    rho = sum(u.steps / (2.0 * u.sigma**2) for u in units) + check_time / 2.0
     rho += sum(1.0 / (2.0 * u.check_sigma**2) for u in units if u.check_sigma is not None)
     return PrivateSession(ZCDPFilter(rho * (1.0 + 1e-9)), rng)
 
@@ -107,6 +113,7 @@ def _record(
         segments=tuple(segments),
         delta=setup.delta,
         met_target=fields["test_accuracy"] >= target,
+        check_time=fields.pop("check_time", 0.0),
         **fields,
     )
 
@@ -125,36 +132,45 @@ def _train_fixed(
 def train_until(
     trainer: Trainer,
     units: Sequence[Unit],
-    check: CountCheck,
+    check: BrownianCheck,
     session: Releases,
     validation: LabelledRows,
     target: float,
-) -> tuple[int, FloatArray, Stop]:
-    """Accuracy-first's loop: each unit's steps, then the check of the averaged iterate; stop at
-    the first check that passes (``"check"``) or after the last unit (``"budget"``). Returns the
-    units run, the model and why it stopped. Every release goes through ``session``."""
-    params = trainer.params
+    check_budget: float,
+) -> tuple[int, FloatArray, Stop, float]:
+    """Accuracy-first's loop: each unit's steps, then the Brownian check of the averaged iterate
+    on what is left of ``check_budget``; stop at the first check that passes (``"check"``),
+    after the last unit or when no check fits the budget (``"budget"``). Returns the units run,
+    the model, why it stopped and the checks' summed privacy time (exact sum of the levels, so
+    it never exceeds ``check_budget``). Every release goes through ``session``."""
+    params, spent = trainer.params, Fraction(0)
     for done, unit in enumerate(units, start=1):
         trainer.run(session, unit.steps)
         params = trainer.averaged()
-        released = check.noisy_accuracy(session, trainer.model, params, validation)
-        if check.passes(released, target):
-            return done, params, "check"
-    return len(units), params, "budget"
+        left = float(Fraction(check_budget) - spent)
+        outcome = check.decide(session, trainer.model, params, validation, target, left)
+        if outcome is None:
+            return done, params, "budget", float(spent)
+        passed, time = outcome
+        spent += Fraction(time)
+        if passed:
+            return done, params, "check", float(spent)
+    return len(units), params, "budget", float(spent)
 
 
 def accuracy_first(
     setup: Setup, split: Split, target: float, seed: int, rng: np.random.Generator
 ) -> Run:
     """Accuracy-first DP-SGD (module docstring)."""
-    units = setup.units
+    units, budget = setup.units, setup.check_budgets[-1]
     trainer = Trainer(model_for(split.train.classes), split.train, setup.config(setup.sigma))
-    session = _session(units, rng)
-    done, params, stopped = train_until(
-        trainer, units, setup.check, session, split.validation, target
+    session = _session(units, rng, budget)
+    check = setup.brownian_check(target)
+    done, params, stopped, spent = train_until(
+        trainer, units, check, session, split.validation, target, budget
     )
-    eps_grid = setup.grid.reported(done)
-    eps_rdp = ex_post_rdp_eps(units[:done], setup.delta)
+    eps_grid = setup.grid.reported(done, spent)
+    eps_rdp = ex_post_rdp_eps(units[:done], setup.delta, check_time=spent)
     return _record(
         "accuracy-first",
         setup,
@@ -163,11 +179,12 @@ def accuracy_first(
         seed,
         segments=[(trainer.steps, setup.sigma)],
         checks=done,
-        check_sigma=setup.check_sigma,
-        eps=min(eps_grid, eps_rdp),
+        check_sigma=None,
+        check_time=spent,
+        eps=eps_grid,
         eps_grid=eps_grid,
         eps_rdp=eps_rdp,
-        route="counting-grid" if eps_grid <= eps_rdp else "ex-post-rdp",
+        route="counting-grid",
         test_accuracy=accuracy(trainer.model, params, split.test),
         stopped_by=stopped,
     )
@@ -187,16 +204,14 @@ def _doubling_units(setup: Setup) -> tuple[Unit, ...]:
 
 def doubling(setup: Setup, split: Split, target: float, seed: int, rng: np.random.Generator) -> Run:
     """The doubling baseline (module docstring)."""
-    units, check = _doubling_units(setup), setup.check
+    units, check = _doubling_units(setup), setup.check(target)
     session = _session(units, rng)
     segments: list[tuple[int, float]] = []
     stopped: Stop = "budget"
     for unit in units:
         trainer, params = _train_fixed(setup, split, unit.sigma, session)
         segments.append((unit.steps, unit.sigma))
-        if check.passes(
-            check.noisy_accuracy(session, trainer.model, params, split.validation), target
-        ):
+        if check.passes(session, trainer.model, params, split.validation, target):
             stopped = "check"
             break
     eps = grid_of(units, setup.delta).reported(len(segments))
