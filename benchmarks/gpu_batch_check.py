@@ -2,7 +2,7 @@
 
 Runs, in this order, and prints each one's output:
 
-1. ``pytest tests/test_batch_arrays.py -rs`` (torch on CPU and CUDA, cupy): on a GPU machine
+1. ``pytest tests/session/test_batch_arrays.py -rs`` (torch on CPU and CUDA, cupy): on a GPU machine
    the CUDA cases must run, not skip — the script says which ran and which skipped;
 2. ``benchmarks/bench_batches.py`` with numpy rows (the baseline, on this machine's CPU);
 3. ``benchmarks/bench_batches.py --torch cuda`` when torch sees a CUDA device.
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cuda = _cuda()
     code, out = _run(
-        [sys.executable, "-m", "pytest", "-n", "0", "-q", "-rs", "tests/test_batch_arrays.py"]
+        [sys.executable, "-m", "pytest", "-n", "0", "-q", "-rs", "tests/session/test_batch_arrays.py"]
     )
     failed = code != 0
     skipped_cuda = cuda and "no CUDA device" in out

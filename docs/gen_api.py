@@ -4,7 +4,7 @@
 
 Every public name gets one mkdocstrings entry, in the section of the module that defines it;
 the modules that stay outside the top level (audits, testing helpers, path samplers) follow.
-``tests/test_public_api.py`` checks that the committed page is what this script writes, so the
+``tests/house/test_public_api.py`` checks that the committed page is what this script writes, so the
 reference always lists exactly the public surface.
 """
 

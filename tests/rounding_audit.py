@@ -1,7 +1,7 @@
 """The safe-side check of the rounding audit (issues 21, 28), shared by tests/test_rounding_*.py.
 
 Every audit test is parametrised by the registry entries it checks (`audits`), so the direction
-it checks is the registered one, and tests/test_rounding_registry.py can see which entries have
+it checks is the registered one, and tests/rounding/test_rounding_registry.py can see which entries have
 an audit.
 
 A value is checked against a 50-digit mpmath reference computed in the test: none may lie on

@@ -1,4 +1,4 @@
-"""Helpers of the `PrivateSession` tests (tests/test_session.py, tests/test_session_ledger.py)."""
+"""Helpers of the `PrivateSession` tests (tests/session/test_session.py, tests/session/test_session_ledger.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A process that spends a shared budget through `PrivateSession`, for tests/test_session.py.
+"""A process that spends a shared budget through `PrivateSession`, for tests/session/test_session.py.
 
 ``python session_worker.py MODE LEDGER RHO [COST]`` opens a session on ``ZCDPFilter(RHO)``
 with the ledger file LEDGER and prints one flushed line per event:

@@ -19,7 +19,7 @@ of two valid bounds is one).
   multiplier σ, rho = Δ²/(2σ²)): at an integer order n (Mironov, Talwar & Zhang 2019 §3.3)
   ε_n = log(A_n)/(n−1), A_n = Σ_(k=0..n) C(n,k)·(1−q)^(n−k)·q^k·exp((k²−k)·rho), the remove
   direction D_n((1−q)Q + qP‖Q), which bounds the add direction D_n(Q‖(1−q)Q + qP) too
-  (MTZ 2019 §3: A_α >= B_α; checked by numerical integration in tests/test_renyi.py). At a fractional order α in (n, n+1): log A_α = (α−1)·ε_α is the cumulant
+  (MTZ 2019 §3: A_α >= B_α; checked by numerical integration in tests/guarantees/test_renyi.py). At a fractional order α in (n, n+1): log A_α = (α−1)·ε_α is the cumulant
   generating function of the privacy loss under Q, which is convex in α (Hölder), and
   log A_1 = 0; so log A_α <= (n+1−α)·log A_n + (α−n)·log A_(n+1) — an upper bound, not the
   exact value (up to 1.8× it at small q; issue 40). The add direction's (α−1)·D_α is convex in α

@@ -439,7 +439,7 @@ def up_mp_converged(value: Callable[[], Any], start: int = MP_START) -> float:
     If the evaluation at P bits has lost k bits to cancellation its error is about 2^(k−P), so
     agreement to 2⁻⁶⁴ means k <= P − 64 and the 2P-bit value is off by about 2^(k−2P) <= 2^(−64−P),
     far inside the widening. This is precision doubling, not an interval proof; the rounding audit
-    (tests/test_rounding_loss.py) checks the results against 50-digit references."""
+    (tests/rounding/test_rounding_loss.py) checks the results against 50-digit references."""
     import mpmath as mp  # lazy: comes with sympy, needed only here
 
     prec = start

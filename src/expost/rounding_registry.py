@@ -9,7 +9,7 @@ budget, what remains of one, or the largest parameter a target allows is rounded
 each public subclass. The rounding audit (tests/test_rounding_*.py) is parametrised by these
 entries, with a 50-digit mpmath reference and an input strategy for each; a test fails when a
 public callable whose name or return type says it returns a guarantee parameter is missing here
-(tests/test_rounding_registry.py), and docs/guarantees.md prints this table.
+(tests/rounding/test_rounding_registry.py), and docs/guarantees.md prints this table.
 """
 
 from __future__ import annotations

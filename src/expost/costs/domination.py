@@ -19,7 +19,7 @@ A ⊗ T_τ with T_τ the *symmetric* (0, τ) pair ((1−τ)·point₀ + τ·poin
 Certified bounds here: finite pairs (`PmfPair`, the laws the filter counts with) exactly (a
 float sum with its rounding error bounded), the unsampled closed families in closed form
 (Gaussian: Balle & Wang 2018; Laplace: (1 − e^{(ε−ε0)/2})_+; randomised response), each with a
-stated margin (tests/test_computed_domination.py checks them against mpmath); any other pair by
+stated margin (tests/costs/test_computed_domination.py checks them against mpmath); any other pair by
 the two certified sides of its PLD (`expost.pld`: the optimistic law minus its convolution
 error below, the pessimistic law above). A B whose loss is
 unbounded (a Gaussian) has no finite ε_m: it is dominated only by a closed-form order

@@ -32,7 +32,7 @@ Prices, each rounded up:
 
 The transcendental prices (mu(eps)²) are computed with scipy (imported lazily): mu(eps) rounded
 up by a relative 2⁻⁴⁴, its square by a further 2⁻⁴⁰, far above the few-ulp error of ``erfinv`` /
-``ndtri`` (`tests/test_rounding_gdp.py` audits both against 50 digits).
+``ndtri`` (`tests/rounding/test_rounding_gdp.py` audits both against 50 digits).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ Gaussian pair at σ/Δ (σ carried, not rounded through rho), Laplace, randomise
 pure-DP round, a user's pmfs (`PairCost`), Poisson subsamples of any of them (`PoissonSampled`,
 both directions) and products (`Composed`). A round is admitted when the fixed mechanism's pair
 dominates its pair in both directions: by a closed-form order (larger σ, smaller ε0 or smaller
-rate: each a post-processing, `expost.costs.pairs.closed_order`; tests/test_pld_dominance.py
+rate: each a post-processing, `expost.costs.pairs.closed_order`; tests/pld/test_pld_dominance.py
 checks each numerically against a planted wrong order), else by computation from certified
 profile bounds (`expost.costs.domination`, THEORY §13). With ``tau`` > 0 (fixed in advance) a
 round dominated only up to τ — δ_new <= τ + (1 − τ)·δ_fixed in both directions — is admitted

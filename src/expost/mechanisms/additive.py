@@ -3,7 +3,7 @@
 One class per idea; the noise is a property of the mechanism (issue 28, item 4). With
 ``exact=False`` (the default) the noise is float, drawn from a numpy Generator. With
 ``exact=True`` it is integer noise drawn exactly from a `BitSource` (`expost.exact`,
-Canonne–Kamath–Steinke 2020): float samplers leak (Mironov, CCS 2012; tests/test_float_leak.py),
+Canonne–Kamath–Steinke 2020): float samplers leak (Mironov, CCS 2012; tests/session/test_float_leak.py),
 exact ones release integers for which the guarantee holds as proven. Exact mechanisms take an
 integer sensitivity and exact rational parameters (`Fraction`; a float is taken exactly, never
 rounded), release integer values plus integer noise exactly (`add_exact`), and report eps and rho

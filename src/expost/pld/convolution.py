@@ -21,7 +21,7 @@ Two ways, each with what it promises about the exact convolution ``a * b`` of it
   form of Higham's Thm 24.2, proven here for pocketfft's passes — carried through the forward
   transforms, the pointwise product and the inverse transform (`fft_error`; derivation in
   docs/theory/fft-error.md). μ = 4u is the one assumption left (pocketfft computes its
-  twiddles in extended precision; tests/test_pld_convolution.py checks transforms of unit
+  twiddles in extended precision; tests/pld/test_pld_convolution.py checks transforms of unit
   vectors, whose outputs are the twiddles, against 50-digit values).
 """
 
@@ -110,7 +110,7 @@ def convolve(a: FloatArray, b: FloatArray) -> tuple[FloatArray, float]:
     computed convolution, clipped at 0 and rounded up); err = 0 for the direct sum."""
     if min(a.size, b.size) <= DIRECT_MAX:
         return _direct(a, b), 0.0
-    import scipy.fft  # lazy: importing expost loads no scipy (tests/test_import.py)
+    import scipy.fft  # lazy: importing expost loads no scipy (tests/house/test_import.py)
 
     size = a.size + b.size - 1
     n = 1 << (size - 1).bit_length()

@@ -21,7 +21,7 @@ at its upper end: moved up),
 of the density times w or 1 − w, computed without cancellation as w = expm1(h − u)/expm1(h),
 1 − w = e^{h−u}·expm1(u)/expm1(h), u = l − l_j. The integrands are analytic on each piece, so
 the quadrature error is far below `pairs.MASS_MARGIN`, the relative margin every mass is raised
-by (more for losses far from 0 on a fine grid: `split_margin`); tests/test_pld_convolution.py checks masses against 50-digit quadrature.
+by (more for losses far from 0 on a fine grid: `split_margin`); tests/pld/test_pld_convolution.py checks masses against 50-digit quadrature.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ heaviest atom, if any (a Laplace or randomised-response atom stays put).
 
 Mass bounds: a merged cell's P_j and Q_j are quadrature sums of an analytic integrand (no
 connect-the-dots weights, so no 1/h amplification of the loss's rounding); their relative
-error is taken to be at most `MERGE_ERROR` = 2^-40 (tests/test_pld_brackets.py checks them
+error is taken to be at most `MERGE_ERROR` = 2^-40 (tests/pld/test_pld_brackets.py checks them
 against 50-digit quadrature; the pessimistic side allows 2^-30), so a group's merged loss must
 clear its grid point by 4·MERGE_ERROR plus float error, and its mass is lowered by 2·MERGE_ERROR. Mass beyond the loss cap sits at the cap
 (moved down); tails are dropped.

@@ -11,7 +11,7 @@ module walks the same chain from the smallest time upward, where the transition 
 convolution with the increment's pmf p_{T_n − T_{n+1}} (no division by p_t, which underflows in
 the tails): m_N = p_{T_N}·1[no crossing], m_n = (m_{n+1} ∗ p_{T_n − T_{n+1}})·1[no crossing],
 each convolution by direct sums of nonnegative terms (relative rounding error: tiny probabilities
-stay accurate) or by FFT (O(K log K), absolute rounding error). `tests/test_skellam_crossing.py`
+stay accurate) or by FFT (O(K log K), absolute rounding error). `tests/skellam/test_skellam_crossing.py`
 checks it against the reverse-time recursion of THEORY §10 written out with dense sums.
 """
 

@@ -1,7 +1,7 @@
 """Exact privacy profiles in 50-digit arithmetic: references for the PLD audits (THEORY §12).
 
 Each returns an mpmath number: the exact H_{e^ε} of a pair (P the law with the record), for
-checking `expost.pld.PrivacyLossDistribution` (tests/test_pld.py) and any other accountant.
+checking `expost.pld.PrivacyLossDistribution` (tests/pld/test_pld.py) and any other accountant.
 
 - `gaussian_delta`: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Balle & Wang 2018); k Gaussian rounds are
   one Gaussian round with μ√k.
