@@ -354,6 +354,6 @@ def test_difference(x: Any, x_prime: Any, said: str) -> None:
 
 def test_docs_page_shows_the_example_test_file_verbatim() -> None:
     root = Path(__file__).resolve().parents[2]
-    example = (root / "tests" / "test_blackbox_example.py").read_text(encoding="utf-8")
+    example = (root / "tests" / "testing" / "test_blackbox_example.py").read_text(encoding="utf-8")
     page = (root / "docs" / "blackbox.md").read_text(encoding="utf-8")
     assert f"```python\n{example}```" in page
