@@ -49,7 +49,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cuda = _cuda()
     code, out = _run(
-        [sys.executable, "-m", "pytest", "-n", "0", "-q", "-rs", "tests/session/test_batch_arrays.py"]
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "0",
+            "-q",
+            "-rs",
+            "tests/session/test_batch_arrays.py",
+        ]
     )
     failed = code != 0
     skipped_cuda = cuda and "no CUDA device" in out

@@ -117,7 +117,7 @@ def _same(stored: object, current: object) -> bool:
     if stored == current:
         return True
     try:
-        rebuilt = describe(filter_from_description(stored))  # type: ignore[arg-type]
+        rebuilt = describe(filter_from_description(stored))  # type: ignore[arg-type]  # a non-mapping raises (caught)
     except (InvalidParameter, TypeError, ValueError):
         return False
     return bool(json.loads(json.dumps(rebuilt)) == current)

@@ -19,13 +19,13 @@ import numpy.typing as npt
 from attrs import field, frozen
 from attrs.validators import instance_of
 
+import expost.pld.constructors as c
 from expost._validation import (
     nonnegative,
     positive_int,
     probability,
 )
 from expost.errors import InvalidParameter
-from expost.pld import constructors as c
 from expost.pld.discrete import DiscreteLoss
 from expost.pld.discretise import discretise
 from expost.pld.optimistic import discretise_lower

@@ -118,7 +118,9 @@ class LossRelease:
         return _Batch(self, keep, sampling_prob, sigma * sensitivity, sensitivity)
 
     def gaussian(self, value: npt.ArrayLike, sensitivity: float, rho: float) -> FloatArray:
-        raise NotImplementedError("accuracy-first's checks are Brownian")
+        raise TypeError(
+            "the audited learner checks with brownian only; a Gaussian check is not simulated"
+        )
 
     def brownian(
         self, value: npt.ArrayLike, sensitivity: float, grid: EpsilonGrid, stop: Any
