@@ -10,6 +10,7 @@ between backends holds the same text, round for round.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import uuid
@@ -130,10 +131,8 @@ def frozen_json(value: Any) -> Any:
 def ledger_id_value(value: object) -> str:
     """A ledger id as its canonical text (a UUID, lower case), or InvalidParameter."""
     if isinstance(value, str | uuid.UUID):
-        try:
+        with contextlib.suppress(ValueError):  # not a UUID: refused below
             return str(uuid.UUID(str(value)))
-        except ValueError:
-            pass
     raise InvalidParameter("ledger_id", value, "must be a ledger id (a UUID)")
 
 

@@ -25,13 +25,14 @@ appends in a tight loop can keep others waiting, up to their ``timeout``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -405,19 +406,26 @@ class Ledger(ClosesOnExit, Spendable):
         """Under the write lock: re-read, ``state = decide(entries)`` (None: none), then store it
         as the checkpoint of every entry read. Not part of the backend contract: only a session
         (`expost.ledger.replay`) writes them, from a replay of the entries they cover."""
+        with self._writing() as (conn, entries):
+            state = decide(entries)
+            if state is not None:
+                for statement in _CHECKPOINTS:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO checkpoints (entry, state) VALUES (?, ?)",
+                    (self._base + len(entries), canonical("checkpoint", state)),
+                )
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[tuple[sqlite3.Connection, tuple[LedgerEntry, ...]]]:
+        """The cross-process write lock: the connection and every committed entry (re-read),
+        committed on exit, rolled back if the body raises (its exception propagates; a SQLite
+        error as `LedgerError`)."""
         conn = self._connection()
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                entries = self._refresh()
-                state = decide(entries)
-                if state is not None:
-                    for statement in _CHECKPOINTS:
-                        conn.execute(statement)
-                    conn.execute(
-                        "INSERT INTO checkpoints (entry, state) VALUES (?, ?)",
-                        (self._base + len(entries), canonical("checkpoint", state)),
-                    )
+                yield conn, self._refresh()
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -458,23 +466,10 @@ class Ledger(ClosesOnExit, Spendable):
         the read and the write, so a budget check inside ``decide`` cannot be overspent.
         """
         valid_kind(kind)
-        conn = self._connection()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                entries = self._refresh()
-                text = record_text(decide(entries))
-                row = (self._base + len(entries), kind, text, time.time())
-                conn.execute(
-                    "INSERT INTO rounds (id, kind, record, created) VALUES (?, ?, ?, ?)", row
-                )
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise _sqlite_error(self._path, exc, corrupt=False) from exc
+        with self._writing() as (conn, entries):
+            text = record_text(decide(entries))
+            row = (self._base + len(entries), kind, text, time.time())
+            conn.execute("INSERT INTO rounds (id, kind, record, created) VALUES (?, ?, ?, ?)", row)
         entry = entry_from_row(self._path, row)
         self._entries += (entry,)
         return entry
