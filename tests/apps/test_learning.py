@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 import numpy.typing as npt
 import pytest
 
 from expost import PrivateSession
 from expost.apps.learning.data import LabelledRows, load_rows, split, synthetic_rows
+from expost.apps.learning.methods import train_until
 from expost.apps.learning.models import LogisticRegression, SoftmaxRegression, accuracy
 from expost.apps.learning.sgd import BrownianCheck, CountCheck, SGDConfig, Trainer
 from expost.errors import InvalidParameter
@@ -177,3 +180,50 @@ def test_brownian_check_stops_early_far_from_the_threshold() -> None:
     assert near[1] == 0.64
     assert check.decide(session, LogisticRegression(), w, rows, 0.5, 0.02) is None
     assert len(session.history) == 2
+
+
+class _StubTrainer:
+    """Steps nothing: `train_until`'s bookkeeping alone is under test."""
+
+    params = np.zeros(2)
+    model = LogisticRegression()
+
+    def run(self, session: object, steps: int) -> None:
+        del session, steps
+
+    def averaged(self) -> npt.NDArray[np.float64]:
+        return self.params
+
+
+class _StubCheck:
+    """Answers the given outcomes in turn (None: the budget cannot pay a check)."""
+
+    def __init__(self, outcomes: list[tuple[bool, float] | None]) -> None:
+        self.outcomes = outcomes
+        self.asked = 0
+
+    def decide(self, *args: object) -> tuple[bool, float] | None:
+        self.asked += 1
+        return self.outcomes[self.asked - 1]
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "expected"),
+    [
+        ([(False, 0.25), None], (2, 1, "budget", 0.25)),  # the budget could not pay the 2nd
+        ([None], (1, 0, "budget", 0.0)),
+        ([(False, 0.25)] * 3, (3, 3, "budget", 0.75)),  # every unit checked, none passed
+        ([(False, 0.25), (True, 0.5)], (2, 2, "check", 0.75)),
+    ],
+)
+def test_train_until_counts_only_the_checks_it_made(
+    outcomes: list[tuple[bool, float] | None], expected: tuple[int, int, str, float]
+) -> None:
+    check = _StubCheck(outcomes)
+    units = [cast(Any, type("U", (), {"steps": 1}))] * 3
+    rows = _rows(2)
+    done, checks, _, stopped, spent = train_until(
+        cast(Any, _StubTrainer()), units, cast(Any, check), cast(Any, None), rows, 0.9, 1.0
+    )
+    assert (done, checks, stopped, spent) == expected
+    assert check.asked == done  # one decision per unit run, paid or not

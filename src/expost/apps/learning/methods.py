@@ -137,12 +137,13 @@ def train_until(
     validation: LabelledRows,
     target: float,
     check_budget: float,
-) -> tuple[int, FloatArray, Stop, float]:
+) -> tuple[int, int, FloatArray, Stop, float]:
     """Accuracy-first's loop: each unit's steps, then the Brownian check of the averaged iterate
     on what is left of ``check_budget``; stop at the first check that passes (``"check"``),
     after the last unit or when no check fits the budget (``"budget"``). Returns the units run,
-    the model, why it stopped and the checks' summed privacy time (exact sum of the levels, so
-    it never exceeds ``check_budget``). Every release goes through ``session``."""
+    the checks made (one fewer than the units when the budget could not pay the last), the
+    model, why it stopped and the checks' summed privacy time (exact sum of the levels, so it
+    never exceeds ``check_budget``). Every release goes through ``session``."""
     params, spent = trainer.params, Fraction(0)
     for done, unit in enumerate(units, start=1):
         trainer.run(session, unit.steps)
@@ -150,12 +151,12 @@ def train_until(
         left = float(Fraction(check_budget) - spent)
         outcome = check.decide(session, trainer.model, params, validation, target, left)
         if outcome is None:
-            return done, params, "budget", float(spent)
+            return done, done - 1, params, "budget", float(spent)
         passed, time = outcome
         spent += Fraction(time)
         if passed:
-            return done, params, "check", float(spent)
-    return len(units), params, "budget", float(spent)
+            return done, done, params, "check", float(spent)
+    return len(units), len(units), params, "budget", float(spent)
 
 
 def accuracy_first(
@@ -166,7 +167,7 @@ def accuracy_first(
     trainer = Trainer(model_for(split.train.classes), split.train, setup.config(setup.sigma))
     session = _session(units, rng, budget)
     check = setup.brownian_check(target)
-    done, params, stopped, spent = train_until(
+    done, checks, params, stopped, spent = train_until(
         trainer, units, check, session, split.validation, target, budget
     )
     eps_grid = setup.grid.reported(done, spent)
@@ -178,7 +179,7 @@ def accuracy_first(
         target,
         seed,
         segments=[(trainer.steps, setup.sigma)],
-        checks=done,
+        checks=checks,
         check_sigma=None,
         check_time=spent,
         eps=eps_grid,

@@ -154,7 +154,7 @@ def dp_sgd_run(rng: np.random.Generator) -> tuple[float, int, float]:
     trainer = Trainer(model, TRAIN, SGDConfig(CLIP, SIGMA, RATE, 1.0, RATE * TRAIN.n))
     z_row = TRAIN.rows(np.array([TRAIN.n - 1]))
     release.z_gradient = lambda: model.gradients(trainer.params, z_row)
-    done, _, _, spent = train_until(
+    done, _, _, _, spent = train_until(
         trainer, SCHEDULE, CHECK, release, VALIDATION, TARGET, CHECK_BUDGET
     )
     return release.loss, done, spent
