@@ -54,7 +54,8 @@ def _pi_long() -> np.longdouble:
 
     _, mant, exp, _ = mpf_pi(np.finfo(np.longdouble).nmant + 1, round_nearest)
     hi, lo = divmod(int(mant), 1 << 32)
-    return np.ldexp(np.longdouble(hi) * np.longdouble(2.0**32) + np.longdouble(lo), int(exp))
+    mantissa = np.longdouble(hi) * np.longdouble(2.0**32) + np.longdouble(lo)  # exact
+    return np.longdouble(np.ldexp(mantissa, int(exp)))
 
 
 CosSin = Callable[[LongArray], tuple[LongArray, LongArray]]
@@ -84,16 +85,14 @@ def _calc(
     return re, np.where(upper, -im, im)
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=4)
 def tables(n: int) -> tuple[npt.NDArray[np.int64], LongArray, LongArray]:
     """(x, real, imaginary) of pocketfft's tables v1 then v2 for length ``n``: entry x is
     pocketfft's value of e^{2πix/n}, bit for bit (module doc). Read-only arrays."""
     return build_tables(n, numpy_cos_sin)
 
 
-def build_tables(
-    n: int, cos_sin: CosSin
-) -> tuple[npt.NDArray[np.int64], LongArray, LongArray]:
+def build_tables(n: int, cos_sin: CosSin) -> tuple[npt.NDArray[np.int64], LongArray, LongArray]:
     """`tables` with the cosine and sine of the reduced arguments taken from ``cos_sin``."""
     ang = (_pi_long() * np.longdouble(0.25)) / np.longdouble(n)
     nval = (n + 2) // 2
