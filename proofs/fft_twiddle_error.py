@@ -2,7 +2,7 @@
 
 For every length n = 2^m, m <= 30, the tables v1, v2 of pocketfft's ``sincos_2pibyn<long
 double>`` are rebuilt operation by operation (`expost.pld.twiddles.build_tables`) and each entry
-is compared with e^{2πix/n} at 128 bits: their largest error τ bounds every twiddle
+is compared with e^{2πix/n} at 158 bits: their largest error τ bounds every twiddle
 ŵ = fl(v̂1·v̂2) by μ = 2τ + τ² + √2γ_2(1 + τ)² (Higham 2002, Lemma 3.5, and
 |v̂1v̂2 − v1v2| <= |v̂1||v̂2 − v2| + |v̂1 − v1||v2|). The claim is μ/u (the library's
 `TWIDDLE_ERROR`); the wrong variant, μ = u/2 (twiddles all but correctly rounded), is rejected.
@@ -123,7 +123,7 @@ def check(form: Any) -> tuple[Step, ...]:
         Step("every table's fingerprint is the library's PROVEN one", fingerprints),
         *_glibc_steps(),
         Step(
-            f"τ = max |v̂ − e^(2πix/n)| over every table, n <= 2^30, against 128-bit mpmath: "
+            f"τ = max |v̂ − e^(2πix/n)| over every table, n <= 2^30, against 158-bit mpmath: "
             f"{tau_units:.4f}u (exhaustive)",
             tau_units < 2.0,
         ),

@@ -2,19 +2,19 @@
 
 scipy's pocketfft (``sincos_2pibyn<long double>`` in pocketfft_hdronly.h) builds, for a length
 n, two tables v1, v2 of about √(n/2) entries each: entry x is e^{2πix/n}, computed as ± cos or
-± sin (libm ``sincosl``) of ``Thigh(y)·ang`` (y <= n/8·8 an integer from an octant reduction of
-8x, ang = fl(0.25·π_L/n), π_L the long double nearest π); every twiddle is then one complex
+± sin (libm ``sincosl``) of ``Thigh(y)·ang`` (y <= n an integer from an octant reduction of 8x,
+ ang = fl(0.25·π_L/n), π_L the long double nearest π); every twiddle is then one complex
 product v1[k & mask]·v2[k >> shift] in long double (conjugated past n/2: exact). `tables`
 repeats that arithmetic operation by operation in numpy long double, whose cos/sin are the same
 libm functions (glibc: ``cosl``/``sinl`` share ``sincosl``'s kernels; `expost prove
 fft-twiddle-error` checks bit equality on every argument), so it returns the very tables.
 
-τ(n) = max |v̂ − e^{2πix/n}| over both tables is found by exhaustion against 128-bit mpmath
+τ(n) = max |v̂ − e^{2πix/n}| over both tables is found by exhaustion against mpmath at 158 bits
 (`table_error`). A twiddle ŵ = fl(v̂1·v̂2) then has |ŵ − w| <= 2τ + τ² + √2γ_2(1 + τ)²
 (Higham 2002, Lemma 3.5 for the product's rounding; |v̂1v̂2 − v1v2| <= |v̂1||v̂2 − v2| +
 |v̂1 − v1|), and `twiddle_error` returns that μ in units of u. The proof ran the exhaustion for
 every n = 2^m, m <= `PROVEN_LOG2`, and stored each table's fingerprint (`PROVEN`): at first use
-of a length the library rebuilds the table (microseconds), and where the fingerprint matches
+of a length the library rebuilds the tables (0.5 ms at n = 2^20), and where the fingerprint matches
 the proven μ (`TWIDDLE_ERROR`) applies; otherwise (another libm, a longer transform) the
 exhaustion runs on the spot for that length (once per process; about 20 µs per entry).
 """
@@ -45,7 +45,6 @@ __all__ = [
 LongArray = npt.NDArray[np.longdouble]
 TWIDDLE_ERROR = 5.5  # μ/u, proven for every n = 2^m, m <= PROVEN_LOG2 (`expost prove`)
 PROVEN_LOG2 = 30
-_PREC = 128  # bits of the reference
 
 
 def _pi_long() -> np.longdouble:
@@ -122,21 +121,26 @@ def fingerprint(n: int) -> str:
 
 
 def _exact(values: LongArray) -> list[tuple[int, int]]:
-    """Each long double exactly as (mantissa, exponent) (the mantissa split in exact halves)."""
+    """Each long double exactly as (mantissa, exponent): the mantissa, an integer below
+    2^digits, split into exact 32-bit chunks."""
+    digits = np.finfo(np.longdouble).nmant + 1
     mant, exp = np.frexp(values)
-    scaled = np.ldexp(mant, 64)  # an integer below 2^64 in magnitude, exactly
-    hi = np.floor(scaled / np.longdouble(2.0**32))
-    lo = scaled - hi * np.longdouble(2.0**32)
+    rest = np.ldexp(mant, digits)
+    chunks: list[tuple[int, npt.NDArray[np.float64]]] = []
+    for shift in range(32 * ((digits - 1) // 32), -1, -32):
+        chunk = np.floor(np.ldexp(rest, -shift))  # |chunk| <= 2^32: exact in float64
+        rest = rest - np.ldexp(chunk, shift)
+        chunks.append((shift, chunk.astype(np.float64)))
     return [
-        (int(h) * (1 << 32) + int(low), int(e) - 64)
-        for h, low, e in zip(hi.astype(np.float64), lo.astype(np.float64), exp, strict=True)
+        (sum(int(c[i]) << shift for shift, c in chunks), int(e) - digits)
+        for i, e in enumerate(exp.tolist())
     ]
 
 
 def table_error(n: int) -> float:
     """τ(n) / u, rounded up: the largest |v̂ − e^{2πix/n}| over pocketfft's tables for length
-    ``n``, against mpmath at 128 bits (exhaustive; the reference's own error, below 2^-120, is
-    added)."""
+    ``n``, against mpmath at p >= 128 bits (exhaustive; the reference's own error, below
+    2^-(p-8), is added)."""
     from mpmath.libmp import (
         from_man_exp,
         from_rational,
@@ -148,17 +152,19 @@ def table_error(n: int) -> float:
         to_float,
     )
 
+    prec = max(128, 2 * np.finfo(np.longdouble).nmant + 32)
+    wide = prec + 16
     x, re, im = tables(n)
-    two_pi = mpf_mul(from_man_exp(2, 0), mpf_pi(_PREC + 16), _PREC + 16)
+    two_pi = mpf_mul(from_man_exp(2, 0), mpf_pi(wide), wide)
     worst = from_man_exp(0, 0)
     for k, (ma, ea), (mb, eb) in zip(x.tolist(), _exact(re), _exact(im), strict=True):
-        c, s = mpf_cos_sin(mpf_mul(two_pi, from_rational(k, n, _PREC + 16), _PREC + 16), _PREC)
-        dr = mpf_sub(from_man_exp(ma, ea), c, _PREC)
-        di = mpf_sub(from_man_exp(mb, eb), s, _PREC)
-        sq = mpf_add(mpf_mul(dr, dr, _PREC), mpf_mul(di, di, _PREC), _PREC)
-        worst = max(worst, sq, key=lambda v: to_float(v))
+        c, s = mpf_cos_sin(mpf_mul(two_pi, from_rational(k, n, wide), wide), prec)
+        dr = mpf_sub(from_man_exp(ma, ea), c, prec)
+        di = mpf_sub(from_man_exp(mb, eb), s, prec)
+        sq = mpf_add(mpf_mul(dr, dr, prec), mpf_mul(di, di, prec), prec)
+        worst = max(worst, sq, key=to_float)
     u = float(np.finfo(np.longdouble).eps) / 2.0
-    tau = math.sqrt(to_float(worst)) * (1.0 + 2.0**-40) + 2.0**-120
+    tau = math.sqrt(to_float(worst)) * (1.0 + 2.0**-40) + 2.0 ** -(prec - 8)
     return math.nextafter(tau / u, math.inf)
 
 
