@@ -1,9 +1,9 @@
-"""The twiddles of pocketfft's complex transform, and their proven error μ (docs/theory/fft-error.md §4).
+"""pocketfft's twiddles and their proven error μ (docs/theory/fft-error.md §4).
 
 scipy's pocketfft (``sincos_2pibyn<long double>`` in pocketfft_hdronly.h) builds, for a length
 n, two tables v1, v2 of about √(n/2) entries each: entry x is e^{2πix/n}, computed as ± cos or
 ± sin (libm ``sincosl``) of ``Thigh(y)·ang`` (y <= n an integer from an octant reduction of 8x,
- ang = fl(0.25·π_L/n), π_L the long double nearest π); every twiddle is then one complex
+ang = fl(0.25·π_L/n), π_L the long double nearest π); every twiddle is then one complex
 product v1[k & mask]·v2[k >> shift] in long double (conjugated past n/2: exact). `tables`
 repeats that arithmetic operation by operation in numpy long double, whose cos/sin are the same
 libm functions (glibc: ``cosl``/``sinl`` share ``sincosl``'s kernels; `expost prove
