@@ -116,7 +116,7 @@ def test_twiddle_error_without_fingerprint_is_found_by_exhaustion(
     twiddles.twiddle_error.cache_clear()
     monkeypatch.setattr(twiddles, "PROVEN", {})
     found = twiddles.twiddle_error(n)
-    assert found == twiddles.mu_of(twiddles.table_error(n))
+    assert found == twiddles.product_error(twiddles.table_error(n))
     assert 2.0 * 2**0.5 < found <= twiddles.TWIDDLE_ERROR  # at least the product's √2γ_2
     twiddles.twiddle_error.cache_clear()
     monkeypatch.setattr(twiddles, "tables", _shifted)  # the planted bug: other tables

@@ -35,8 +35,8 @@ __all__ = [
     "TWIDDLE_ERROR",
     "build_tables",
     "fingerprint",
-    "mu_of",
     "numpy_cos_sin",
+    "product_error",
     "table_error",
     "tables",
     "twiddle_error",
@@ -168,7 +168,7 @@ def table_error(n: int) -> float:
     return math.nextafter(tau / u, math.inf)
 
 
-def mu_of(tau: float) -> float:
+def product_error(tau: float) -> float:
     """μ/u of a twiddle fl(v̂1·v̂2) from τ/u of the tables: 2τ + τ² + √2γ_2(1 + τ)² (module
     doc), rounded up (float64 evaluation of a few positive terms, enlarged by 2^-40)."""
     u = float(np.finfo(np.longdouble).eps) / 2.0
@@ -185,7 +185,7 @@ def twiddle_error(n: int) -> float:
     m = n.bit_length() - 1
     if PROVEN.get(m) == fingerprint(n):
         return TWIDDLE_ERROR
-    return mu_of(table_error(n))
+    return product_error(table_error(n))
 
 
 PROVEN: dict[int, str] = {  # log2 n -> fingerprint of the proven tables (x86-64, glibc 2.36)
