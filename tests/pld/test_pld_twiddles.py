@@ -1,6 +1,7 @@
 """pocketfft's twiddle tables and their proven error μ (docs/theory/fft-error.md §4;
 `expost.pld.twiddles`, proof: proofs/fft_twiddle_error.py).
 
+- π_L is the long double nearest π (60-digit reference; twin: the next long double is not).
 - The replicated tables are the ones scipy's binary uses: the transforms of unit vectors contain
   twiddles bit for bit (more than half of them at n = 1024); the twin, tables whose arguments
   are off by 2^-62 relative (a π wrong in its last bits), matches under 1/16 of them.
@@ -56,6 +57,15 @@ def _products(tables: Tables, n: int, k: npt.NDArray[np.int64]) -> tuple[LongArr
 
 def _mp(x: np.longdouble) -> mp.mpf:
     return mp.mpf(np.format_float_scientific(x, precision=40, unique=False))
+
+
+def test_pi_is_the_long_double_nearest_pi() -> None:
+    """π_L against 60 digits: the nearest long double (within half an ulp); twin: one ulp off."""
+    pi_l = twiddles._pi_long()
+    ulp = np.spacing(pi_l)
+    with mp.workdps(60):
+        assert abs(_mp(pi_l) - mp.pi) <= _mp(ulp) / 2
+        assert abs(_mp(pi_l + ulp) - mp.pi) > _mp(ulp) / 2
 
 
 def test_the_replica_tables_are_scipys() -> None:

@@ -47,14 +47,17 @@ TWIDDLE_ERROR = 5.5  # μ/u, proven for every n = 2^m, m <= PROVEN_LOG2 (`expost
 PROVEN_LOG2 = 30
 
 
+_PI_BITS = 0xC90FDAA22168C234C4C6628B80DC1CD1  # ⌊π·2^126⌋ (128 bits; tests check it)
+
+
 def _pi_long() -> np.longdouble:
     """π rounded to nearest in the long double format (pocketfft's literal ``3.14159…L``)."""
-    from mpmath.libmp import mpf_pi, round_nearest
-
-    _, mant, exp, _ = mpf_pi(np.finfo(np.longdouble).nmant + 1, round_nearest)
-    hi, lo = divmod(int(mant), 1 << 32)
-    mantissa = np.longdouble(hi) * np.longdouble(2.0**32) + np.longdouble(lo)  # exact
-    return np.longdouble(np.ldexp(mantissa, int(exp)))
+    digits = np.finfo(np.longdouble).nmant + 1  # at most 113: the 128 bits decide the rounding
+    mant = (_PI_BITS + (1 << (127 - digits))) >> (128 - digits)
+    value = np.longdouble(0)
+    for shift in range(32 * ((digits - 1) // 32), -1, -32):  # exact: partial sums of mant
+        value += np.ldexp(np.longdouble((mant >> shift) & 0xFFFFFFFF), shift)
+    return np.longdouble(np.ldexp(value, 2 - digits))
 
 
 CosSin = Callable[[LongArray], tuple[LongArray, LongArray]]
