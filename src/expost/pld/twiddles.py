@@ -45,8 +45,6 @@ __all__ = [
 LongArray = npt.NDArray[np.longdouble]
 TWIDDLE_ERROR = 5.5  # μ/u, proven for every n = 2^m, m <= PROVEN_LOG2 (`expost prove`)
 PROVEN_LOG2 = 30
-
-
 _PI_BITS = 0xC90FDAA22168C234C4C6628B80DC1CD1  # ⌊π·2^126⌋ (128 bits; tests check it)
 
 
@@ -116,7 +114,7 @@ def build_tables(n: int, cos_sin: CosSin) -> tuple[npt.NDArray[np.int64], LongAr
 
 def fingerprint(n: int) -> str:
     """The first 16 hex digits of the SHA-256 of the tables' significant bytes (the 80 bits
-    of each x87 long double; the whole value where long double is narrower)."""
+    of each x87 long double; all of its bytes in another format)."""
     _, re, im = tables(n)
     raw = np.stack([re, im]).view(np.uint8).reshape(2, re.size, -1)
     data = raw[:, :, :10] if np.finfo(np.longdouble).nmant == 63 else raw  # x87: 6 bytes pad
