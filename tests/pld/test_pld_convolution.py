@@ -139,8 +139,8 @@ def test_gaussian_cell_masses_are_above_their_50_digit_values() -> None:
 
 def test_transform_of_a_unit_vector_is_within_kappa() -> None:
     """F e_1 is the vector of twiddles e^{−2πij/n}: pocketfft's long-double transform of it
-    lies within κ·||F e_1||_2 = κ√n of the 50-digit values (κ from `kappa`, which takes the
-    twiddles' error μ = 4u: this is where that assumption is checked); twin: κ/100 fails."""
+    lies within κ·||F e_1||_2 = κ√n of the 50-digit values (κ from `kappa`, with the twiddles'
+    error μ proven in `expost.pld.twiddles`: an end-to-end check); twin: κ/100 fails."""
     import scipy.fft
 
     from expost.pld.convolution import kappa

@@ -20,9 +20,9 @@ Two ways, each with what it promises about the exact convolution ``a * b`` of it
   (|| |A| ||_2 <= r). Over the passes ||fl(Fx) − Fx||_2 <= κ||Fx||_2, κ = Π(1 + η_r) − 1 — the
   form of Higham's Thm 24.2, proven here for pocketfft's passes — carried through the forward
   transforms, the pointwise product and the inverse transform (`fft_error`; derivation in
-  docs/theory/fft-error.md). μ = 4u is the one assumption left (pocketfft computes its
-  twiddles in extended precision; tests/pld/test_pld_convolution.py checks transforms of unit
-  vectors, whose outputs are the twiddles, against 50-digit values).
+  docs/theory/fft-error.md). μ is proven for the tables this platform's libm gives
+  (`expost.pld.twiddles.twiddle_error`: 5.5u where they are the tables proven by exhaustion,
+  `expost prove fft-twiddle-error`; otherwise found by exhaustion at first use of the length).
 """
 
 from __future__ import annotations
@@ -32,12 +32,13 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from expost.pld.twiddles import twiddle_error
+
 __all__ = ["DIRECT_MAX", "PASS_DEPTHS", "convolve", "fft_error", "kappa", "passes"]
 
 FloatArray = npt.NDArray[np.float64]
 DIRECT_MAX = 64  # the shorter input's length up to which the direct sum is used
 PASS_DEPTHS = {2: (1, 1), 4: (2, 1), 8: (4, 2)}  # radix: (additions, multiplications) per path
-TWIDDLE_ERROR = 4.0  # μ in units of u: pocketfft's twiddles (the assumption, module doc)
 _U64 = 2.0**-53
 _TINY = math.ulp(0.0)
 
@@ -56,7 +57,7 @@ def passes(n: int) -> tuple[int, ...]:
 def kappa(n: int, u: float) -> float:
     """κ with ||fl(F x) − F x||_2 <= κ ||F x||_2 for pocketfft's length-``n`` complex transform
     in arithmetic of unit roundoff ``u`` (module doc), rounded up generously (relative 2^-40)."""
-    log_mult = math.log1p(TWIDDLE_ERROR * u) + math.log1p(math.sqrt(2.0) * _gamma(2.0, u))
+    log_mult = math.log1p(twiddle_error(n) * u) + math.log1p(math.sqrt(2.0) * _gamma(2.0, u))
     total = 0.0  # log Π(1 + η_r), by log1p/expm1: no cancellation for u far below 2^-53
     for r in passes(n):
         d, m = PASS_DEPTHS[r]
