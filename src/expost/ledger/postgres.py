@@ -50,6 +50,7 @@ from expost.errors import (
     LedgerError,
     LedgerMismatch,
     LedgerNotFound,
+    LedgerRefused,
 )
 from expost.ledger.base import (
     ClosesOnExit,
@@ -126,12 +127,23 @@ _HINTS: Final = (  # insufficient_privilege: which role lacks what, by PostgreSQ
 )
 
 
+_REFUSALS: Final = ("P0001", "22", "23", "54")
+"""The SQLSTATEs (or their classes) of the server's own checks refusing a record: a raised
+exception, a data error, a constraint, a limit; sent again, it would be refused again."""
+
+
 def _error(where: str, exc: Exception) -> LedgerError:
+    """``exc`` as a `LedgerError` naming the ledger; `LedgerRefused` where the server's checks
+    refused the record (``expost: no reservation of round …`` among them), not the access."""
     hint, said = "", str(exc)
-    if getattr(exc, "sqlstate", None) == "42501" and "owner of schema expost" not in said:
+    state = str(getattr(exc, "sqlstate", None) or "")
+    if state == "42501" and "owner of schema expost" not in said:
         why = next((h for p, h in _HINTS if re.search(p, said)), "a role lacks a privilege")
         hint = f" ({why}: docs/sharing-a-budget.md, 'Deployment')"
-    return LedgerError(f"PostgreSQL ledger {where!r} could not be used: {said}{hint}".strip())
+    message = f"PostgreSQL ledger {where!r} could not be used: {said}{hint}".strip()
+    if state.startswith(_REFUSALS) or state == "42501" and "expost: no reservation" in said:
+        return LedgerRefused(message)
+    return LedgerError(message)
 
 
 class PostgresLedger(ClosesOnExit, Spendable):
