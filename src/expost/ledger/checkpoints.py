@@ -1,10 +1,11 @@
-"""Checkpoints of a SQLite session ledger: written by a session, restored by an open.
+"""Checkpoints of a session ledger (SQLite or PostgreSQL): written by a session, restored by an open.
 
 Once `CHECKPOINT_EVERY` more rounds are settled, a session writes the state of its replay
 (`Replay.state`: the filter after the settled prefix, its exact sums, and every later round)
 under the write lock; an open restores the latest checkpoint that fits the ledger and reads only
 the entries after it (`opened`); `verify_checkpoints` checks each against a replay of every entry
-(`expost ledger show`). docs/session.md, "Checkpoints: long-lived ledgers", says what an open
+(`expost ledger show`). On PostgreSQL the server stores one only once it confirmed it
+(`expost.ledger.pg_checkpoints`). docs/session.md, "Checkpoints: long-lived ledgers", says what an open
 trusts.
 """
 
@@ -14,14 +15,16 @@ import contextlib
 import json
 import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Final
 
-from expost.errors import LedgerCorrupted, LedgerError
-from expost.filters import PrivacyFilter
+from expost.errors import LedgerError
+from expost.filters import ConcurrentFilter, ExPostCost, PrivacyFilter
 from expost.ledger.base import LedgerBackend, LedgerEntry
+from expost.ledger.postgres import PostgresLedger
 from expost.ledger.records import decode
-from expost.ledger.replay import Replay, Settled, settle_record
+from expost.ledger.replay import Replay, Settled, sums_of, settle_record
 from expost.ledger.sqlite import Ledger
 
 __all__ = ["CHECKPOINT_EVERY", "checkpoint", "opened", "verify_checkpoints"]
@@ -33,24 +36,53 @@ its request a round left open while this many later ones were reserved."""
 
 def opened(ledger: LedgerBackend, initial: PrivacyFilter) -> tuple[Replay, int]:
     """The replay of a just opened ledger, and how many settled rounds its checkpoint covers:
-    from the latest checkpoint of a SQLite ledger opened lazily, reading only the entries after
-    it, when the checkpoint is sound — its filter is ``initial``'s (a `PLDFilter`'s mechanism the
-    first reservation's) and its rounds are the reservations before it; else from the start."""
-    every = ledger.checkpoints() if isinstance(ledger, Ledger) else ()
-    if every:
-        assert isinstance(ledger, Ledger)  # only a SQLite ledger has checkpoints
-        entry, state = every[-1]
-        try:
-            first = decode(ledger.read(0, 1)[0].record["cost"], ledger.path)
-            replay = Replay.restore(initial, ledger.path, entry, state, first)
-            if _reserved_before(ledger, entry) == replay.rounds and all(
-                _at_least(state["sums"], earlier["sums"]) for _, earlier in every[:-1]
-            ):
-                ledger.start_at(entry)
-                return replay, replay.settled_prefix
-        except (LookupError, LedgerCorrupted):
-            pass  # not sound: the entries decide (`expost ledger show` names it)
+    from the latest checkpoint of a ledger opened lazily, reading only the entries after it,
+    when the checkpoint is sound — its filter is ``initial``'s (a `PLDFilter`'s mechanism the
+    first reservation's), its rounds are the reservations before it, and its sums are at least
+    what the entries it covers charge (`_proven`: SQL-side on SQLite; on PostgreSQL the server
+    confirmed it before storing it) — else from the start."""
+    if isinstance(ledger, Ledger | PostgresLedger):
+        with contextlib.suppress(LookupError, ValueError, TypeError, LedgerError):  # not sound
+            latest = ledger.checkpoints(latest=True)
+            if latest:
+                entry, state = latest[0]
+                first = decode(ledger.read(0, 1)[0].record["cost"], ledger.path)
+                replay = Replay.restore(initial, ledger.path, entry, state, first)
+                if _reserved_before(ledger, entry) == replay.rounds and (
+                    not isinstance(ledger, Ledger) or _proven(ledger, entry, replay.current())
+                ):
+                    ledger.start_at(entry)
+                    return replay, replay.settled_prefix
     return Replay(initial, ledger.path), 0
+
+
+def _proven(ledger: Ledger, entry: int, f: PrivacyFilter) -> bool:
+    """Whether ``f`` (a checkpoint's filter, its open rounds charged) has exact sums at least
+    what the settle entries before ``entry`` charge: each distinct settled cost priced once by
+    the filter, times how many settle at it (`Ledger.settle_costs`), in exact rationals."""
+    proven: dict[str, list[Fraction]] = {}
+    for text, n in ledger.settle_costs(entry):
+        cost = decode(json.loads(text), ledger.path)
+        part, priced = "", f
+        if isinstance(f, ConcurrentFilter):  # its parts' sums, each in its unit
+            part, priced = (
+                ("ex_post", f.ex_post) if isinstance(cost, ExPostCost) else ("zcdp", f.zcdp)
+            )
+        sums = proven.setdefault(part, [Fraction(0)] * 2)
+        for i, x in enumerate(priced.price(cost)):
+            sums[i] += n * Fraction(x)
+    claimed = sums_of(f)
+    if claimed is None:
+        return False
+    for part, (amount, delta) in proven.items():
+        held = claimed[part] if part else claimed
+        if _exact(held["amounts"]) < amount or _exact(held["deltas"]) < delta:
+            return False
+    return True
+
+
+def _exact(partials: Sequence[float]) -> Fraction:
+    return sum(map(Fraction, partials), Fraction(0))
 
 
 def _at_least(sums: Mapping[str, Any], earlier: Mapping[str, Any]) -> bool:
@@ -95,7 +127,7 @@ def verify_checkpoints(
     return tuple(wrong)
 
 
-def _reserved_before(ledger: Ledger, entry: int) -> int | None:
+def _reserved_before(ledger: Ledger | PostgresLedger, entry: int) -> int | None:
     """How many rounds the entries before ``entry`` reserve: the last reservation's key + 1
     (None if none is among the last 4,096 entries)."""
     stop = entry
@@ -112,12 +144,11 @@ def checkpoint(ledger: LedgerBackend, replay: Replay, done: int) -> int:
     latest (``done`` rounds, or another session's); the rounds the latest one covers. First,
     a round left open while `CHECKPOINT_EVERY` later ones were reserved is settled at its
     request (the charge it has: its owner, if alive, finds it settled and returns its result).
-    SQLite only (the PostgreSQL server takes no checkpoint); a write that fails is left for
-    later."""
-    stale = replay.stale(CHECKPOINT_EVERY) if isinstance(ledger, Ledger) else []
-    if not isinstance(ledger, Ledger) or (
-        replay.settled_prefix < done + CHECKPOINT_EVERY and not stale
-    ):
+    A write that fails (or that the PostgreSQL server does not confirm) is left for later."""
+    if not isinstance(ledger, Ledger | PostgresLedger):
+        return done
+    stale = replay.stale(CHECKPOINT_EVERY)
+    if replay.settled_prefix < done + CHECKPOINT_EVERY and not stale:
         return done
     for key, request in stale:  # a killed process's, or a very long round's
         with contextlib.suppress(Settled, LedgerError):
