@@ -97,7 +97,8 @@ def test_an_open_from_the_latest_checkpoint_agrees_with_the_full_replay(
     assert verify_checkpoints(f, url, entries, stored) == ()
     s = _session(f, url)
     assert s._checkpointed == stored[-1][1]["rounds"] > 0  # restored, not replayed
-    assert s._ledger is not None and s._ledger.entries()[0].index == stored[-1][0]
+    assert s._ledger is not None
+    assert s._ledger.entries()[0].index == stored[-1][0]
     full = _full(f, url)
     assert s.spent == full.spent
     assert s.filter.rounds == full.rounds
