@@ -21,14 +21,15 @@ from typing import Any, Final
 
 from expost.errors import LedgerError
 from expost.filters import ConcurrentFilter, ExPostCost, PrivacyFilter
-from expost.ledger.base import LedgerBackend, LedgerEntry
+from expost.ledger.base import LedgerBackend, LedgerEntry, canonical
 from expost.ledger.postgres import PostgresLedger
 from expost.ledger.records import decode
-from expost.ledger.replay import Replay, Settled, sums_of, settle_record
+from expost.ledger.replay import Replay, Settled, settle_record, sums_of
 from expost.ledger.sqlite import Ledger
 
 __all__ = ["CHECKPOINT_EVERY", "checkpoint", "opened", "verify_checkpoints"]
 
+_TAIL_WINDOW: Final = 8  # entries read back per round of a checkpoint's tail (and one more)
 CHECKPOINT_EVERY: Final = 1024
 """A session writes a checkpoint once this many more rounds are settled, and first settles at
 its request a round left open while this many later ones were reserved."""
@@ -39,7 +40,7 @@ def opened(ledger: LedgerBackend, initial: PrivacyFilter) -> tuple[Replay, int]:
     from the latest checkpoint of a ledger opened lazily, reading only the entries after it,
     when the checkpoint is sound — its filter is ``initial``'s (a `PLDFilter`'s mechanism the
     first reservation's), its rounds are the reservations before it, and its sums are at least
-    what the entries it covers charge (`_proven`: SQL-side on SQLite; on PostgreSQL the server
+    what the entries it covers charge (`_confirmed`: SQL-side on SQLite; on PostgreSQL the server
     confirmed it before storing it) — else from the start."""
     if isinstance(ledger, Ledger | PostgresLedger):
         with contextlib.suppress(LookupError, ValueError, TypeError, LedgerError):  # not sound
@@ -49,7 +50,8 @@ def opened(ledger: LedgerBackend, initial: PrivacyFilter) -> tuple[Replay, int]:
                 first = decode(ledger.read(0, 1)[0].record["cost"], ledger.path)
                 replay = Replay.restore(initial, ledger.path, entry, state, first)
                 if _reserved_before(ledger, entry) == replay.rounds and (
-                    not isinstance(ledger, Ledger) or _proven(ledger, entry, replay.current())
+                    not isinstance(ledger, Ledger)
+                    or _confirmed(ledger, entry, state, replay.current())
                 ):
                     ledger.start_at(entry)
                     return replay, replay.settled_prefix
@@ -79,6 +81,31 @@ def _proven(ledger: Ledger, entry: int, f: PrivacyFilter) -> bool:
         if _exact(held["amounts"]) < amount or _exact(held["deltas"]) < delta:
             return False
     return True
+
+
+def _confirmed(ledger: Ledger, entry: int, state: Mapping[str, Any], f: PrivacyFilter) -> bool:
+    """What an open checks of a SQLite checkpoint beyond its shape: its tail is the ledger's
+    (`_tail_fits`), and its sums, the tail charged, cover the settles it covers (`_proven`)."""
+    return _tail_fits(ledger, entry, state) and _proven(ledger, entry, f)
+
+
+def _tail_fits(ledger: Ledger, entry: int, state: Mapping[str, Any]) -> bool:
+    """Whether each round of a checkpoint's tail is the ledger's: its reservation and its
+    first settle (or none) among the entries before ``entry``, read back at most
+    `_TAIL_WINDOW` entries per tail round (an older reservation: not confirmed)."""
+    first, tail = int(state["rounds"]), state["tail"]
+    found: dict[int, list[Any]] = {}
+    window = ledger.read(max(0, entry - _TAIL_WINDOW * (len(tail) + 1)), entry)
+    for e in window:
+        key = e.record.get("round")
+        if isinstance(key, int) and first <= key < first + len(tail):
+            seen = found.setdefault(key, [None, None])
+            i = 0 if e.kind == "reserve" else 1
+            if seen[i] is None:
+                seen[i] = json.loads(canonical("cost", e.record["cost"]))
+    return all(
+        found.get(k) == [request, settled] for k, (request, settled) in enumerate(tail, first)
+    )
 
 
 def _exact(partials: Sequence[float]) -> Fraction:
