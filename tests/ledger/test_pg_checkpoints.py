@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import expost as ep
+from expost.cli.ledger import show
 from expost.filters import Cost, DPCost, ExPostCost, GaussianCost, ZCDPCost
 from expost.ledger import checkpoints as checkpoints_module
 from expost.ledger import init_ledger
@@ -103,6 +104,9 @@ def test_an_open_from_the_latest_checkpoint_agrees_with_the_full_replay(
     assert s.spent == full.spent
     assert s.filter.rounds == full.rounds
     s.close()
+    shown = show(url)
+    assert f"{len(stored)} checkpoints" in shown
+    assert "NOT SOUND" not in shown
 
 
 def _forge(url: str, name: str, change: dict[str, Any]) -> None:
@@ -216,3 +220,48 @@ def test_the_upgrade_installs_checkpoints_on_an_older_schema(pg_server: Any) -> 
     stored, _ = _checkpoints(client)
     assert stored
     _psql(pg_server.get_uri(), "DROP DATABASE ckpt_upgraded WITH (FORCE)")
+
+
+FLOOD = 600
+
+
+@pytest.mark.parametrize("twin", [False, True], ids=["replay", "old-replay-twin"])
+def test_a_flood_of_open_reservations_costs_one_spend_each(
+    pg_server: Any, analyst: str, monkeypatch: pytest.MonkeyPatch, twin: bool
+) -> None:
+    """As on SQLite (tests/ledger/test_ledger_checkpoints.py): a client with the documented
+    grants reserves `FLOOD` tiny rounds and never settles them; an open spends each once, and
+    a round after it a few spends; the old replay (the planted twin) spent every open
+    reservation again on every update."""
+    from tests.ledger.test_ledger_checkpoints import _counting
+    from tests.session.test_protocol_invariant import OldReplay
+
+    name = f"flood_{uuid.uuid4().hex[:6]}"
+    budget = ep.ZCDPFilter(1.0)
+    lid = init_ledger(pg_ledger_url(pg_server, name), budget)
+    url = _with_ledger(analyst, name)
+    cost = encode(ZCDPCost(1e-6))
+    rows = [json.dumps({"round": k, "mechanism": "m", "cost": cost}) for k in range(FLOOD)]
+    _psql(
+        url,
+        "SELECT count(*) FROM unnest(%s::text[]) WITH ORDINALITY r(t, k), LATERAL "
+        "expost.append_round(%s, %s::uuid, 'reserve', r.t, NULL) ORDER BY 1",
+        rows,
+        name,
+        lid,
+    )
+    if twin:
+        monkeypatch.setattr(checkpoints_module, "Replay", OldReplay)
+        monkeypatch.setattr("expost.session.Replay", OldReplay)
+        monkeypatch.setattr("expost.session.checkpoint", lambda _ledger, _replay, done: done)
+    calls = _counting(monkeypatch)
+    s = _session(budget, url)
+    opened = calls[0]
+    s.gaussian(0.0, 1.0, 1e-3)
+    after = calls[0] - opened
+    s.close()
+    if twin:
+        assert after >= FLOOD
+    else:
+        assert opened == FLOOD
+        assert after <= 4
