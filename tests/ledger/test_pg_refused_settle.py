@@ -36,7 +36,7 @@ def _refused_then_one_more(url: str) -> ep.PrivateSession:
     init_ledger(url, budget)
     s = ep.PrivateSession(budget, np.random.default_rng(0), ledger=url)
     key = s._reserve("gaussian", GaussianCost(0.25))
-    with pytest.raises(ep.errors.LedgerRefused, match="does not fit its reservation"):
+    with pytest.raises(ep.LedgerRefused, match="does not fit its reservation"):
         s._settle(key, GaussianCost(0.25), GaussianCost(0.125))
     s.gaussian(0.0, 1.0, 0.0625)
     return s
@@ -70,5 +70,5 @@ def test_planted_twin_a_refused_settle_kept_to_retry_jams_the_session(
         pass
 
     monkeypatch.setattr(session_module, "LedgerRefused", _Never)
-    with pytest.raises(ep.errors.LedgerRefused):
+    with pytest.raises(ep.LedgerRefused):
         _refused_then_one_more(pg_ledger_url(pg_server, "refused_settle_twin"))
