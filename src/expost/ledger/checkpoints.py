@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import sqlite3
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -30,6 +31,7 @@ from expost.ledger.sqlite import Ledger
 __all__ = ["CHECKPOINT_EVERY", "checkpoint", "opened", "verify_checkpoints"]
 
 _TAIL_WINDOW: Final = 8  # entries read back per round of a checkpoint's tail (and one more)
+_KNOWN: Final = 8  # the most settled costs an open matches as text (the rest: json_extract)
 CHECKPOINT_EVERY: Final = 1024
 """A session writes a checkpoint once this many more rounds are settled, and first settles at
 its request a round left open while this many later ones were reserved."""
@@ -58,12 +60,16 @@ def opened(ledger: LedgerBackend, initial: PrivacyFilter) -> tuple[Replay, int]:
     return Replay(initial, ledger.path), 0
 
 
-def _proven(ledger: Ledger, entry: int, f: PrivacyFilter) -> bool:
+def _proven(ledger: Ledger, entry: int, f: PrivacyFilter, known: Sequence[str]) -> bool:
     """Whether ``f`` (a checkpoint's filter, its open rounds charged) has exact sums at least
     what the settle entries before ``entry`` charge: each distinct settled cost priced once by
-    the filter, times how many settle at it (`Ledger.settle_costs`), in exact rationals."""
+    the filter, times how many settle at it (`_settle_costs`, ``known`` its likely
+    costs), in exact rationals."""
     proven: dict[str, list[Fraction]] = {}
-    for text, n in ledger.settle_costs(entry):
+    counted = _settle_costs(ledger, entry, known)
+    if counted is None:
+        return False
+    for text, n in counted:
         cost = decode(json.loads(text), ledger.path)
         part, priced = "", f
         if isinstance(f, ConcurrentFilter):  # its parts' sums, each in its unit
@@ -83,19 +89,48 @@ def _proven(ledger: Ledger, entry: int, f: PrivacyFilter) -> bool:
     return True
 
 
+def _settle_costs(ledger: Ledger, stop: int, known: Sequence[str]) -> list[tuple[str, int]] | None:
+    """Each cost (JSON) of the settle entries before ``stop``, with how many settle at it,
+    counted by SQLite (None if a record is not JSON). A ``known`` cost (canonical JSON) is
+    matched as the library writes it (``{"cost":C,"round":N}``), no JSON parsed; any other
+    settle is read by ``json_extract``."""
+    marks = [f'{{"cost":{c},"round":' for c in known]
+    match = [
+        f"(substr(record, 1, {len(m)}) = ? AND length(record) <= {len(m) + 10})" for m in marks
+    ]
+    where = "FROM rounds WHERE id < ? AND kind = 'settle'"
+    conn = ledger._connection()
+    try:
+        sums = "".join(f", coalesce(sum({m}), 0)" for m in match)
+        total, *counts = conn.execute(f"SELECT count(*){sums} {where}", (*marks, stop)).fetchone()
+        found = [(c, int(n)) for c, n in zip(known, counts, strict=True) if n]
+        if total > sum(counts):  # settles of another cost, or written otherwise
+            rest = f" AND NOT ({' OR '.join(match)})" if match else ""
+            rows = conn.execute(
+                f"SELECT json_extract(record, '$.cost'), count(*) {where}{rest} GROUP BY 1",
+                (stop, *marks),
+            )
+            found += [(str(cost), int(n)) for cost, n in rows]
+    except sqlite3.Error:  # a record that is not JSON: the entries decide
+        return None
+    return found
+
+
 def _confirmed(ledger: Ledger, entry: int, state: Mapping[str, Any], f: PrivacyFilter) -> bool:
     """What an open checks of a SQLite checkpoint beyond its shape: its tail is the ledger's
-    (`_tail_fits`), and its sums, the tail charged, cover the settles it covers (`_proven`)."""
-    return _tail_fits(ledger, entry, state) and _proven(ledger, entry, f)
+    (`_tail_fits`), and its sums, the tail charged, cover the settles it covers (`_proven`,
+    the costs of the last settles read as the likely ones)."""
+    window = ledger.read(max(0, entry - _TAIL_WINDOW * (len(state["tail"]) + 1)), entry)
+    known = {canonical("cost", e.record["cost"]) for e in window if e.kind == "settle"}
+    return _tail_fits(window, state) and _proven(ledger, entry, f, sorted(known)[:_KNOWN])
 
 
-def _tail_fits(ledger: Ledger, entry: int, state: Mapping[str, Any]) -> bool:
+def _tail_fits(window: Sequence[LedgerEntry], state: Mapping[str, Any]) -> bool:
     """Whether each round of a checkpoint's tail is the ledger's: its reservation and its
-    first settle (or none) among the entries before ``entry``, read back at most
-    `_TAIL_WINDOW` entries per tail round (an older reservation: not confirmed)."""
+    first settle (or none) among the entries ``window`` read before it (at most `_TAIL_WINDOW`
+    per tail round: an older reservation is not confirmed)."""
     first, tail = int(state["rounds"]), state["tail"]
     found: dict[int, list[Any]] = {}
-    window = ledger.read(max(0, entry - _TAIL_WINDOW * (len(tail) + 1)), entry)
     for e in window:
         key = e.record.get("round")
         if isinstance(key, int) and first <= key < first + len(tail):

@@ -35,8 +35,10 @@ CHECKPOINT_TABLE: Final = (
         PRIMARY KEY (ledger, entry))""",
     "REVOKE ALL ON expost.checkpoints FROM PUBLIC",
     "DROP TRIGGER IF EXISTS checkpoints_append_only ON expost.checkpoints",
-    "CREATE TRIGGER checkpoints_append_only BEFORE UPDATE OR DELETE OR TRUNCATE"
-    " ON expost.checkpoints FOR EACH STATEMENT EXECUTE FUNCTION expost.append_only()",
+    (
+        "CREATE TRIGGER checkpoints_append_only BEFORE UPDATE OR DELETE OR TRUNCATE"
+        " ON expost.checkpoints FOR EACH STATEMENT EXECUTE FUNCTION expost.append_only()"
+    ),
 )
 """The table (made by an install, and by the upgrade of a schema without one): append-only."""
 

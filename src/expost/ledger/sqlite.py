@@ -388,16 +388,6 @@ class Ledger(ClosesOnExit, Spendable):
         )
         return tuple(entry_from_row(self._path, row) for row in rows)
 
-    def settle_costs(self, stop: int) -> tuple[tuple[str, int], ...]:
-        """The cost (JSON text) of each settle entry before ``stop``, with how many settle at
-        it: summed by SQLite, what an open checks a checkpoint's sums against."""
-        query = "SELECT json_extract(record, '$.cost'), count(*) FROM rounds WHERE id < ?"
-        try:
-            rows = self._connection().execute(f"{query} AND kind = 'settle' GROUP BY 1", (stop,))
-            return tuple((str(cost), int(n)) for cost, n in rows)
-        except sqlite3.Error as exc:  # a record that is not JSON
-            raise _sqlite_error(self._path, exc, corrupt=False) from exc
-
     def checkpoints(self, latest: bool = False) -> tuple[tuple[int, dict[str, Any]], ...]:
         """Every checkpoint (``latest``: the last only) as (the number of entries it covers,
         its state), oldest first."""
