@@ -265,3 +265,28 @@ def test_a_flood_of_open_reservations_costs_one_spend_each(
     else:
         assert opened == FLOOD
         assert after <= 4
+
+
+def test_a_client_without_the_checkpoint_grants_replays_every_entry(pg_server: Any) -> None:
+    """A role granted only the functions before server version 6 (an upgraded schema whose
+    grants were not run again): its sessions work, write no checkpoint and open by a replay."""
+    from expost.ledger.pg_schema import CLIENT_FUNCTIONS
+    from tests.conftest import as_role
+
+    admin = pg_server.get_uri()
+    role = "expost_old_grants"
+    if not _psql(admin, "SELECT 1 FROM pg_roles WHERE rolname = %s", role):
+        _psql(admin, f"CREATE ROLE {role} LOGIN")
+    _psql(admin, f"GRANT USAGE ON SCHEMA expost TO {role}")
+    for function in CLIENT_FUNCTIONS[:4]:
+        _psql(admin, f"GRANT EXECUTE ON FUNCTION {function} TO {role}")
+    name = f"old_grants_{uuid.uuid4().hex[:6]}"
+    f = ep.ZCDPFilter(100.0)
+    init_ledger(pg_ledger_url(pg_server, name), f)
+    url = _with_ledger(as_role(admin, role), name)
+    _run(f, [GaussianCost(0.25)], url, n=2 * EVERY)
+    assert _checkpoints(pg_ledger_url(pg_server, name))[0] == ()
+    s = _session(f, url)
+    assert s._checkpointed == 0
+    assert s.spent == _full(f, pg_ledger_url(pg_server, name)).spent
+    s.close()
