@@ -20,7 +20,15 @@ import pytest
 
 import expost as ep
 from expost.cli.ledger import show
-from expost.filters import Cost, DPCost, ExPostCost, GaussianCost, ZCDPCost
+from expost.filters import (
+    BoundedRangeCost,
+    BrownianCost,
+    Cost,
+    DPCost,
+    ExPostCost,
+    GaussianCost,
+    ZCDPCost,
+)
 from expost.ledger import checkpoints as checkpoints_module
 from expost.ledger import init_ledger
 from expost.ledger.checkpoints import verify_checkpoints
@@ -41,6 +49,8 @@ BUDGETS: list[tuple[ep.PrivacyFilter, list[Cost]]] = [
     ),
     (ep.ExPostFilter(100.0, 0.5), [ExPostCost(0.3, 1e-4, eps_max=0.5), DPCost(0.1)]),
     (ep.GaussianDPFilter(30.0), [GaussianCost(0.25), GaussianCost(0.1)]),
+    (ep.ApproxDPFilter(50.0, 1e-6, 1e-6), [DPCost(0.1), BoundedRangeCost(0.3)]),
+    (ep.BrownianFilter(100.0, 1e-6), [BrownianCost(3.0), BrownianCost(7.0, 2.0)]),
 ]
 
 
