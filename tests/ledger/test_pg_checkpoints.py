@@ -32,6 +32,7 @@ from expost.filters import (
 from expost.ledger import checkpoints as checkpoints_module
 from expost.ledger import init_ledger
 from expost.ledger.checkpoints import verify_checkpoints
+from expost.ledger.limits import STALE_ROUNDS
 from expost.ledger.records import encode
 from expost.ledger.replay import Replay
 from expost.ledger.targets import open_ledger, stored_config
@@ -300,3 +301,61 @@ def test_a_client_without_the_checkpoint_grants_replays_every_entry(pg_server: A
     assert s._checkpointed == 0
     assert s.spent == _full(f, pg_ledger_url(pg_server, name)).spent
     s.close()
+
+
+def _flood(url: str, name: str, lid: str, first: int, n: int) -> None:
+    """``n`` reservations from ``first`` on, written by a client straight through the server."""
+    cost = encode(ZCDPCost(1e-6))
+    rows = [
+        json.dumps({"round": k, "mechanism": "m", "cost": cost}) for k in range(first, first + n)
+    ]
+    _psql(
+        url,
+        "SELECT count(*) FROM unnest(%s::text[]) WITH ORDINALITY r(t, k), LATERAL "
+        "expost.append_round(%s, %s::uuid, 'reserve', r.t, NULL) ORDER BY 1",
+        rows,
+        name,
+        lid,
+    )
+
+
+@pytest.mark.parametrize("later", [STALE_ROUNDS, STALE_ROUNDS - 1], ids=["stale", "twin-not-yet"])
+def test_a_killed_clients_round_is_settled_at_its_request_once_stale(
+    pg_server: Any, analyst: str, monkeypatch: pytest.MonkeyPatch, later: int
+) -> None:
+    """A client reserves round 0 and dies; once `STALE_ROUNDS` later rounds are reserved, another
+    client's checkpoint pass settles it at its request without its token (the server allows it
+    for a stale round, at exactly its reservation), so it cannot hold checkpoints back; one round
+    short of stale (the twin), the server refuses, and the round stays open."""
+    import psycopg
+
+    monkeypatch.setattr(checkpoints_module, "CHECKPOINT_EVERY", STALE_ROUNDS)
+    name = f"stale_{uuid.uuid4().hex[:6]}"
+    budget = ep.ZCDPFilter(1.0)
+    lid = init_ledger(pg_ledger_url(pg_server, name), budget)
+    url = _with_ledger(analyst, name)
+    dead = _session(budget, url)
+    dead._reserve("m", GaussianCost(0.25))  # killed here: never settled, never closed
+    _flood(url, name, lid, 1, later - 1)
+    b = _session(budget, url)
+    b.gaussian(0.0, 1.0, 1e-3)  # its settle runs the checkpoint pass
+    b.close()
+    with open_ledger(url, stored_config(url)) as ledger:
+        settles = [e.record for e in ledger.entries() if e.kind == "settle"]
+    settled_zero = [r for r in settles if r["round"] == 0]
+    if later == STALE_ROUNDS:
+        assert [dict(r["cost"]) for r in settled_zero] == [encode(GaussianCost(0.25))]
+        dead._settle(0, GaussianCost(0.25), GaussianCost(0.25))  # alive after all: settled
+        assert not dead._unsettled
+    else:
+        assert settled_zero == []
+        record = json.dumps({"round": 0, "cost": encode(GaussianCost(0.25))})
+        with pytest.raises(psycopg.Error, match="no reservation of round 0"):
+            _psql(
+                url,
+                "SELECT * FROM expost.append_round(%s, %s::uuid, 'settle', %s, NULL)",
+                name,
+                lid,
+                record,
+            )
+    assert b.spent == _full(budget, url).spent

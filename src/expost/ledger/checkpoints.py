@@ -23,6 +23,7 @@ from typing import Any, Final
 from expost.errors import LedgerError
 from expost.filters import ConcurrentFilter, ExPostCost, PrivacyFilter
 from expost.ledger.base import LedgerBackend, LedgerEntry, canonical
+from expost.ledger.limits import STALE_ROUNDS
 from expost.ledger.postgres import PostgresLedger
 from expost.ledger.records import decode
 from expost.ledger.replay import Replay, Settled, settle_record, sums_of
@@ -32,9 +33,10 @@ __all__ = ["CHECKPOINT_EVERY", "checkpoint", "opened", "verify_checkpoints"]
 
 _TAIL_WINDOW: Final = 8  # entries read back per round of a checkpoint's tail (and one more)
 _KNOWN: Final = 8  # the most settled costs an open matches as text (the rest: json_extract)
-CHECKPOINT_EVERY: Final = 1024
+CHECKPOINT_EVERY: Final = STALE_ROUNDS
 """A session writes a checkpoint once this many more rounds are settled, and first settles at
-its request a round left open while this many later ones were reserved."""
+its request a round left open while this many later ones were reserved (a stale round, which the
+PostgreSQL server lets any client settle so)."""
 
 
 def opened(ledger: LedgerBackend, initial: PrivacyFilter) -> tuple[Replay, int]:

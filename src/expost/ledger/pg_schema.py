@@ -23,7 +23,8 @@ deletes one, and only without rounds (``expost.drop_empty_ledger``). In a sessio
 (format ``expost-session/…``) only ``reserve`` and ``settle`` entries with the session's record
 shape, known cost types and numbers every client decodes and prices exactly are accepted
 (``expost.check_cost``, `expost.ledger.pg_checks`); reservations are numbered in order; a
-settlement needs the secret token the server returned to the reserving client, settles an open
+settlement needs the secret token the server returned to the reserving client (or settles a
+stale round at exactly its reservation: `expost.ledger.limits.STALE_ROUNDS`), settles an open
 reservation exactly once, and stays within it (``expost.settles``: a fixed-price round at
 exactly its reservation). For every filter kind it decides admission itself (``expost.price``,
 ``expost.within``), in exact decimals of the recorded numbers, against running totals kept in
@@ -48,6 +49,7 @@ from expost.ledger.limits import (
     MAX_CONFIG_CHARS,
     MAX_NAME_CHARS,
     MAX_RECORD_CHARS,
+    STALE_ROUNDS,
 )
 from expost.ledger.pg_checkpoints import CHECKPOINT_FUNCTIONS, CHECKPOINT_TABLE
 from expost.ledger.pg_checks import CHECKS, PRICED_FILTERS, parts_sql
@@ -63,7 +65,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: Final = 3  # 3: every filter kind's budget enforced (the tables and records)
-SERVER_VERSION: Final = 6  # 6: checkpoints (expost.checkpoints, `expost.ledger.pg_checkpoints`)
+SERVER_VERSION: Final = 6  # 6: checkpoints (`expost.ledger.pg_checkpoints`); stale rounds settled
 _SAFE: Final = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 _LOCK_CLASS: Final = 0x65787074  # "expt": the first key of a ledger's advisory lock
 
@@ -338,7 +340,12 @@ BEGIN
                 INTO v_reserved, v_mechanism, v_reserve_token
                 FROM expost.rounds r
                 WHERE r.ledger = p_name AND r.kind = 'reserve' AND r.round = v_round;
-            IF NOT FOUND OR p_token IS NULL OR v_reserve_token IS DISTINCT FROM p_token THEN
+            -- the token's holder settles its round; anyone settles a stale round (open while
+            -- {STALE_ROUNDS} later ones were reserved) at exactly its reservation (no charge moves)
+            IF NOT FOUND OR (p_token IS NULL OR v_reserve_token IS DISTINCT FROM p_token)
+                AND NOT (v_rec->'cost' = v_reserved AND v_round + {STALE_ROUNDS} <= (
+                    SELECT max(r.round) FROM expost.rounds r
+                    WHERE r.ledger = p_name AND r.kind = 'reserve')) THEN
                 RAISE EXCEPTION 'expost: no reservation of round % for this token', v_round
                     USING ERRCODE = '42501';
             END IF;
