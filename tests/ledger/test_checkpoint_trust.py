@@ -11,6 +11,7 @@ betrays it — and one whose open round is marked settled at a smaller cost. The
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -132,3 +133,34 @@ def test_an_honest_checkpoint_is_taken(tmp_path: Path) -> None:
     assert s._checkpointed == 12
     assert s.spent == _full(f, path)
     s.close()
+
+
+def test_the_settles_are_counted_as_the_replay_reads_them(tmp_path: Path) -> None:
+    """`_settle_costs` (text match for the known costs, ``json_extract`` for the rest) counts
+    each settle at the cost the replay reads from it: canonical records, a record written with
+    spaces, a known cost with a key appended after the round, and costs nobody named."""
+    f, costs = CASES[0]
+    path = tmp_path / "counted.sqlite"
+    _ledger(f, costs, path)
+    odd = [
+        '{"cost": ' + canonical("c", encode(GaussianCost(0.25))) + ', "round": 99}',
+        '{"cost":' + canonical("c", encode(GaussianCost(0.25))) + ',"round":98,"note":"x"}',
+    ]
+    with sqlite3.connect(path) as conn:
+        conn.executemany(
+            "INSERT INTO rounds VALUES (?, 'settle', ?, 0.0)", [(25, odd[0]), (26, odd[1])]
+        )
+    with Ledger.open(path, Ledger.stored_config(path)) as ledger:
+        expected: dict[str, int] = {}
+        for e in ledger.entries():
+            if e.kind == "settle":
+                key = canonical("c", e.record["cost"])
+                expected[key] = expected.get(key, 0) + 1
+        for known in ([], [canonical("c", encode(GaussianCost(0.25)))], sorted(expected)):
+            counted = checkpoints_module._settle_costs(ledger, 27, known)
+            assert counted is not None
+            got: dict[str, int] = {}
+            for text, n in counted:
+                key = canonical("c", json.loads(text))
+                got[key] = got.get(key, 0) + n
+            assert got == expected

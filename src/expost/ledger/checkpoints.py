@@ -97,20 +97,21 @@ def _settle_costs(ledger: Ledger, stop: int, known: Sequence[str]) -> list[tuple
     matched as the library writes it (``{"cost":C,"round":N}``), no JSON parsed; any other
     settle is read by ``json_extract``."""
     marks = [f'{{"cost":{c},"round":' for c in known]
-    match = [
-        f"(substr(record, 1, {len(m)}) = ? AND length(record) <= {len(m) + 10})" for m in marks
-    ]
+    # starts with the mark (in [mark, the mark with its last character the next one): no copy
+    # is made) and leaves room for a round number only (no further key)
+    match = [f"(length(record) <= {len(m) + 10} AND record >= ? AND record < ?)" for m in marks]
+    bounds = [b for m in marks for b in (m, m[:-1] + chr(ord(m[-1]) + 1))]
     where = "FROM rounds WHERE id < ? AND kind = 'settle'"
     conn = ledger._connection()
     try:
         sums = "".join(f", coalesce(sum({m}), 0)" for m in match)
-        total, *counts = conn.execute(f"SELECT count(*){sums} {where}", (*marks, stop)).fetchone()
+        total, *counts = conn.execute(f"SELECT count(*){sums} {where}", (*bounds, stop)).fetchone()
         found = [(c, int(n)) for c, n in zip(known, counts, strict=True) if n]
         if total > sum(counts):  # settles of another cost, or written otherwise
             rest = f" AND NOT ({' OR '.join(match)})" if match else ""
             rows = conn.execute(
                 f"SELECT json_extract(record, '$.cost'), count(*) {where}{rest} GROUP BY 1",
-                (stop, *marks),
+                (stop, *bounds),
             )
             found += [(str(cost), int(n)) for cost, n in rows]
     except sqlite3.Error:  # a record that is not JSON: the entries decide
