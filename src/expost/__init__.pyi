@@ -26,6 +26,7 @@ from expost.errors import LedgerCorrupted as LedgerCorrupted
 from expost.errors import LedgerError as LedgerError
 from expost.errors import LedgerMismatch as LedgerMismatch
 from expost.errors import LedgerNotFound as LedgerNotFound
+from expost.errors import LedgerRefused as LedgerRefused
 from expost.errors import NotAStoppingTime as NotAStoppingTime
 from expost.errors import NotCopyable as NotCopyable
 from expost.ex_post_rdp import ExPostRDP as ExPostRDP

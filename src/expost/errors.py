@@ -27,6 +27,7 @@ __all__ = [
     "LedgerError",
     "LedgerMismatch",
     "LedgerNotFound",
+    "LedgerRefused",
     "NotAStoppingTime",
     "NotCopyable",
     "describe",
@@ -207,6 +208,11 @@ class NotCopyable(ExpostError, TypeError):
 
 class LedgerError(ExpostError):
     """The ledger could not be used: locked too long, not accessible, or closed."""
+
+
+class LedgerRefused(LedgerError):
+    """The ledger's server refused a record by its own checks (not a failure of access or of
+    the connection): written again, it would be refused again."""
 
 
 class LedgerMismatch(LedgerError):

@@ -44,7 +44,7 @@ import numpy.typing as npt
 
 from expost import own_round, prepare
 from expost.batches import PoissonBatch, prepare_poisson_batch
-from expost.errors import InvalidParameter, LedgerError, NotCopyable
+from expost.errors import InvalidParameter, LedgerError, LedgerRefused, NotCopyable
 from expost.exact.bits import BitSource
 from expost.filters import Cost, PrivacyFilter
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
@@ -126,7 +126,7 @@ class PrivateSession(Spendable):
         self._running = threading.local()  # per thread: is a round of this session drawing?
         self._pid = os.getpid()
         self._ledger: LedgerBackend | None = None
-        self._unsettled: dict[int, Cost] = {}  # settles a failed write left to retry
+        self._unsettled: dict[int, tuple[Cost, Cost]] = {}  # (request, cost) to retry
         self._replay = Replay(filter, "the session (no ledger)")
         if ledger is not None:
             if filter.rounds:
@@ -270,21 +270,29 @@ class PrivateSession(Spendable):
             self._replay.settle(key, cost)
             self._filter = self._replay.current()
             return
-        self._unsettled[key] = cost
+        self._unsettled[key] = (request, cost)
         self._write_settles()
         self._checkpointed = checkpoint(self._ledger, self._replay, self._checkpointed)
 
     def _write_settles(self) -> None:
-        """Write every settle not yet written (a cut connection or a failed commit may have
-        left one), idempotently: a round the ledger shows settled is not settled again. A
-        settle refused for any reason but the ledger's (`LedgerError`: kept, to retry) is
-        dropped: its round stays charged at its request."""
+        """Write every settle not yet written, idempotently (a round shown settled is not
+        settled again): one that failed for the ledger's sake (`LedgerError`) is kept to retry;
+        one the server refused (`LedgerRefused`) is written once at its request instead; any
+        other refusal is dropped (its round stays charged at its request)."""
         ledger, replay = self._ledger, self._replay
-        for key, cost in sorted(self._unsettled.items()):
+        for key, (request, cost) in sorted(self._unsettled.items()):
             assert ledger is not None  # only a session with a ledger has unsettled rounds
             try:
                 with contextlib.suppress(Settled):
                     ledger.append("settle", settle_record(replay, key, cost))
+            except LedgerRefused:
+                self._unsettled[key] = (request, request)  # once, as the live filter charges it
+                if cost != request:
+                    with contextlib.suppress(Settled, LedgerRefused, InvalidParameter):
+                        ledger.append("settle", settle_record(replay, key, request))
+                del self._unsettled[key]
+                self._filter = replay.update(ledger.entries())
+                raise
             except LedgerError:
                 raise
             except Exception:

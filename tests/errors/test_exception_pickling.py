@@ -30,6 +30,7 @@ from expost.errors import (
     LedgerError,
     LedgerMismatch,
     LedgerNotFound,
+    LedgerRefused,
     NotAStoppingTime,
     NotCopyable,
 )
@@ -47,6 +48,7 @@ EXAMPLES: dict[type[ExpostError], Callable[[], ExpostError]] = {
     LedgerMismatch: lambda: LedgerMismatch(Path("/tmp/l.db"), "a", "b", what="id", advice="x"),
     LedgerNotFound: lambda: LedgerNotFound(Path("/tmp/none.db"), "no such file"),
     LedgerCorrupted: lambda: LedgerCorrupted("/tmp/bad.db", "not a SQLite file"),
+    LedgerRefused: lambda: LedgerRefused("the server refused the settle of round 3"),
     ProofLoadError: lambda: ProofLoadError("proof module p did not load"),
 }
 

@@ -138,9 +138,9 @@ def test_a_checkpoint_that_does_not_fit_the_ledger_is_not_trusted(tmp_path: Path
 
 
 def test_show_names_a_first_checkpoint_below_its_entries(tmp_path: Path) -> None:
-    """A lowered checkpoint that is the ledger's first fits every O(1) check of an open (a file
-    written outside the library: docs/session.md says what an open trusts); the full check of
-    ``show`` names it."""
+    """A lowered checkpoint that is the ledger's first (a file written outside the library):
+    the open's SQL-side check of the settled costs refuses it (tests/ledger/
+    test_checkpoint_trust.py), and the full check of ``show`` names it."""
     budget, costs = BUDGETS[0]
     path = tmp_path / "first.sqlite"
     init_ledger(path, budget)
@@ -155,6 +155,7 @@ def test_show_names_a_first_checkpoint_below_its_entries(tmp_path: Path) -> None
     s.close()
     Ledger.open(path, Ledger.stored_config(path))._write_checkpoint(lambda _e: _lowered(state))
     assert "NOT SOUND: checkpoint of entry 6" in show(str(path))
+    assert _open(budget, path).spent == _full(budget, path).spent
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:

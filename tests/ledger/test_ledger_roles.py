@@ -137,7 +137,7 @@ def test_a_pinned_id_refuses_a_recreated_postgres_ledger(pg_server: Any) -> None
 
 @pytest.fixture(scope="module")
 def analyst(pg_server: Any, pg_client: str) -> str:
-    """The server URL as a role holding only `client_grants` (USAGE, EXECUTE on four functions);
+    """The server URL as a role holding only `client_grants` (USAGE, EXECUTE on seven functions);
     the schema installed by the administrator (``pg_client`` does that)."""
     return client_role(pg_server.get_uri(), ANALYST)
 

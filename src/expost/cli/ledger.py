@@ -218,7 +218,7 @@ def show(target: str, entries: bool = False) -> str:
     with open_ledger(target, config) as ledger:
         held = ledger.entries()
         where, ledger_id = str(ledger.path), ledger.ledger_id
-        checkpoints = ledger.checkpoints() if isinstance(ledger, Ledger) else ()
+        checkpoints = ledger.checkpoints() if isinstance(ledger, Ledger | PostgresLedger) else ()
     filt = _json(configuration(config["filter"]) if "filter" in config else config)
     lines = [f"ledger {where}", f"id {ledger_id}, format {config.get('format')}, filter {filt}"]
     if entries or "filter" not in config:

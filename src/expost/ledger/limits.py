@@ -27,6 +27,7 @@ __all__ = [
     "MAX_RECORD_CHARS",
     "POSITIVE_FIELDS",
     "SMALLEST_NUMBER",
+    "STALE_ROUNDS",
     "check_cost",
     "check_text",
     "number_fault",
@@ -56,6 +57,12 @@ POSITIVE_FIELDS: Final = ("rho", "eps", "time", "sensitivity", "eps_max", "sampl
 
 BELOW: Final = {"delta": (1.0, True), "sampling_prob": (1.0, False)}
 """Cost fields with an upper bound below `LARGEST_NUMBER`: (the bound, whether it is excluded)."""
+
+STALE_ROUNDS: Final = 1024
+"""A round left open while this many later rounds were reserved is *stale*: any session may
+settle it at exactly its reservation (its charge unchanged), on PostgreSQL without its token.
+`expost.ledger.checkpoints` does so before a checkpoint, so a killed process's round cannot hold
+checkpoints back."""
 
 HOLD_LIMIT_S: Final = 10
 """Seconds a transaction may hold a PostgreSQL ledger's lock before the next client waiting for

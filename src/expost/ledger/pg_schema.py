@@ -1,14 +1,17 @@
 """The PostgreSQL ledger's server side: schema ``expost``, its tables, and the functions clients call.
 
 An administrator (the role that runs `expost ledger init`, or ``create=True``) installs the
-schema once and owns it; clients get USAGE on the schema and EXECUTE on four SECURITY DEFINER
+schema once and owns it; clients get USAGE on the schema and EXECUTE on seven SECURITY DEFINER
 functions (`client_grants`), and no privilege on the tables:
 
 - ``expost.header(name)``: the ledger's id, format, schema version and configuration;
 - ``expost.read_rounds(name, from)``: its rounds from ``from`` on (never the settle tokens);
 - ``expost.lock_ledger(name, id)``: the ledger's lock, held to the end of the transaction;
 - ``expost.append_round(name, id, kind, record, token)``: one round, validated, under that
-  lock; returns (id, created, token).
+  lock; returns (id, created, token);
+- ``expost.read_rounds(name, from, to)``, ``expost.read_checkpoints(name, latest)`` and
+  ``expost.write_checkpoint(name, id, entry, state)``: checkpoints, written only if the server
+  confirms them (`expost.ledger.pg_checkpoints`).
 
 What the server enforces: rounds are only appended (no client can UPDATE, DELETE, TRUNCATE,
 DROP or disable a trigger: it owns nothing), ids are consecutive and stamped with the server's
@@ -20,7 +23,8 @@ deletes one, and only without rounds (``expost.drop_empty_ledger``). In a sessio
 (format ``expost-session/…``) only ``reserve`` and ``settle`` entries with the session's record
 shape, known cost types and numbers every client decodes and prices exactly are accepted
 (``expost.check_cost``, `expost.ledger.pg_checks`); reservations are numbered in order; a
-settlement needs the secret token the server returned to the reserving client, settles an open
+settlement needs the secret token the server returned to the reserving client (or settles a
+stale round at exactly its reservation: `expost.ledger.limits.STALE_ROUNDS`), settles an open
 reservation exactly once, and stays within it (``expost.settles``: a fixed-price round at
 exactly its reservation). For every filter kind it decides admission itself (``expost.price``,
 ``expost.within``), in exact decimals of the recorded numbers, against running totals kept in
@@ -45,7 +49,9 @@ from expost.ledger.limits import (
     MAX_CONFIG_CHARS,
     MAX_NAME_CHARS,
     MAX_RECORD_CHARS,
+    STALE_ROUNDS,
 )
+from expost.ledger.pg_checkpoints import CHECKPOINT_FUNCTIONS, CHECKPOINT_TABLE
 from expost.ledger.pg_checks import CHECKS, PRICED_FILTERS, parts_sql
 
 __all__ = [
@@ -59,7 +65,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: Final = 3  # 3: every filter kind's budget enforced (the tables and records)
-SERVER_VERSION: Final = 5  # 5: the hold limit in expost.settings; holders ended as observed
+SERVER_VERSION: Final = 6  # 6: checkpoints (`expost.ledger.pg_checkpoints`); stale rounds settled
 _SAFE: Final = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 _LOCK_CLASS: Final = 0x65787074  # "expt": the first key of a ledger's advisory lock
 
@@ -68,6 +74,9 @@ CLIENT_FUNCTIONS: Final = (
     "expost.read_rounds(text, integer)",
     "expost.lock_ledger(text, uuid)",
     "expost.append_round(text, uuid, text, text, uuid)",
+    "expost.read_rounds(text, integer, integer)",
+    "expost.read_checkpoints(text, boolean)",
+    "expost.write_checkpoint(text, uuid, integer, text)",
 )
 """The functions a client role needs (with their argument types, as GRANT names them)."""
 
@@ -331,7 +340,12 @@ BEGIN
                 INTO v_reserved, v_mechanism, v_reserve_token
                 FROM expost.rounds r
                 WHERE r.ledger = p_name AND r.kind = 'reserve' AND r.round = v_round;
-            IF NOT FOUND OR p_token IS NULL OR v_reserve_token IS DISTINCT FROM p_token THEN
+            -- the token's holder settles its round; anyone settles a stale round (open while
+            -- {STALE_ROUNDS} later ones were reserved) at exactly its reservation (no charge moves)
+            IF NOT FOUND OR (p_token IS NULL OR v_reserve_token IS DISTINCT FROM p_token)
+                AND NOT (v_rec->'cost' = v_reserved AND v_round + {STALE_ROUNDS} <= (
+                    SELECT max(r.round) FROM expost.rounds r
+                    WHERE r.ledger = p_name AND r.kind = 'reserve')) THEN
                 RAISE EXCEPTION 'expost: no reservation of round % for this token', v_round
                     USING ERRCODE = '42501';
             END IF;
@@ -364,7 +378,7 @@ BEGIN
     RETURN QUERY SELECT v_next, v_now, v_token;
 END $$"""
 
-FUNCTIONS: Final = (*_READ[:2], *CHECKS, _LOCK, *_READ[2:], _APPEND)
+FUNCTIONS: Final = (*_READ[:2], *CHECKS, _LOCK, *_READ[2:], _APPEND, *CHECKPOINT_FUNCTIONS)
 """Every function of the schema, as CREATE OR REPLACE statements: an install runs them, and an
 upgrade of a schema made by an earlier release runs them again (`UPGRADE`)."""
 
@@ -374,8 +388,10 @@ INSTALL: Final = (
     "CREATE SCHEMA expost",
     "REVOKE ALL ON SCHEMA expost FROM PUBLIC",
     *_TABLES,
+    *CHECKPOINT_TABLE[:2],
     *FUNCTIONS,
     *_TRIGGERS,
+    *CHECKPOINT_TABLE[2:],
     "REVOKE ALL ON ALL TABLES IN SCHEMA expost FROM PUBLIC",
     "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA expost FROM PUBLIC",
     _VERSION_FOR_ALL,
@@ -385,14 +401,17 @@ INSTALL: Final = (
 UPGRADE: Final = (
     "DROP FUNCTION IF EXISTS expost.at_most(jsonb, jsonb)",
     *_SETTINGS,
+    *CHECKPOINT_TABLE[:2],
     *FUNCTIONS,
+    *CHECKPOINT_TABLE[2:],
     "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA expost FROM PUBLIC",
     _VERSION_FOR_ALL,
 )
 """The statements that bring a schema of an earlier `SERVER_VERSION` to this one (its owner, in
 one transaction): the tables and the rounds stay, every function is replaced; the grants of the
-client functions stay (their signatures are unchanged), and ``expost.settings`` is created if
-missing (with the default hold limit), else kept."""
+client functions stay (their signatures are unchanged), ``expost.settings`` is created if
+missing (with the default hold limit), else kept, and ``expost.checkpoints`` if missing (a
+client role needs the grants of the functions new to this version: `client_grants` again)."""
 
 
 def client_grants(role: str) -> tuple[str, ...]:

@@ -37,11 +37,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from expost._validation import flag, positive
 from expost.errors import (
@@ -65,73 +63,22 @@ from expost.ledger.base import (
     valid_kind,
 )
 from expost.ledger.pg_schema import INSTALL, SCHEMA_VERSION, SERVER_VERSION, UPGRADE
+from expost.ledger.pg_target import (
+    SCHEMES,
+    is_postgres_url,
+    ledger_error,
+    shown_url,
+    split_url,
+)
 from expost.spendable import Spendable
 
 __all__ = ["SCHEMES", "PostgresLedger", "is_postgres_url", "shown_url"]
 
 _T = TypeVar("_T")
-SCHEMES: Final = ("postgresql://", "postgres://")
 _FORMAT: Final = "expost-ledger"
-_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _LOCK_KEY: Final = 0x65787073  # "exps": the advisory lock held while a ledger is created
 _ADVICE: Final = "use another ledger name (?ledger=NAME)"
 _INIT: Final = "an administrator creates it with `expost ledger init URL --filter ...`"
-
-
-def is_postgres_url(target: object) -> bool:
-    """Whether ``target`` names a PostgreSQL ledger (a ``postgresql://`` URL)."""
-    return isinstance(target, str) and target.startswith(SCHEMES)
-
-
-def _split(url: str) -> tuple[str, str, str, frozenset[str]]:
-    """(libpq URL without ``ledger``, ledger name, URL for messages without the password,
-    the names of the URL's other query parameters)."""
-    parts = urlsplit(url)
-    database = parts.path.lstrip("/")
-    if not database:
-        raise InvalidParameter("ledger", shown_url(url), "must name a database: postgresql://…/DB")
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    names = [v for k, v in query if k == "ledger"]
-    name = names[-1] if names else "expost"
-    if not _NAME.fullmatch(name):
-        raise InvalidParameter(
-            "ledger", name, "must be a lower-case identifier: [a-z_][a-z0-9_]*, at most 63"
-        )
-    rest = [(k, v) for k, v in query if k != "ledger"]
-    libpq = urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote)))
-    return libpq, name, shown_url(url), frozenset(k for k, _ in rest)
-
-
-def shown_url(url: str) -> str:
-    """``url`` as messages show it: the password (in the address or a ``password`` query
-    parameter) replaced by ``***``."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = f"{parts.username}:***@{netloc.rsplit('@', 1)[-1]}"
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if any(k == "password" for k, _ in query):
-        hidden = urlencode(
-            [(k, "***" if k == "password" else v) for k, v in query], safe="*", quote_via=quote
-        )
-        return urlunsplit(parts._replace(netloc=netloc, query=hidden))
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-_CLIENT: Final = "USAGE on schema expost and EXECUTE on its functions (client_grants)"
-_HINTS: Final = (  # insufficient_privilege: which role lacks what, by PostgreSQL's message
-    ("permission denied for (schema expost|function)", f"a client role needs {_CLIENT}"),
-    ("permission denied (for database|to create)", "the administrator needs CREATE on the DB"),
-    ("must be owner", "only the role that owns schema expost may do this"),
-)
-
-
-def _error(where: str, exc: Exception) -> LedgerError:
-    hint, said = "", str(exc)
-    if getattr(exc, "sqlstate", None) == "42501" and "owner of schema expost" not in said:
-        why = next((h for p, h in _HINTS if re.search(p, said)), "a role lacks a privilege")
-        hint = f" ({why}: docs/sharing-a-budget.md, 'Deployment')"
-    return LedgerError(f"PostgreSQL ledger {where!r} could not be used: {said}{hint}".strip())
 
 
 class PostgresLedger(ClosesOnExit, Spendable):
@@ -147,6 +94,7 @@ class PostgresLedger(ClosesOnExit, Spendable):
         self._id: str | None = None
         self._conn: Any = None
         self._entries: tuple[LedgerEntry, ...] = ()
+        self._base = 0  # the index of the first entry read (`start_at`: a checkpoint's)
         self._tokens: dict[int, uuid.UUID] = {}
         self._closed = False
 
@@ -155,7 +103,7 @@ class PostgresLedger(ClosesOnExit, Spendable):
         if not is_postgres_url(url):
             shown = shown_url(url) if isinstance(url, str) else url
             raise InvalidParameter("url", shown, "must start with postgresql:// or postgres://")
-        return cls(*_split(url), timeout)
+        return cls(*split_url(url), timeout)
 
     @classmethod
     def open(
@@ -166,9 +114,11 @@ class PostgresLedger(ClosesOnExit, Spendable):
         create: bool = False,
         ledger_id: str | None = None,
         timeout: float = 30.0,
+        lazy: bool = False,
     ) -> PostgresLedger:
         """Open the existing ledger named in ``url`` (``create=True``: create it, and the
-        schema, if missing — needs the administrator's privileges).
+        schema, if missing — needs the administrator's privileges); ``lazy``: read no round
+        yet (`start_at`, then `entries`).
 
         A missing ledger is `LedgerNotFound` (nothing created); an existing one must hold
         exactly this config, else `LedgerMismatch`, and the pinned ``ledger_id`` if given.
@@ -189,7 +139,8 @@ class PostgresLedger(ClosesOnExit, Spendable):
             if stored != text:
                 raise LedgerMismatch(ledger.path, stored, text, advice=_ADVICE)
             ledger._config, ledger._id = frozen_json(json.loads(text)), stored_id
-            ledger._refresh()
+            if not lazy:
+                ledger._refresh()
         except BaseException:
             ledger.close()
             raise
@@ -304,7 +255,7 @@ class PostgresLedger(ClosesOnExit, Spendable):
             try:
                 conn: Any = psycopg.connect(self._url, **defaults)
             except psycopg.Error as exc:
-                raise _error(self.path, exc) from exc
+                raise ledger_error(self.path, exc) from exc
             try:
                 with conn.cursor() as cur:
                     cur.execute("SELECT source FROM pg_settings WHERE name = 'lock_timeout'")
@@ -314,7 +265,7 @@ class PostgresLedger(ClosesOnExit, Spendable):
                 conn.commit()
             except psycopg.Error as exc:
                 conn.close()
-                raise _error(self.path, exc) from exc
+                raise ledger_error(self.path, exc) from exc
             self._conn = conn
         return self._conn
 
@@ -327,7 +278,7 @@ class PostgresLedger(ClosesOnExit, Spendable):
             with conn.transaction(), conn.cursor() as cur:
                 return work(cur)
         except psycopg.Error as exc:
-            raise _error(self.path, exc) from exc
+            raise ledger_error(self.path, exc) from exc
 
     def _header(self, cur: Any) -> tuple[str, str]:
         """(canonical config, ledger id) of the ledger; `LedgerNotFound` if there is none."""
@@ -388,8 +339,63 @@ class PostgresLedger(ClosesOnExit, Spendable):
         cur.execute("SELECT expost.create_ledger(%s, %s)", (self._name, text))
         return str(cur.fetchone()[0])
 
+    def start_at(self, index: int) -> None:
+        """Read entries from ``index`` on only (before any is read: a lazy open); `entries`
+        then holds those, each with its own ``index``."""
+        if self._entries or index < 0:
+            raise InvalidParameter("index", index, "must be >= 0, before any entry is read")
+        self._base = index
+
+    def read(self, start: int, stop: int) -> tuple[LedgerEntry, ...]:
+        """The committed entries with ``start <= index < stop`` (kept nowhere)."""
+
+        def work(cur: Any) -> tuple[LedgerEntry, ...]:
+            cur.execute(
+                "SELECT id, kind, record, created FROM expost.read_rounds(%s, %s, %s)",
+                (self._name, start, stop),
+            )
+            return tuple(entry_from_row(self.path, tuple(row)) for row in cur.fetchall())
+
+        return self._run(work)
+
+    def checkpoints(self, latest: bool = False) -> tuple[tuple[int, dict[str, Any]], ...]:
+        """Every checkpoint (``latest``: the last only) as (the number of entries it covers,
+        its state), oldest first: each one the server confirmed (``expost.write_checkpoint``)."""
+
+        def work(cur: Any) -> tuple[tuple[int, dict[str, Any]], ...]:
+            cur.execute(
+                "SELECT entry, state FROM expost.read_checkpoints(%s, %s)", (self._name, latest)
+            )
+            rows = cur.fetchall()
+            return tuple((int(e), parse_object(self.path, f"checkpoint {e}", t)) for e, t in rows)
+
+        return self._run(work)
+
+    def _write_checkpoint(self, decide: Callable[[tuple[LedgerEntry, ...]], object]) -> None:
+        """Under the ledger's lock: re-read, ``state = decide(entries)`` (None: none), then
+        ``expost.write_checkpoint`` of every entry read, which stores it only if the server
+        confirms it (`expost.ledger.pg_checkpoints`; else `LedgerRefused`)."""
+        lid = uuid.UUID(str(self._id))
+
+        def work(cur: Any) -> None:
+            cur.execute("SELECT expost.lock_ledger(%s, %s)", (self._name, lid))
+            self._entries = self._read(cur)
+            state = decide(self._entries)
+            if state is not None:
+                cur.execute(
+                    "SELECT expost.write_checkpoint(%s, %s, %s, %s)",
+                    (
+                        self._name,
+                        lid,
+                        self._base + len(self._entries),
+                        canonical("checkpoint", state),
+                    ),
+                )
+
+        self._run(work)
+
     def _read(self, cur: Any) -> tuple[LedgerEntry, ...]:
-        start = len(self._entries)
+        start = self._base + len(self._entries)
         cur.execute(
             "SELECT id, kind, record, created FROM expost.read_rounds(%s, %s)", (self._name, start)
         )
@@ -424,9 +430,9 @@ class PostgresLedger(ClosesOnExit, Spendable):
             key = _round_of(json.loads(text))
             token = self._tokens.get(key) if kind == "settle" and key is not None else None
             index, created, new_token = self._write(cur, lid, kind, text, token)
-            if index != len(entries):
+            if index != self._base + len(entries):
                 raise LedgerCorrupted(
-                    self.path, f"the server numbered round {len(entries)} {index}"
+                    self.path, f"the server numbered round {self._base + len(entries)} {index}"
                 )
             return entries, entry_from_row(self.path, (index, kind, text, created)), key, new_token
 

@@ -23,7 +23,7 @@ from expost.filters.base import Filter
 from expost.ledger.base import LedgerEntry
 from expost.ledger.records import decode, describe, encode, filter_from_description
 
-__all__ = ["Replay", "Settled", "reserve_record", "settle_record"]
+__all__ = ["Replay", "Settled", "reserve_record", "settle_record", "sums_of"]
 
 _TAIL: Final = 2048  # the most open (and later) rounds a checkpoint carries
 _FORMAT: Final = "expost-checkpoint/1"
@@ -275,7 +275,7 @@ class Replay:
         and exact sums) and every round after it (request, settle); None where there is none to
         take (faults, a filter whose state is not its sums — `RDPFilter` — or a long tail)."""
         f = self._rounds[0].before if self._rounds else self._top
-        sums = None if f is None or self.faults or len(self._rounds) > _TAIL else _sums_of(f)
+        sums = None if f is None or self.faults or len(self._rounds) > _TAIL else sums_of(f)
         if f is None or sums is None:
             return None
         tail = [
@@ -336,10 +336,10 @@ class Replay:
         self._unread_reserve |= entry.kind != "settle"
 
 
-def _sums_of(f: PrivacyFilter) -> dict[str, Any] | None:
+def sums_of(f: PrivacyFilter) -> dict[str, Any] | None:
     """A filter's state as a checkpoint holds it: its exact sums (partials) and round count."""
     if isinstance(f, ConcurrentFilter):
-        zcdp, ex_post = _sums_of(f.zcdp), _sums_of(f.ex_post)
+        zcdp, ex_post = sums_of(f.zcdp), sums_of(f.ex_post)
         return None if zcdp is None or ex_post is None else {"zcdp": zcdp, "ex_post": ex_post}
     if isinstance(f, Filter):
         totals = f._sums
@@ -348,7 +348,7 @@ def _sums_of(f: PrivacyFilter) -> dict[str, Any] | None:
 
 
 def _restored(f: _F, sums: Mapping[str, Any]) -> _F:
-    """``f`` (fresh) carrying the sums of `_sums_of`: its history holds no cost, its count all."""
+    """``f`` (fresh) carrying the sums of `sums_of`: its history holds no cost, its count all."""
     if isinstance(f, ConcurrentFilter):
         return attrs.evolve(
             f, zcdp=_restored(f.zcdp, sums["zcdp"]), ex_post=_restored(f.ex_post, sums["ex_post"])

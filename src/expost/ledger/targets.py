@@ -77,7 +77,7 @@ def open_ledger(
     if _is_postgres(target):
         assert isinstance(target, str)  # _is_postgres checks it
         return PostgresLedger.open(
-            target, config, create=create, ledger_id=ledger_id, timeout=timeout
+            target, config, create=create, ledger_id=ledger_id, timeout=timeout, lazy=lazy
         )
     return Ledger.open(
         target, config, create=create, ledger_id=ledger_id, timeout=timeout, lazy=lazy
