@@ -75,16 +75,26 @@ def _discrete_laplace(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
     )
 
 
+def _discrete_gaussian(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
+    from expost.pld import PrivacyLossDistribution
+
+    (sensitivity,) = pair.extra
+    return PrivacyLossDistribution.discrete_gaussian(
+        pair.level, int(sensitivity), pair.rate, value_discretization=grid
+    )
+
+
 FAMILIES: dict[str, Callable[[ClosedPair, float], PrivacyLossDistribution]] = {
     "gaussian": _gaussian,
     "laplace": _laplace,
     "rr": _rr,
     "eps_delta": _eps_delta,
     "discrete_laplace": _discrete_laplace,
+    "discrete_gaussian": _discrete_gaussian,
 }
 """Each closed family's PLD constructor (`expost.pld.PrivacyLossDistribution`): ``level`` σ/Δ
-(gaussian), ε0 or a scale, ``extra`` the family's further parameters (eps_delta: (δ,);
-discrete_laplace: (Δ,))."""
+(gaussian), ε0, a scale or σ (discrete_gaussian), ``extra`` the family's further parameters
+(eps_delta: (δ,); discrete_laplace, discrete_gaussian: (Δ,))."""
 
 
 def _floats(value: tuple[float, ...] | list[float]) -> tuple[float, ...]:
@@ -100,8 +110,9 @@ def _family(_instance: object, _attribute: object, value: str) -> None:
 class ClosedPair:
     """A pair of a named family (`FAMILIES`): "gaussian" (``level`` = σ, the noise multiplier
     in units of Δ), "laplace" or "rr" (``level`` = ε0), "eps_delta" (``level`` = ε, ``extra`` =
-    (δ,): the worst (ε, δ) pair, Kairouz, Oh & Viswanath 2015), Poisson-subsampled at
-    ``rate``."""
+    (δ,): the worst (ε, δ) pair, Kairouz, Oh & Viswanath 2015), "discrete_laplace" (``level`` =
+    the scale) and "discrete_gaussian" (``level`` = σ), each with ``extra`` = (Δ,),
+    Poisson-subsampled at ``rate``."""
 
     family: str = field(validator=_family)
     level: float = field(converter=as_float, validator=validator(positive))

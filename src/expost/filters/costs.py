@@ -16,7 +16,7 @@ import math
 from fractions import Fraction
 from typing import Final
 
-from attrs import field, frozen
+from attrs import Factory, field, frozen
 
 from expost._validation import (
     as_float,
@@ -40,6 +40,7 @@ __all__ = [
     "Composed",
     "Cost",
     "DPCost",
+    "DiscreteGaussianCost",
     "DiscreteLaplaceCost",
     "ExPostCost",
     "GaussianCost",
@@ -190,6 +191,47 @@ class DiscreteLaplaceCost(Mechanism):
     def pair(self) -> Pair:
         """The discrete Laplace pair (scale, Δ)."""
         return ClosedPair("discrete_laplace", self.scale, extra=(self.sensitivity,))
+
+
+def _rho_of_discrete_gaussian(cost: DiscreteGaussianCost) -> float:
+    """Δ²/(2σ²) rounded up (the default, computed before the validators run)."""
+    d, sigma = positive_int("sensitivity", cost.sensitivity), positive("sigma", cost.sigma)
+    return up_exact(Fraction(d * d) / (2 * Fraction(sigma) ** 2))
+
+
+@frozen
+class DiscreteGaussianCost(Mechanism):
+    """Discrete Gaussian noise N_Z(0, σ²), P(x) ∝ e^{−x²/(2σ²)}, σ = ``sigma``, on an integer
+    query of integer ``sensitivity`` Δ (the secure-mode Gaussian; Canonne, Kamath & Steinke
+    2020): ``rho``-zCDP for every rho >= Δ²/(2σ²) (CKS Thm 4; by default Δ²/(2σ²) rounded up),
+    and dominated by its own pair N_Z(Δ, σ²) vs N_Z(0, σ²)
+    (`expost.pld.PrivacyLossDistribution.discrete_gaussian`) — also for neighbours at any shift
+    below Δ (a log-concave location family, THEORY §12). Not claimed mu-GDP: its privacy loss is
+    a discrete variable, not N(rho, 2rho)."""
+
+    sigma: float = field(converter=as_float, validator=validator(positive))
+    sensitivity: int = field(default=1, validator=validator(positive_int))
+    rho: float = field(
+        default=Factory(_rho_of_discrete_gaussian, takes_self=True),
+        kw_only=True,
+        converter=as_float,
+        validator=validator(positive),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        least = Fraction(self.sensitivity**2) / (2 * Fraction(self.sigma) ** 2)
+        if Fraction(self.rho) < least:
+            raise InvalidParameter(
+                "rho", self.rho, f"must be at least Δ²/(2σ²) = {float(least)!r} (CKS Thm 4)"
+            )
+
+    def zcdp(self) -> Price:
+        """(rho, 0): at least Δ²/(2σ²), rounded up (CKS Thm 4)."""
+        return self.rho, 0.0
+
+    def pair(self) -> Pair:
+        """The discrete Gaussian pair (σ, Δ)."""
+        return ClosedPair("discrete_gaussian", self.sigma, extra=(self.sensitivity,))
 
 
 @frozen
@@ -349,6 +391,7 @@ Cost = (
     ZCDPCost
     | GaussianCost
     | DPCost
+    | DiscreteGaussianCost
     | DiscreteLaplaceCost
     | LaplaceCost
     | BoundedRangeCost

@@ -56,6 +56,7 @@ def _rows() -> tuple[Kind, ...]:
     from expost.filters.costs import (
         BoundedRangeCost,
         BrownianCost,
+        DiscreteGaussianCost,
         DiscreteLaplaceCost,
         DPCost,
         ExPostCost,
@@ -82,6 +83,14 @@ def _rows() -> tuple[Kind, ...]:
         Kind("LaplaceCost", LaplaceCost, ("eps", "delta"), pure, ("eps",), (), True, "DPCost"),
         Kind(
             "DiscreteLaplaceCost", DiscreteLaplaceCost, ("scale", "sensitivity"), pure, ("scale",)
+        ),
+        Kind(
+            "DiscreteGaussianCost",
+            DiscreteGaussianCost,
+            ("rho", "sigma", "sensitivity"),
+            ("pair", "rdp", "zcdp"),
+            ("rho", "sigma"),
+            server="ZCDPCost",
         ),
         Kind(
             "BoundedRangeCost",
