@@ -237,8 +237,16 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("GaussianMechanism.eps_for_delta", _UP, "GaussianLoss; exact: discrete_gaussian_eps"),
     ("LaplaceMechanism.cost", _UP, "DPCost(eps): stored; exact: eps up_exact"),
     ("LaplaceMechanism.guarantee", _UP, "PureDP(eps): stored; exact: eps up_exact"),
-    ("LaplaceMechanism.cost_for", _UP, "LaplaceCost(eps) stored for a float scalar; else cost"),
-    ("GaussianMechanism.cost_for", _UP, "cost"),
+    (
+        "LaplaceMechanism.cost_for",
+        _UP,
+        "scalar: LaplaceCost(eps) stored (float), DiscreteLaplaceCost(eps up_exact) (exact); else cost",
+    ),
+    (
+        "GaussianMechanism.cost_for",
+        _UP,
+        "exact scalar: DiscreteGaussianCost(rho up_exact); else cost",
+    ),
     (
         "mechanisms.SubsampledGaussianMechanism.cost",
         _UP,

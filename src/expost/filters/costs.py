@@ -175,18 +175,38 @@ class LaplaceCost(DPCost):
         return laplace_renyi(self.eps, alpha)
 
 
+def _eps_of_discrete_laplace(cost: DiscreteLaplaceCost) -> float:
+    """Δ/scale rounded up (the default, computed before the validators run)."""
+    d, scale = positive_int("sensitivity", cost.sensitivity), positive("scale", cost.scale)
+    return up_exact(Fraction(d) / Fraction(scale))
+
+
 @frozen
 class DiscreteLaplaceCost(Mechanism):
     """Discrete Laplace noise, P(x) ∝ e^{−|x|/scale}, on an integer query of integer
-    ``sensitivity`` Δ (the secure-mode Laplace): (Δ/scale)-DP, dominated by its own pair
-    (`expost.pld.PrivacyLossDistribution.discrete_laplace`), tighter than randomised response."""
+    ``sensitivity`` Δ (the secure-mode Laplace): ``eps``-DP for every eps >= Δ/scale (by
+    default Δ/scale rounded up), dominated by its own pair
+    (`expost.pld.PrivacyLossDistribution.discrete_laplace`) — also for neighbours at any shift
+    below Δ (a log-concave location family, THEORY §12) — tighter than randomised response for
+    Δ >= 2 (for Δ = 1 the loss takes ±1/scale only: it is randomised response)."""
 
     scale: float = field(converter=as_float, validator=validator(positive))
     sensitivity: int = field(default=1, validator=validator(positive_int))
+    eps: float = field(
+        default=Factory(_eps_of_discrete_laplace, takes_self=True),
+        kw_only=True,
+        converter=as_float,
+        validator=validator(positive),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        least = Fraction(self.sensitivity) / Fraction(self.scale)
+        if Fraction(self.eps) < least:
+            raise InvalidParameter("eps", self.eps, f"must be at least Δ/scale = {float(least)!r}")
 
     def dp(self) -> Price:
-        """(Δ/scale rounded up, 0)."""
-        return up_exact(Fraction(self.sensitivity) / Fraction(self.scale)), 0.0
+        """(eps, 0): at least Δ/scale, rounded up."""
+        return self.eps, 0.0
 
     def pair(self) -> Pair:
         """The discrete Laplace pair (scale, Δ)."""

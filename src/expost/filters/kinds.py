@@ -82,7 +82,12 @@ def _rows() -> tuple[Kind, ...]:
         Kind("DPCost", DPCost, ("eps", "delta"), pure, ("eps",), server="DPCost"),
         Kind("LaplaceCost", LaplaceCost, ("eps", "delta"), pure, ("eps",), (), True, "DPCost"),
         Kind(
-            "DiscreteLaplaceCost", DiscreteLaplaceCost, ("scale", "sensitivity"), pure, ("scale",)
+            "DiscreteLaplaceCost",
+            DiscreteLaplaceCost,
+            ("eps", "scale", "sensitivity"),
+            pure,
+            ("eps", "scale"),
+            server="DPCost",
         ),
         Kind(
             "DiscreteGaussianCost",
