@@ -23,7 +23,7 @@ from expost.ledger.records import encode
 from tests.conftest import pg_ledger_url
 from tests.ledger.test_ledger_roles import _psql
 
-FILTERS = [
+FILTERS: list[ep.PrivacyFilter] = [
     ep.ZCDPFilter(1.0),
     ep.UnifiedFilter.from_dp(1.0, 1e-6),
     ep.ApproxDPFilter(1.0, 1e-3, 1e-6),
@@ -40,7 +40,7 @@ PAIRS = [  # (the new kind, the kind the same round was recorded as before)
 ]
 
 
-def _price(url: str, f: ep.PrivacyFilter, cost: dict[str, Any]) -> tuple[Decimal, ...] | str:
+def _price(url: str, f: Any, cost: dict[str, Any]) -> tuple[Decimal, ...] | str:
     """The server's price of ``cost`` for ``f``, or the text of its refusal."""
     try:
         rows = _psql(url, "SELECT * FROM expost.price(%s, %s)", json.dumps(describe(f)),
@@ -99,5 +99,5 @@ def test_a_secure_session_on_postgres_records_and_replays_the_new_kinds(pg_serve
     s.close()
     again = ep.PrivateSession(budget, ledger=url, exact=True)
     assert again.spent == spent
-    assert again.filter.realised == s.filter.realised  # the records decode to the same costs
+    assert again.filter.realised == s.filter.realised  # type: ignore[attr-defined]  # a ZCDPFilter
     again.close()
