@@ -11,8 +11,11 @@ at s is subsampling at r·s.
 
 Orders (each a post-processing of the larger pair): Gaussian by larger σ (add independent
 noise); Laplace by smaller ε0 (its profile grows with ε0); randomised response at ε0 dominates
-every ε0-DP pair (Kairouz, Oh & Viswanath 2015), Laplace included; smaller r of any pair (keep
-the output with probability r'/r, else replace it by a draw from Q).
+every ε0-DP pair (Kairouz, Oh & Viswanath 2015), Laplace and bounded range at ε <= ε0 included;
+the bounded-range pair at ε dominates every ε-bounded-range round (Durfee & Rogers 2019; docs/
+theory/12-privacy-loss-distributions.md) — the bounded-range pair at ε' <= ε, and Laplace and
+randomised response at ε0 <= ε/2 (their loss spans 2ε0) — but not randomised response at ε;
+smaller r of any pair (keep the output with probability r'/r, else replace it by a draw from Q).
 """
 
 from __future__ import annotations
@@ -75,6 +78,12 @@ def _discrete_laplace(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
     )
 
 
+def _bounded_range(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
+    from expost.pld import PrivacyLossDistribution
+
+    return PrivacyLossDistribution.bounded_range(pair.level, pair.rate, value_discretization=grid)
+
+
 def _discrete_gaussian(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
     from expost.pld import PrivacyLossDistribution
 
@@ -91,6 +100,7 @@ FAMILIES: dict[str, Callable[[ClosedPair, float], PrivacyLossDistribution]] = {
     "eps_delta": _eps_delta,
     "discrete_laplace": _discrete_laplace,
     "discrete_gaussian": _discrete_gaussian,
+    "bounded_range": _bounded_range,
 }
 """Each closed family's PLD constructor (`expost.pld.PrivacyLossDistribution`): ``level`` σ/Δ
 (gaussian), ε0, a scale or σ (discrete_gaussian), ``extra`` the family's further parameters
@@ -109,7 +119,7 @@ def _family(_instance: object, _attribute: object, value: str) -> None:
 @frozen
 class ClosedPair:
     """A pair of a named family (`FAMILIES`): "gaussian" (``level`` = σ, the noise multiplier
-    in units of Δ), "laplace" or "rr" (``level`` = ε0), "eps_delta" (``level`` = ε, ``extra`` =
+    in units of Δ), "laplace", "rr" or "bounded_range" (``level`` = ε0), "eps_delta" (``level`` = ε, ``extra`` =
     (δ,): the worst (ε, δ) pair, Kairouz, Oh & Viswanath 2015), "discrete_laplace" (``level`` =
     the scale) and "discrete_gaussian" (``level`` = σ), each with ``extra`` = (Δ,),
     Poisson-subsampled at ``rate``."""
@@ -243,4 +253,12 @@ def closed_order(fixed: Pair, other: Pair) -> bool | None:
         return (other.family == "gaussian" and other.level >= fixed.level) or None
     if fixed.family == "laplace":
         return (other.family == "laplace" and other.level <= fixed.level) or None
-    return (other.family in ("laplace", "rr") and other.level <= fixed.level) or None
+    if fixed.family == "bounded_range":
+        if other.family == "bounded_range":
+            return other.level <= fixed.level or None
+        return (other.family in ("laplace", "rr") and 2 * other.level <= fixed.level) or None
+    if fixed.family == "rr":
+        return (
+            other.family in ("laplace", "rr", "bounded_range") and other.level <= fixed.level
+        ) or None
+    return None

@@ -259,10 +259,17 @@ class BoundedRangeCost(Mechanism):
     """An eps-bounded-range round (Durfee–Rogers 2019): the exponential mechanism.
 
     eps is the range (eps_EM for monotone scores, 2·eps_EM otherwise, THEORY §2); such a
-    round is eps-DP and eps²/8-zCDP (Cesar–Rogers 2021, APC Sec. 7.2).
+    round is eps-DP and eps²/8-zCDP (Cesar–Rogers 2021, APC Sec. 7.2), and dominated in both
+    neighbour directions by the bounded-range pair (`expost.pld.PrivacyLossDistribution.
+    bounded_range`; docs/theory/12-privacy-loss-distributions.md), tighter than randomised
+    response at eps.
     """
 
     eps: float = field(converter=as_float, validator=validator(positive))
+
+    def pair(self) -> Pair:
+        """The worst eps-bounded-range pair."""
+        return ClosedPair("bounded_range", self.eps)
 
     def dp(self) -> Price:
         """(eps, 0): a bounded-range round is eps-DP."""
