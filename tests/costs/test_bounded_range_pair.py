@@ -108,7 +108,7 @@ def test_a_session_runs_exactly_the_count_of_exponential_mechanism_rounds(secure
         s = PrivateSession(budget, np.random.default_rng(1))
     scores = [3, 1, 2]
     rounds = 0
-    while s.filter.remaining > 0:  # a PLDFilter: rounds
+    while s.filter.remaining != 0.0:  # a PLDFilter: rounds
         s.exponential_mechanism(scores, eps=0.2, monotone=True)
         rounds += 1
     assert rounds == PLDFilter(2.0, 1e-5, BoundedRangeCost(0.2)).budget
