@@ -10,6 +10,8 @@ mpmath), and the filter's decisions against the exact profiles.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import mpmath as mp
 import numpy as np
 import pytest
@@ -82,3 +84,37 @@ def test_the_filter_admits_only_dominated_rounds(
         assert f.accepts(cost)  # type: ignore[arg-type]
     for cost in refused:
         assert not f.accepts(cost)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fixed", "admitted", "refused"),
+    [
+        # randomised response at 0.5 over every 0.5-DP pair: the discrete Laplace at Δ/t <= 0.5
+        (DPCost(0.5), [DiscreteLaplaceCost(2.0, 1), DiscreteLaplaceCost(8.0, 4)], []),
+        # the discrete Laplace at Δ = 1 is randomised response at 1/t
+        (DiscreteLaplaceCost(2.0, 1), [DPCost(0.5), BoundedRangeCost(0.5)], [DPCost(0.51)]),
+        # bounded range at 1: a discrete Laplace whose loss spans 2Δ/t <= 1
+        (BoundedRangeCost(1.0), [DiscreteLaplaceCost(8.0, 4)], [DiscreteLaplaceCost(1.5, 2)]),
+        # the discrete Laplace at Δ = 4 is tighter than randomised response at Δ/t
+        (DiscreteLaplaceCost(8.0, 4), [DiscreteLaplaceCost(16.0, 4)], [DPCost(0.5)]),
+    ],
+)
+def test_secure_scalar_and_vector_laplace_rounds_share_a_filter(
+    fixed: object, admitted: list[object], refused: list[object]
+) -> None:
+    """A secure session's scalar (discrete Laplace) and vector (randomised response) rounds."""
+    f = PLDFilter(2.0, 1e-5, fixed)  # type: ignore[arg-type]  # a cost
+    for cost in admitted:
+        assert f.accepts(cost), cost  # type: ignore[arg-type]
+    for cost in refused:
+        assert not f.accepts(cost), cost  # type: ignore[arg-type]
+
+
+def test_a_discrete_laplace_wider_than_one_is_not_randomised_response() -> None:
+    """The planted twin of the Δ = 1 order: at Δ = 2 the pair is strictly below randomised
+    response at Δ/t (exact profiles at 0), so treating it as one would admit rounds it does not
+    dominate."""
+    from tests.session.test_secure_pairs import laplace_delta
+
+    assert laplace_delta(Fraction(4), 2, 1, 0.0) < rr_delta(0.5, 0.0) - 0.01
+    assert laplace_delta(Fraction(2), 1, 1, 0.0) == pytest.approx(rr_delta(0.5, 0.0), rel=1e-12)

@@ -163,3 +163,15 @@ def test_vector_rounds_keep_their_zcdp_and_pure_dp_costs() -> None:
     assert lap.cost_for(3) == lap.cost() == DPCost(0.5)
     assert g.cost_for(1) == DiscreteGaussianCost(4.0, 2, rho=0.125)
     assert lap.cost_for(1) == DiscreteLaplaceCost(4.0, 2, eps=0.5)
+
+
+def test_vector_then_scalar_secure_laplace_rounds_share_a_counting_filter(tmp_path: Path) -> None:
+    """A vector round fixes randomised response at eps; a scalar round of the same eps (its
+    discrete Laplace pair is eps-DP) is dominated by it, as it was when both were `DPCost`."""
+    s = _secure(PLDFilter(2.0, 1e-5), tmp_path / "mixed.sqlite")
+    s.laplace([1, 2], sensitivity=2, eps=0.5)
+    s.laplace(3, sensitivity=2, eps=0.5)
+    s.laplace(3, sensitivity=1, eps=0.25)
+    kinds = [type(r.request).__name__ for r in s.history]
+    assert kinds == ["DPCost", "DiscreteLaplaceCost", "DiscreteLaplaceCost"]
+    assert s.spent == 3.0

@@ -150,6 +150,8 @@ def _largest_loss(pair: Pair, direction: str) -> tuple[float, Fraction] | None:
     closed = ("laplace", "rr", "bounded_range")  # loss within [−ε0, ε0]
     if isinstance(pair, ClosedPair) and pair.family in closed and pair.rate == 1.0:
         return pair.level * (1 + 1e-12), Fraction(0)
+    if isinstance(pair, ClosedPair) and pair.family == "discrete_laplace" and pair.rate == 1.0:
+        return pair.extra[0] / pair.level * (1 + 1e-12), Fraction(0)  # within [−Δ/t, Δ/t]
     return None
 
 

@@ -10,11 +10,13 @@ both directions); for any other two pairs `PLDFilter` decides by computation
 at s is subsampling at r·s.
 
 Orders (each a post-processing of the larger pair): Gaussian by larger σ (add independent
-noise); Laplace by smaller ε0 (its profile grows with ε0); randomised response at ε0 dominates
-every ε0-DP pair (Kairouz, Oh & Viswanath 2015), Laplace and bounded range at ε <= ε0 included;
+noise); Laplace by smaller ε0 (its profile grows with ε0); randomised response at ε0 (and the
+discrete Laplace at Δ = 1, which is randomised response at 1/t) dominates every ε0-DP pair
+(Kairouz, Oh & Viswanath 2015): Laplace, discrete Laplace (Δ/t) and bounded range at ε <= ε0;
 the bounded-range pair at ε dominates every ε-bounded-range round (Durfee & Rogers 2019; docs/
-theory/12-privacy-loss-distributions.md) — the bounded-range pair at ε' <= ε, and Laplace and
-randomised response at ε0 <= ε/2 (their loss spans 2ε0) — but not randomised response at ε;
+theory/12-privacy-loss-distributions.md) — the bounded-range pair at ε' <= ε, and Laplace,
+discrete Laplace and randomised response whose loss stays in [−ε/2, ε/2] — but not randomised
+response at ε;
 smaller r of any pair (keep the output with probability r'/r, else replace it by a draw from Q).
 """
 
@@ -235,6 +237,24 @@ class ProductPair:
 Pair = Union[ClosedPair, PmfPair, ProductPair]  # noqa: UP007  # a runtime alias
 
 
+def _pure_level(pair: ClosedPair) -> Fraction | None:
+    """ε0 with every loss of the pair in [−ε0, ε0], exactly, for the families that have one."""
+    if pair.family in ("rr", "laplace", "bounded_range"):
+        return Fraction(pair.level)
+    if pair.family == "discrete_laplace":
+        return Fraction(int(pair.extra[0])) / Fraction(pair.level)
+    return None
+
+
+def _rr_level(pair: ClosedPair) -> Fraction | None:
+    """ε0 when the pair is randomised response at ε0 (so is the discrete Laplace at Δ = 1)."""
+    if pair.family == "rr":
+        return Fraction(pair.level)
+    if pair.family == "discrete_laplace" and pair.extra == (1.0,):
+        return 1 / Fraction(pair.level)
+    return None
+
+
 def closed_order(fixed: Pair, other: Pair) -> bool | None:
     """Whether ``fixed`` dominates ``other`` by a closed-form order (module docstring); None
     where none applies (then domination is computed)."""
@@ -247,18 +267,19 @@ def closed_order(fixed: Pair, other: Pair) -> bool | None:
             return other.rate <= fixed.rate or None
     if not (isinstance(fixed, ClosedPair) and isinstance(other, ClosedPair)):
         return None
-    if other.rate > fixed.rate or fixed.extra or other.extra:
+    if other.rate > fixed.rate:
+        return None
+    rr, pure = _rr_level(fixed), _pure_level(other)
+    if rr is not None:  # every ε0-DP pair (Kairouz, Oh & Viswanath 2015)
+        return (pure is not None and pure <= rr) or None
+    if fixed.family == "bounded_range":  # every ε-bounded-range round: a loss spanning <= ε
+        if other.family == "bounded_range":
+            return other.level <= fixed.level or None
+        return (pure is not None and 2 * pure <= Fraction(fixed.level)) or None
+    if fixed.extra or other.extra:
         return None
     if fixed.family == "gaussian":
         return (other.family == "gaussian" and other.level >= fixed.level) or None
     if fixed.family == "laplace":
         return (other.family == "laplace" and other.level <= fixed.level) or None
-    if fixed.family == "bounded_range":
-        if other.family == "bounded_range":
-            return other.level <= fixed.level or None
-        return (other.family in ("laplace", "rr") and 2 * other.level <= fixed.level) or None
-    if fixed.family == "rr":
-        return (
-            other.family in ("laplace", "rr", "bounded_range") and other.level <= fixed.level
-        ) or None
     return None
