@@ -109,3 +109,25 @@ def test_a_count_one_above_the_exact_count_is_caught() -> None:
     exact = exact_count(sigma2, 1, eps, delta)
     assert exact_delta(sigma2, 1, exact, eps) <= delta < exact_delta(sigma2, 1, exact + 1, eps)
     assert PLDFilter(eps, delta, DiscreteGaussianCost(1.0)).budget != exact + 1
+
+
+def shift_delta(law: FloatArray, k: int, eps: float) -> float:
+    """δ(eps) of (Y + k, Y) for the pmf ``law`` of Y on consecutive integers, both directions."""
+    q = np.concatenate([law, np.zeros(k)])
+    p = np.concatenate([np.zeros(k), law])
+    remove = math.fsum(np.maximum(p - math.exp(eps) * q, 0.0).tolist())
+    add = math.fsum(np.maximum(q - math.exp(eps) * p, 0.0).tolist())
+    return max(remove, add)
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(1, 4), Fraction(1), Fraction(9, 4)])
+def test_the_pair_at_shift_delta_dominates_every_smaller_shift(sigma2: Fraction) -> None:
+    """THEORY §12 (log-concave noise): the pair at Δ dominates shifts 1..Δ; the twin, shift
+    Δ + 1, is not dominated (the profile at some ε is above)."""
+    law = discrete_gaussian_pmf(sigma2, math.ceil(14 * math.sqrt(float(sigma2))) + 2)
+    d = 3
+    xs = np.linspace(0.0, 8.0, 33)
+    top = [shift_delta(law, d, float(x)) for x in xs]
+    for k in range(1, d):
+        assert all(shift_delta(law, k, float(x)) <= t for x, t in zip(xs, top, strict=True))
+    assert any(shift_delta(law, d + 1, float(x)) > t for x, t in zip(xs, top, strict=True))

@@ -175,3 +175,13 @@ def test_vector_then_scalar_secure_laplace_rounds_share_a_counting_filter(tmp_pa
     kinds = [type(r.request).__name__ for r in s.history]
     assert kinds == ["DPCost", "DiscreteLaplaceCost", "DiscreteLaplaceCost"]
     assert s.spent == 3.0
+
+
+def test_the_discrete_laplace_pair_at_delta_dominates_every_smaller_shift() -> None:
+    """THEORY §12 (log-concave noise): shifts 1..Δ under the pair at Δ; shift Δ + 1 is not."""
+    scale, d = Fraction(3, 2), 3
+    xs = np.linspace(0.0, 2.5, 26)
+    top = [laplace_delta(scale, d, 1, float(x)) for x in xs]
+    for k in range(1, d):
+        assert all(laplace_delta(scale, k, 1, float(x)) <= t for x, t in zip(xs, top, strict=True))
+    assert any(laplace_delta(scale, d + 1, 1, float(x)) > t for x, t in zip(xs, top, strict=True))
