@@ -188,7 +188,9 @@ class DiscreteLaplaceCost(Mechanism):
     default Δ/scale rounded up), dominated by its own pair
     (`expost.pld.PrivacyLossDistribution.discrete_laplace`) — also for neighbours at any shift
     below Δ (a log-concave location family, THEORY §12) — tighter than randomised response for
-    Δ >= 2 (for Δ = 1 the loss takes ±1/scale only: it is randomised response)."""
+    Δ >= 2 (for Δ = 1 the loss takes ±1/scale only: it is randomised response). An exact rational
+    scale is given as the least float above it: the pair's pmf bounds hold within 2u of it
+    (`expost.pld.mechanisms`)."""
 
     scale: float = field(converter=as_float, validator=validator(positive))
     sensitivity: int = field(default=1, validator=validator(positive_int))
@@ -227,7 +229,8 @@ class DiscreteGaussianCost(Mechanism):
     and dominated by its own pair N_Z(Δ, σ²) vs N_Z(0, σ²)
     (`expost.pld.PrivacyLossDistribution.discrete_gaussian`) — also for neighbours at any shift
     below Δ (a log-concave location family, THEORY §12). Not claimed mu-GDP: its privacy loss is
-    a discrete variable, not N(rho, 2rho)."""
+    a discrete variable, not N(rho, 2rho). An exact σ² is given as the least float σ above
+    sqrt(σ²): the pair's pmf bounds hold within 2u of σ (`expost.pld.mechanisms`)."""
 
     sigma: float = field(converter=as_float, validator=validator(positive))
     sensitivity: int = field(default=1, validator=validator(positive_int))
