@@ -305,7 +305,10 @@ MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
         (GaussianCost, "mu-GDP with mu = Δ/σ, rho = mu²/2 (THEORY §2)"),
         (
             ZCDPCost,
-            "rho-zCDP (CKS Thm 4), not GDP: the discrete Gaussian's loss is not N(rho, 2rho)",
+            (
+                "rho-zCDP (CKS Thm 4), not GDP: the discrete Gaussian's loss is not N(rho, 2rho); "
+                "on a scalar value DiscreteGaussianCost, its own pair (§12)"
+            ),
         ),
     ),
     **_modes(
@@ -313,7 +316,7 @@ MECHANISMS: Mapping[tuple[str, ModeName], Choice] = {
         LaplaceMechanism,
         _laplace,
         (DPCost, "eps-DP (THEORY §2); on a scalar value LaplaceCost, the Laplace pair (§12)"),
-        (DPCost, f"eps-DP (CKS Alg. 2), {SAME}; discrete noise: not the Laplace pair"),
+        (DPCost, f"eps-DP (CKS Alg. 2), {SAME}; on a scalar value DiscreteLaplaceCost (§12)"),
     ),
     **_modes(
         "exponential",

@@ -9,13 +9,15 @@ budget, what remains of one, or the largest parameter a target allows is rounded
 each public subclass. The rounding audit (tests/test_rounding_*.py) is parametrised by these
 entries, with a 50-digit mpmath reference and an input strategy for each; a test fails when a
 public callable whose name or return type says it returns a guarantee parameter is missing here
-(tests/rounding/test_rounding_registry.py), and docs/guarantees.md prints this table.
+(tests/rounding/test_rounding_registry.py), and docs/guarantees.md prints this table. A cost
+kind's own numbers (its ``zcdp``, ``dp``, ``ex_post``) are not listed by hand: they are derived
+from the table of kinds (`expost.filters.kinds.KINDS`), each described by its docstring.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Literal
+from typing import Any, Literal
 
 from attrs import field, frozen
 from attrs.validators import in_
@@ -142,24 +144,10 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("BrownianOdometer.psi", _UP, "apc_psi"),
     ("BrownianOdometer.bound_at", _UP, "V/2 + ψ(V)"),
     ("BrownianOdometer.bound_from_times", _UP, "bound_at of the summed privacy times"),
-    # --- the cost model (expost.costs): each representation a cost carries, rounded up
+    # --- the cost model (expost.costs): the base's derivations; each kind's own: `_kinds`
     ("costs.Mechanism.zcdp", _UP, "derived: rho_of_eps(eps) of dp(), its delta"),
     ("costs.Mechanism.dp", _UP, "None unless a cost states it"),
     ("costs.Mechanism.ex_post", _UP, "derived: dp()"),
-    ("ZCDPCost.zcdp", _UP, "(rho, delta) stored"),
-    ("DPCost.dp", _UP, "(eps, delta) stored"),
-    ("BoundedRangeCost.dp", _UP, "(eps, 0) stored"),
-    ("BoundedRangeCost.zcdp", _UP, "rho_of_bounded_range up_ratio"),
-    ("BrownianCost.zcdp", _UP, "rho_of_brownian up_ratio"),
-    ("BrownianCost.ex_post", _UP, "(bound, delta) stored"),
-    ("ExPostCost.dp", _UP, "(eps_max, 0) stored"),
-    ("ExPostCost.ex_post", _UP, "(bound, delta) stored"),
-    ("PoissonSampled.dp", _UP, "the wrapped cost's (subsampling is a post-processing)"),
-    ("PoissonSampled.zcdp", _UP, "the wrapped cost's"),
-    ("costs.Composed.dp", _UP, "sums, sum_up"),
-    ("costs.Composed.zcdp", _UP, "sums, sum_up"),
-    ("PairCost.dp", _UP, "the largest abs log(p/q), up 4 ulps"),
-    ("filters.costs.DiscreteLaplaceCost.dp", _UP, "Δ/scale up_exact"),
     ("costs.domination.profile_bounds", _UP, "upper: the float sum + its error; lower: - it"),
     ("filters.gaussian_dp.pure_dp_mu_squared", _UP, "mu(eps)² with margin, up_exact"),
     # --- filters: prices, budgets, guarantees
@@ -249,8 +237,16 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("GaussianMechanism.eps_for_delta", _UP, "GaussianLoss; exact: discrete_gaussian_eps"),
     ("LaplaceMechanism.cost", _UP, "DPCost(eps): stored; exact: eps up_exact"),
     ("LaplaceMechanism.guarantee", _UP, "PureDP(eps): stored; exact: eps up_exact"),
-    ("LaplaceMechanism.cost_for", _UP, "LaplaceCost(eps) stored for a float scalar; else cost"),
-    ("GaussianMechanism.cost_for", _UP, "cost"),
+    (
+        "LaplaceMechanism.cost_for",
+        _UP,
+        "scalar: LaplaceCost(eps) stored (float), DiscreteLaplaceCost(eps up_exact) (exact); else cost",
+    ),
+    (
+        "GaussianMechanism.cost_for",
+        _UP,
+        "exact scalar: DiscreteGaussianCost(rho up_exact); else cost",
+    ),
     (
         "mechanisms.SubsampledGaussianMechanism.cost",
         _UP,
@@ -325,7 +321,40 @@ _TABLE: tuple[tuple[str, Direction, str], ...] = (
     ("realised_privacy.CountingGrid.reported", _UP, "PrivacyLossDistribution.eps at δ_j (down)"),
 )
 
-REGISTRY: tuple[Rounded, ...] = tuple(Rounded(n, d, w) for n, d, w in _TABLE)
+
+def _public_name(cls: Any) -> str:
+    """``cls``'s path in the public namespace: under the first package on its module's path
+    whose ``__all__`` lists it (``PoissonSampled``, ``costs.Composed``,
+    ``filters.costs.DiscreteLaplaceCost``)."""
+    parts = cls.__module__.split(".")
+    for k in range(1, len(parts) + 1):
+        if cls.__name__ in getattr(importlib.import_module(".".join(parts[:k])), "__all__", ()):
+            return ".".join([*parts[1:k], cls.__name__])
+    raise InvalidParameter("cls", cls.__name__, "must be exported by a public module")
+
+
+def _kinds() -> tuple[tuple[str, Direction, str], ...]:
+    """Each cost kind's own numbers, from the table of kinds (`expost.filters.kinds.KINDS`):
+    every representation a kind's class defines itself and answers with a `Price` (``zcdp``:
+    rho; ``dp``: eps; ``ex_post``: a bound; each with its delta) is an upper bound, rounded up
+    as its docstring says. Derived, so adding a kind (one row) registers its numbers."""
+    from expost.costs.model import REPRESENTATIONS
+    from expost.filters.kinds import KINDS
+
+    out: list[tuple[str, Direction, str]] = []
+    for kind in KINDS.values():
+        if kind.legacy:
+            continue
+        for name in REPRESENTATIONS:
+            method = vars(kind.make).get(name)
+            if method is None or "Price" not in str(method.__annotations__.get("return")):
+                continue
+            what = " ".join((method.__doc__ or "").split("\n\n")[0].split())
+            out.append((f"{_public_name(kind.make)}.{name}", _UP, what))
+    return tuple(out)
+
+
+REGISTRY: tuple[Rounded, ...] = tuple(Rounded(n, d, w) for n, d, w in _TABLE + _kinds())
 
 
 def entry(name: str) -> Rounded:

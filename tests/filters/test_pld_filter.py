@@ -156,12 +156,21 @@ def would_admit(f: PLDFilter, other: Any) -> dict[str, bool]:
 
 
 def test_pure_dp_rounds_under_randomised_response() -> None:
-    """DPCost (delta 0) and the exponential mechanism (bounded range: priced as RR at its
-    range, giving up the bounded-range gain) and scalar Laplace rounds at most its eps."""
-    f = PLDFilter(1.0, 1e-6, BoundedRangeCost(0.2))
-    for cost in (DPCost(0.2), DPCost(0.1), LaplaceCost(0.2), BoundedRangeCost(0.05)):
+    """DPCost (delta 0), scalar Laplace and bounded-range rounds at most its eps."""
+    f = PLDFilter(1.0, 1e-6, DPCost(0.2))
+    for cost in (DPCost(0.2), DPCost(0.1), LaplaceCost(0.2), BoundedRangeCost(0.2)):
         assert f.admits(cost)
-    assert f.budget == PLDFilter(1.0, 1e-6, DPCost(0.2)).budget
+
+
+def test_the_exponential_mechanism_under_its_bounded_range_pair() -> None:
+    """Bounded-range rounds at most its eps, randomised response and Laplace at most eps/2
+    (their loss spans 2·eps0: eps-bounded range); not randomised response or Laplace above
+    eps/2 (counts against exact references: tests/costs/test_bounded_range_pair.py)."""
+    f = PLDFilter(1.0, 1e-6, BoundedRangeCost(0.2))
+    for cost in (DPCost(0.1), LaplaceCost(0.1), BoundedRangeCost(0.05), BoundedRangeCost(0.2)):
+        assert f.admits(cost)
+    for cost in (DPCost(0.2), LaplaceCost(0.2), DPCost(0.11), LaplaceCost(0.12)):
+        assert not f.accepts(cost)
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,7 @@ from expost.filters import (
     ZCDPCost,
     ZCDPFilter,
 )
+from expost.filters.costs import DiscreteGaussianCost, DiscreteLaplaceCost
 from expost.filters.zcdp import zcdp_price
 from expost.rounding_registry import Rounded
 from tests.rounding_audit import DIGITS, EXTREMES, N, audit, audits, log_uniform
@@ -120,6 +121,11 @@ def _dgm(x: tuple[int, Fraction]) -> GaussianMechanism:
 
 def _dgm_inputs(rng: np.random.Generator) -> list[tuple[int, Fraction]]:
     return list(zip(rng.integers(1, 100, N).tolist(), _fractions(rng), strict=True))
+
+
+def _sensitivity_scale(rng: np.random.Generator) -> list[tuple[int, float]]:
+    """(Δ, σ or scale): integer sensitivities up to 100, scales over 6 decades."""
+    return list(zip(rng.integers(1, 101, N).tolist(), _floats(rng), strict=True))
 
 
 def _em(x: tuple[float | Fraction, bool]) -> ExponentialMechanism:
@@ -233,6 +239,21 @@ CASES: dict[str, Case] = {
         lambda x: _em(x).dp_guarantee().eps,
         _em_range,
         lambda x: float(_em_range(x)),
+        1,
+    ),
+    # the secure-mode costs' levels (issue 40 item 3): rho = Δ²/(2σ²), eps = Δ/scale, rounded up
+    "filters.costs.DiscreteGaussianCost.zcdp": (
+        _sensitivity_scale,
+        lambda x: DiscreteGaussianCost(x[1], x[0]).zcdp()[0],
+        lambda x: Fraction(x[0] ** 2) / (2 * Fraction(x[1]) ** 2),
+        lambda x: x[0] ** 2 / (2.0 * x[1] ** 2),
+        1,
+    ),
+    "filters.costs.DiscreteLaplaceCost.dp": (
+        _sensitivity_scale,
+        lambda x: DiscreteLaplaceCost(x[1], x[0]).dp()[0],
+        lambda x: Fraction(x[0]) / Fraction(x[1]),
+        lambda x: x[0] / x[1],
         1,
     ),
     "filters.zcdp.zcdp_price": (

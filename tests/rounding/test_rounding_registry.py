@@ -234,7 +234,6 @@ NOT_YET_AUDITED: dict[str, str] = {
     "costs.Composed.dp": "test_cost_model.py (sums checked against Fractions)",
     "costs.Composed.zcdp": "test_cost_model.py (sums checked against Fractions)",
     "PairCost.dp": "test_cost_model.py (against 50-digit mpmath)",
-    "filters.costs.DiscreteLaplaceCost.dp": "test_cost_model.py (Δ/scale, up_exact)",
     "costs.domination.profile_bounds": "test_computed_domination.py (against mpmath)",
     "apps.lnr_composition.ComposedLaplace.dp_eps": "test_lnr_composition.py",
     "privacy_spent.privacy_spent": "test_privacy_spent.py (dp-accounting, prv-accountant, mpmath)",

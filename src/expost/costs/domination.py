@@ -17,8 +17,9 @@ A ⊗ T_τ with T_τ the *symmetric* (0, τ) pair ((1−τ)·point₀ + τ·poin
 τ)·L_A(ε_{i+1}) and P_B(L = ∞) <= τ + (1 − τ)·P_A(L = ∞).
 
 Certified bounds here: finite pairs (`PmfPair`, the laws the filter counts with) exactly (a
-float sum with its rounding error bounded), the unsampled closed families in closed form
-(Gaussian: Balle & Wang 2018; Laplace: (1 − e^{(ε−ε0)/2})_+; randomised response), each with a
+float sum with its rounding error bounded), the unsampled closed families with a closed form
+(Gaussian: Balle & Wang 2018; Laplace: (1 − e^{(ε−ε0)/2})_+; randomised response; bounded
+range: (1 − e^{(ε−ε0)/2})²/(1 − e^{−ε0})), each with a
 stated margin (tests/costs/test_computed_domination.py checks them against mpmath); any other pair by
 the two certified sides of its PLD (`expost.pld`: the optimistic law minus its convolution
 error below, the pessimistic law above). A B whose loss is
@@ -84,6 +85,12 @@ def _closed_bounds(pair: ClosedPair, eps: FloatArray) -> tuple[FloatArray, Float
     elif pair.family == "rr":  # a − e^ε (1 − a), a = e^ε0/(1 + e^ε0)
         a = 1.0 / (1.0 + math.exp(-pair.level))
         value, err = a - g * (1.0 - a), 1e-15 * (1.0 + g)
+    elif pair.family == "bounded_range":  # (1 − e^{(ε − ε0)/2})²/(1 − e^{−ε0}) on [0, ε0]
+        half = np.expm1(np.minimum(eps - pair.level, 0.0) / 2.0)
+        value = half * half / -math.expm1(-pair.level)
+        err = 1e-13 * value + 1e-300
+    elif pair.family != "gaussian":  # the discrete families, (ε, δ): their PLD's sides
+        return None
     else:  # Balle & Wang 2018, μ = 1/σ
         from scipy.special import log_ndtr
 
@@ -140,8 +147,11 @@ def _largest_loss(pair: Pair, direction: str) -> tuple[float, Fraction] | None:
         finite = [math.log(a / b) for a, b in zip(p, q, strict=True) if a > 0 and b > 0]
         inf = sum((a for a, b in zip(p, q, strict=True) if a > 0 and b == 0), Fraction(0))
         return (max([0.0, *finite]) * (1 + 1e-12) + 1e-300, inf)
-    if isinstance(pair, ClosedPair) and pair.family in ("laplace", "rr") and pair.rate == 1.0:
+    closed = ("laplace", "rr", "bounded_range")  # loss within [−ε0, ε0]
+    if isinstance(pair, ClosedPair) and pair.family in closed and pair.rate == 1.0:
         return pair.level * (1 + 1e-12), Fraction(0)
+    if isinstance(pair, ClosedPair) and pair.family == "discrete_laplace" and pair.rate == 1.0:
+        return pair.extra[0] / pair.level * (1 + 1e-12), Fraction(0)  # within [−Δ/t, Δ/t]
     return None
 
 

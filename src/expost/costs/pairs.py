@@ -10,9 +10,14 @@ both directions); for any other two pairs `PLDFilter` decides by computation
 at s is subsampling at r·s.
 
 Orders (each a post-processing of the larger pair): Gaussian by larger σ (add independent
-noise); Laplace by smaller ε0 (its profile grows with ε0); randomised response at ε0 dominates
-every ε0-DP pair (Kairouz, Oh & Viswanath 2015), Laplace included; smaller r of any pair (keep
-the output with probability r'/r, else replace it by a draw from Q).
+noise); Laplace by smaller ε0 (its profile grows with ε0); randomised response at ε0 (and the
+discrete Laplace at Δ = 1, which is randomised response at 1/t) dominates every ε0-DP pair
+(Kairouz, Oh & Viswanath 2015): Laplace, discrete Laplace (Δ/t) and bounded range at ε <= ε0;
+the bounded-range pair at ε dominates every ε-bounded-range round (Durfee & Rogers 2019; docs/
+theory/12-privacy-loss-distributions.md) — the bounded-range pair at ε' <= ε, and Laplace,
+discrete Laplace and randomised response whose loss stays in [−ε/2, ε/2] — but not randomised
+response at ε;
+smaller r of any pair (keep the output with probability r'/r, else replace it by a draw from Q).
 """
 
 from __future__ import annotations
@@ -75,16 +80,33 @@ def _discrete_laplace(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
     )
 
 
+def _bounded_range(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
+    from expost.pld import PrivacyLossDistribution
+
+    return PrivacyLossDistribution.bounded_range(pair.level, pair.rate, value_discretization=grid)
+
+
+def _discrete_gaussian(pair: ClosedPair, grid: float) -> PrivacyLossDistribution:
+    from expost.pld import PrivacyLossDistribution
+
+    (sensitivity,) = pair.extra
+    return PrivacyLossDistribution.discrete_gaussian(
+        pair.level, int(sensitivity), pair.rate, value_discretization=grid
+    )
+
+
 FAMILIES: dict[str, Callable[[ClosedPair, float], PrivacyLossDistribution]] = {
     "gaussian": _gaussian,
     "laplace": _laplace,
     "rr": _rr,
     "eps_delta": _eps_delta,
     "discrete_laplace": _discrete_laplace,
+    "discrete_gaussian": _discrete_gaussian,
+    "bounded_range": _bounded_range,
 }
 """Each closed family's PLD constructor (`expost.pld.PrivacyLossDistribution`): ``level`` σ/Δ
-(gaussian), ε0 or a scale, ``extra`` the family's further parameters (eps_delta: (δ,);
-discrete_laplace: (Δ,))."""
+(gaussian), ε0, a scale or σ (discrete_gaussian), ``extra`` the family's further parameters
+(eps_delta: (δ,); discrete_laplace, discrete_gaussian: (Δ,))."""
 
 
 def _floats(value: tuple[float, ...] | list[float]) -> tuple[float, ...]:
@@ -99,9 +121,10 @@ def _family(_instance: object, _attribute: object, value: str) -> None:
 @frozen
 class ClosedPair:
     """A pair of a named family (`FAMILIES`): "gaussian" (``level`` = σ, the noise multiplier
-    in units of Δ), "laplace" or "rr" (``level`` = ε0), "eps_delta" (``level`` = ε, ``extra`` =
-    (δ,): the worst (ε, δ) pair, Kairouz, Oh & Viswanath 2015), Poisson-subsampled at
-    ``rate``."""
+    in units of Δ), "laplace", "rr" or "bounded_range" (``level`` = ε0), "eps_delta" (``level`` = ε, ``extra`` =
+    (δ,): the worst (ε, δ) pair, Kairouz, Oh & Viswanath 2015), "discrete_laplace" (``level`` =
+    the scale) and "discrete_gaussian" (``level`` = σ), each with ``extra`` = (Δ,),
+    Poisson-subsampled at ``rate``."""
 
     family: str = field(validator=_family)
     level: float = field(converter=as_float, validator=validator(positive))
@@ -214,6 +237,24 @@ class ProductPair:
 Pair = Union[ClosedPair, PmfPair, ProductPair]  # noqa: UP007  # a runtime alias
 
 
+def _pure_level(pair: ClosedPair) -> Fraction | None:
+    """ε0 with every loss of the pair in [−ε0, ε0], exactly, for the families that have one."""
+    if pair.family in ("rr", "laplace", "bounded_range"):
+        return Fraction(pair.level)
+    if pair.family == "discrete_laplace":
+        return Fraction(int(pair.extra[0])) / Fraction(pair.level)
+    return None
+
+
+def _rr_level(pair: ClosedPair) -> Fraction | None:
+    """ε0 when the pair is randomised response at ε0 (so is the discrete Laplace at Δ = 1)."""
+    if pair.family == "rr":
+        return Fraction(pair.level)
+    if pair.family == "discrete_laplace" and pair.extra == (1.0,):
+        return 1 / Fraction(pair.level)
+    return None
+
+
 def closed_order(fixed: Pair, other: Pair) -> bool | None:
     """Whether ``fixed`` dominates ``other`` by a closed-form order (module docstring); None
     where none applies (then domination is computed)."""
@@ -226,10 +267,19 @@ def closed_order(fixed: Pair, other: Pair) -> bool | None:
             return other.rate <= fixed.rate or None
     if not (isinstance(fixed, ClosedPair) and isinstance(other, ClosedPair)):
         return None
-    if other.rate > fixed.rate or fixed.extra or other.extra:
+    if other.rate > fixed.rate:
+        return None
+    rr, pure = _rr_level(fixed), _pure_level(other)
+    if rr is not None:  # every ε0-DP pair (Kairouz, Oh & Viswanath 2015)
+        return (pure is not None and pure <= rr) or None
+    if fixed.family == "bounded_range":  # every ε-bounded-range round: a loss spanning <= ε
+        if other.family == "bounded_range":
+            return other.level <= fixed.level or None
+        return (pure is not None and 2 * pure <= Fraction(fixed.level)) or None
+    if fixed.extra or other.extra:
         return None
     if fixed.family == "gaussian":
         return (other.family == "gaussian" and other.level >= fixed.level) or None
     if fixed.family == "laplace":
         return (other.family == "laplace" and other.level <= fixed.level) or None
-    return (other.family in ("laplace", "rr") and other.level <= fixed.level) or None
+    return None

@@ -163,7 +163,8 @@ class PairCost(Mechanism):
         return worst
 
     def dp(self) -> Price | None:
-        """(max |log P/Q|, 0) when both laws have the same support; None otherwise."""
+        """(the largest absolute log(P/Q), rounded up 4 ulps, 0) when both laws have the same
+        support; None otherwise."""
         e = self._max_loss()
         return (e, 0.0) if 0.0 < e < math.inf else None
 

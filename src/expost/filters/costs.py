@@ -16,7 +16,7 @@ import math
 from fractions import Fraction
 from typing import Final
 
-from attrs import field, frozen
+from attrs import Factory, field, frozen
 
 from expost._validation import (
     as_float,
@@ -40,6 +40,7 @@ __all__ = [
     "Composed",
     "Cost",
     "DPCost",
+    "DiscreteGaussianCost",
     "DiscreteLaplaceCost",
     "ExPostCost",
     "GaussianCost",
@@ -174,22 +175,86 @@ class LaplaceCost(DPCost):
         return laplace_renyi(self.eps, alpha)
 
 
+def _eps_of_discrete_laplace(cost: DiscreteLaplaceCost) -> float:
+    """Δ/scale rounded up (the default, computed before the validators run)."""
+    d, scale = positive_int("sensitivity", cost.sensitivity), positive("scale", cost.scale)
+    return up_exact(Fraction(d) / Fraction(scale))
+
+
 @frozen
 class DiscreteLaplaceCost(Mechanism):
     """Discrete Laplace noise, P(x) ∝ e^{−|x|/scale}, on an integer query of integer
-    ``sensitivity`` Δ (the secure-mode Laplace): (Δ/scale)-DP, dominated by its own pair
-    (`expost.pld.PrivacyLossDistribution.discrete_laplace`), tighter than randomised response."""
+    ``sensitivity`` Δ (the secure-mode Laplace): ``eps``-DP for every eps >= Δ/scale (by
+    default Δ/scale rounded up), dominated by its own pair
+    (`expost.pld.PrivacyLossDistribution.discrete_laplace`) — also for neighbours at any shift
+    below Δ (a log-concave location family, THEORY §12) — tighter than randomised response for
+    Δ >= 2 (for Δ = 1 the loss takes ±1/scale only: it is randomised response). An exact rational
+    scale is given as the least float above it: the pair's pmf bounds hold within 2u of it
+    (`expost.pld.mechanisms`)."""
 
     scale: float = field(converter=as_float, validator=validator(positive))
     sensitivity: int = field(default=1, validator=validator(positive_int))
+    eps: float = field(
+        default=Factory(_eps_of_discrete_laplace, takes_self=True),
+        kw_only=True,
+        converter=as_float,
+        validator=validator(positive),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        least = Fraction(self.sensitivity) / Fraction(self.scale)
+        if Fraction(self.eps) < least:
+            raise InvalidParameter("eps", self.eps, f"must be at least Δ/scale = {float(least)!r}")
 
     def dp(self) -> Price:
-        """(Δ/scale rounded up, 0)."""
-        return up_exact(Fraction(self.sensitivity) / Fraction(self.scale)), 0.0
+        """(eps, 0): at least Δ/scale, rounded up."""
+        return self.eps, 0.0
 
     def pair(self) -> Pair:
         """The discrete Laplace pair (scale, Δ)."""
         return ClosedPair("discrete_laplace", self.scale, extra=(self.sensitivity,))
+
+
+def _rho_of_discrete_gaussian(cost: DiscreteGaussianCost) -> float:
+    """Δ²/(2σ²) rounded up (the default, computed before the validators run)."""
+    d, sigma = positive_int("sensitivity", cost.sensitivity), positive("sigma", cost.sigma)
+    return up_exact(Fraction(d * d) / (2 * Fraction(sigma) ** 2))
+
+
+@frozen
+class DiscreteGaussianCost(Mechanism):
+    """Discrete Gaussian noise N_Z(0, σ²), P(x) ∝ e^{−x²/(2σ²)}, σ = ``sigma``, on an integer
+    query of integer ``sensitivity`` Δ (the secure-mode Gaussian; Canonne, Kamath & Steinke
+    2020): ``rho``-zCDP for every rho >= Δ²/(2σ²) (CKS Thm 4; by default Δ²/(2σ²) rounded up),
+    and dominated by its own pair N_Z(Δ, σ²) vs N_Z(0, σ²)
+    (`expost.pld.PrivacyLossDistribution.discrete_gaussian`) — also for neighbours at any shift
+    below Δ (a log-concave location family, THEORY §12). Not claimed mu-GDP: its privacy loss is
+    a discrete variable, not N(rho, 2rho). An exact σ² is given as the least float σ above
+    sqrt(σ²): the pair's pmf bounds hold within 2u of σ (`expost.pld.mechanisms`)."""
+
+    sigma: float = field(converter=as_float, validator=validator(positive))
+    sensitivity: int = field(default=1, validator=validator(positive_int))
+    rho: float = field(
+        default=Factory(_rho_of_discrete_gaussian, takes_self=True),
+        kw_only=True,
+        converter=as_float,
+        validator=validator(positive),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        least = Fraction(self.sensitivity**2) / (2 * Fraction(self.sigma) ** 2)
+        if Fraction(self.rho) < least:
+            raise InvalidParameter(
+                "rho", self.rho, f"must be at least Δ²/(2σ²) = {float(least)!r} (CKS Thm 4)"
+            )
+
+    def zcdp(self) -> Price:
+        """(rho, 0): at least Δ²/(2σ²), rounded up (CKS Thm 4)."""
+        return self.rho, 0.0
+
+    def pair(self) -> Pair:
+        """The discrete Gaussian pair (σ, Δ)."""
+        return ClosedPair("discrete_gaussian", self.sigma, extra=(self.sensitivity,))
 
 
 @frozen
@@ -197,10 +262,17 @@ class BoundedRangeCost(Mechanism):
     """An eps-bounded-range round (Durfee–Rogers 2019): the exponential mechanism.
 
     eps is the range (eps_EM for monotone scores, 2·eps_EM otherwise, THEORY §2); such a
-    round is eps-DP and eps²/8-zCDP (Cesar–Rogers 2021, APC Sec. 7.2).
+    round is eps-DP and eps²/8-zCDP (Cesar–Rogers 2021, APC Sec. 7.2), and dominated in both
+    neighbour directions by the bounded-range pair (`expost.pld.PrivacyLossDistribution.
+    bounded_range`; docs/theory/12-privacy-loss-distributions.md), tighter than randomised
+    response at eps.
     """
 
     eps: float = field(converter=as_float, validator=validator(positive))
+
+    def pair(self) -> Pair:
+        """The worst eps-bounded-range pair."""
+        return ClosedPair("bounded_range", self.eps)
 
     def dp(self) -> Price:
         """(eps, 0): a bounded-range round is eps-DP."""
@@ -349,6 +421,7 @@ Cost = (
     ZCDPCost
     | GaussianCost
     | DPCost
+    | DiscreteGaussianCost
     | DiscreteLaplaceCost
     | LaplaceCost
     | BoundedRangeCost

@@ -56,6 +56,7 @@ def _rows() -> tuple[Kind, ...]:
     from expost.filters.costs import (
         BoundedRangeCost,
         BrownianCost,
+        DiscreteGaussianCost,
         DiscreteLaplaceCost,
         DPCost,
         ExPostCost,
@@ -81,7 +82,20 @@ def _rows() -> tuple[Kind, ...]:
         Kind("DPCost", DPCost, ("eps", "delta"), pure, ("eps",), server="DPCost"),
         Kind("LaplaceCost", LaplaceCost, ("eps", "delta"), pure, ("eps",), (), True, "DPCost"),
         Kind(
-            "DiscreteLaplaceCost", DiscreteLaplaceCost, ("scale", "sensitivity"), pure, ("scale",)
+            "DiscreteLaplaceCost",
+            DiscreteLaplaceCost,
+            ("eps", "scale", "sensitivity"),
+            pure,
+            ("eps", "scale"),
+            server="DPCost",
+        ),
+        Kind(
+            "DiscreteGaussianCost",
+            DiscreteGaussianCost,
+            ("rho", "sigma", "sensitivity"),
+            ("pair", "rdp", "zcdp"),
+            ("rho", "sigma"),
+            server="ZCDPCost",
         ),
         Kind(
             "BoundedRangeCost",

@@ -40,7 +40,14 @@ from expost._validation import (
 from expost.errors import InvalidParameter
 from expost.exact.bits import BitSource
 from expost.exact.samplers import discrete_gaussian, discrete_laplace
-from expost.filters.costs import DPCost, GaussianCost, LaplaceCost, ZCDPCost
+from expost.filters.costs import (
+    DiscreteGaussianCost,
+    DiscreteLaplaceCost,
+    DPCost,
+    GaussianCost,
+    LaplaceCost,
+    ZCDPCost,
+)
 from expost.guarantees import ZCDP, PureDP
 from expost.loss import GaussianLoss, LaplaceLoss, sigma_of_rho
 from expost.mechanisms.discrete_gaussian_dp import discrete_gaussian_delta, discrete_gaussian_eps
@@ -51,6 +58,7 @@ __all__ = ["GaussianMechanism", "LaplaceMechanism"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+RoundCost = DPCost | ZCDPCost | DiscreteLaplaceCost | DiscreteGaussianCost
 
 
 def _distance(distance: float | None, sensitivity: float) -> float:
@@ -111,7 +119,7 @@ class _Additive(ABC):
     def cost(self) -> DPCost | ZCDPCost:
         """The round as a cost."""
 
-    def cost_for(self, size: int) -> DPCost | ZCDPCost:
+    def cost_for(self, size: int) -> RoundCost:
         """The cost of a release of ``size`` coordinates (`cost` unless a subclass knows a
         tighter pair for some sizes)."""
         return self.cost()
@@ -154,7 +162,9 @@ class GaussianMechanism(_Additive):
     integer f (CKS Alg. 3), σ² = Δ2²/(2·rho) exactly for an integer Δ2 and an exact rho. rho-zCDP
     (CKS Thm 4 for one coordinate; the coordinates are independent, so rho adds over them as for
     the continuous Gaussian). Its privacy loss (2YΔ + Δ²)/(2σ²), Y ~ N_Z(0, σ²), is a discrete
-    variable, not N(rho, 2rho): it is not claimed mu-GDP, so its cost is a `ZCDPCost` (`cost`).
+    variable, not N(rho, 2rho): it is not claimed mu-GDP, so its cost is a `ZCDPCost` (`cost`),
+    and on one coordinate a `DiscreteGaussianCost`, priced by `PLDFilter` at its own pair
+    (`cost_for`).
     """
 
     exact: bool = field(default=False, kw_only=True, validator=validator(flag))
@@ -233,6 +243,15 @@ class GaussianMechanism(_Additive):
             return ZCDPCost(up_exact(self.rho))
         return GaussianCost(self.rho)
 
+    def cost_for(self, size: int) -> RoundCost:
+        """The cost of a release of ``size`` coordinates: exact noise on one coordinate is a
+        `DiscreteGaussianCost` (σ the least float >= sqrt(σ²), rho as in `cost`), priced by
+        `PLDFilter` at the discrete Gaussian pair; otherwise `cost` (for a vector the pair of
+        one coordinate at Δ2 is not claimed to dominate: zCDP, rho adding over coordinates)."""
+        if size == 1 and isinstance(self.rho, Fraction):
+            return DiscreteGaussianCost(self.sigma, int(self.sensitivity), rho=up_exact(self.rho))
+        return self.cost()
+
     def loss(self, distance: float | None = None) -> GaussianLoss:
         """The loss for neighbours at ℓ2 distance d (default Δ2): N(r, 2r), r = d²/(2σ²) =
         rho·(d/Δ2)². Float noise only: exact noise is refused (its loss law is discrete)."""
@@ -272,7 +291,9 @@ class LaplaceMechanism(_Additive):
     integer f (CKS Alg. 2), eps exact, Δ1 an integer: the two-sided geometric mechanism
     (Ghosh–Roughgarden–Sundararajan 2009; CKS Sec. 2), eps-DP since between neighbours the pmf
     ratio of every integer output is at most exp(Δ1/b) = e^eps exactly and the support (all
-    integers) is the same. Both cost DPCost(eps).
+    integers) is the same. Both cost DPCost(eps); on one coordinate float noise costs
+    `LaplaceCost` and exact noise `DiscreteLaplaceCost`, each priced by `PLDFilter` at its own
+    pair (`cost_for`).
     """
 
     exact: bool = field(default=False, kw_only=True, validator=validator(flag))
@@ -300,14 +321,17 @@ class LaplaceMechanism(_Additive):
         """The round as a cost: DPCost(eps), the same for both noises (eps rounded up)."""
         return DPCost(_reported(self.eps))
 
-    def cost_for(self, size: int) -> DPCost:
-        """The cost of a release of ``size`` coordinates: `LaplaceCost` (dominated by the
-        Laplace pair, THEORY §12) for float noise on one coordinate; `cost` otherwise (the
-        scalar pair is not claimed for vector queries, and discrete Laplace noise at Δ1 = 1 is
-        dominated by randomised response, not by the Laplace pair)."""
-        if size == 1 and isinstance(self.eps, float):
-            return LaplaceCost(self.eps)
-        return self.cost()
+    def cost_for(self, size: int) -> RoundCost:
+        """The cost of a release of ``size`` coordinates, on one coordinate at its own pair
+        (THEORY §12): `LaplaceCost` for float noise, `DiscreteLaplaceCost` for exact noise
+        (scale the least float >= Δ1/eps, eps as in `cost`); `cost` otherwise (neither scalar
+        pair is claimed for a vector query: randomised response at eps)."""
+        if size != 1:
+            return self.cost()
+        if isinstance(self.eps, Fraction):
+            scale = up_exact(Fraction(self.scale))
+            return DiscreteLaplaceCost(scale, int(self.sensitivity), eps=up_exact(self.eps))
+        return LaplaceCost(self.eps)
 
     def loss(self, distance: float | None = None) -> LaplaceLoss:
         """The loss for neighbours at ℓ1 distance d (default Δ1): bounded by d/b (APC Lemma C.1).

@@ -167,7 +167,13 @@ def _with_tails(
 def discrete_gaussian(sigma: float, sensitivity: int, tail: float) -> Bounds:
     """N_Z(Δ, σ²) vs N_Z(0, σ²) on the integers, truncated where each side's tail mass is at most
     tail·2^-30 (the tails at +∞). Z = Σ e^{−x²/(2σ²)} is bracketed by the kept terms and the
-    integral bound Σ_{x>T} e^{−x²/(2σ²)} <= ∫_T^∞ e^{−x²/(2σ²)} dx."""
+    integral bound Σ_{x>T} e^{−x²/(2σ²)} <= ∫_T^∞ e^{−x²/(2σ²)} dx.
+
+    The bounds hold for every true σ' <= σ within a relative 2u of it (u = 2^-53), so an exact
+    σ'² is priced at the least float σ >= sqrt(σ'²): an exponent e = y²/(2σ²) is then off by at
+    most 2u·e (σ·σ, the division) + 4u·e (σ against σ') and exp by 2u, within the 8u·(1 + e)
+    allowed; the normaliser's terms likewise (within its 1e-12), and the tail integral grows
+    with σ."""
     from scipy.special import erfc  # lazy: importing expost loads no scipy
 
     if 2.0 * sigma * sigma < 1e-300:  # all but e^{-1e300} of each pmf on one integer
@@ -201,7 +207,12 @@ def discrete_laplace(scale: float, sensitivity: int) -> Bounds:
     """P(x) ∝ e^{−|x−Δ|/t} vs Q(x) ∝ e^{−|x|/t} on the integers, t = ``scale``: the outcomes
     x <= 0 (loss −Δ/t) and x >= Δ (loss Δ/t) merged (equal losses: no change), 0 < x < Δ
     one by one; masses in closed form: P(x <= 0) = e^{−Δ/t}/(1 + e^{−1/t}),
-    P(x >= Δ) = 1/(1 + e^{−1/t}), P(x) = e^{−(Δ−x)/t}·tanh(1/(2t)) (x = 1..Δ−1), Q mirrored."""
+    P(x >= Δ) = 1/(1 + e^{−1/t}), P(x) = e^{−(Δ−x)/t}·tanh(1/(2t)) (x = 1..Δ−1), Q mirrored.
+
+    The bounds hold for every true scale t' within a relative 2u of t (u = 2^-53), so an exact
+    rational t' is priced at a float t within an ulp of it: r = 1/t, Δ·r and exp cost at most
+    2u·Δr + 2u, t' against t another 2u·Δr, tanh and 1/(1 + e^{−r}) at most 4u each (their
+    relative sensitivity to r is below 1), within the 16u·(1 + Δr) allowed."""
     if sensitivity + 1 > MAX_SUPPORT:
         raise InvalidParameter(
             "sensitivity",
