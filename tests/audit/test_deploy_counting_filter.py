@@ -1,4 +1,4 @@
-"""The counting-filter deploy audit simulates the rule it states (issue 41, item 7).
+"""The counting-filter audits (deploy and paper) simulate the rule they state (issue 41, item 7).
 
 The analyst stops "once the loss falls to −2·eps0". The loss of a path of atoms (outputs
 outside (0, eps0)) is an integer multiple of eps0; summed in floats from |y| − |y − eps0| it
@@ -18,6 +18,7 @@ import pytest
 
 from expost.audit import run_audits
 from expost.audit.deploy import counting_filter as audit
+from expost.audit.paper import counting_filter as paper
 from expost.audit.tilting import laplace_log_mgf
 
 FloatArray = npt.NDArray[np.float64]
@@ -83,3 +84,41 @@ def test_the_audit_holds_and_its_twin_is_refuted() -> None:
     (case,) = audit.cases(1e-6)
     report = run_audits([case.audit(5_000, 5_000)], seed=0)
     assert report.passed, report.table()
+
+
+class _Scripted(np.random.Generator):
+    """A Generator whose Laplace draws are ``outputs`` in turn, then CLIMB (one per call)."""
+
+    def __init__(self, outputs: list[float]) -> None:
+        super().__init__(np.random.PCG64(0))
+        self.stream: Iterator[float] = iter(outputs)
+
+    def laplace(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
+        return np.full(size, next(self.stream, CLIMB))
+
+
+PAPER_STOP = [0.2, 0.2, 0.2, -1.0, -1.0, -1.0, -1.0, -1.0]  # +3 − 5 atoms: L = −2·ε0 exactly
+
+
+def test_the_paper_audit_stops_at_minus_two_eps0_in_atoms() -> None:
+    """ε0 = 0.2: the float sum 0.2 + 0.2 + 0.2 − 5·0.2 reads −0.3999999999999999 > −0.4 (the
+    twin, summed here), so it went on and climbed past ε; kept in atoms the path stops."""
+    value = paper.laplace_stopping(40, 1, _Scripted(PAPER_STOP))
+    assert value.tolist() == [0.0]
+    floats = 0.0
+    for y in PAPER_STOP:
+        floats += abs(y) - abs(y - 0.2)
+    assert floats > -2 * 0.2  # the planted twin's reading: not stopped
+
+
+def test_the_paper_rule_in_atoms_and_in_floats() -> None:
+    """`stops` against the stated rule in rationals, on atoms-only and mixed paths."""
+    from fractions import Fraction
+
+    eps0, top = 0.2, 2.0
+    for j in range(-5, 15):
+        for s in (0.0, 0.05, 0.1999):
+            loss = Fraction(eps0) * j + 2 * Fraction(s)
+            stated = loss <= -2 * Fraction(eps0) or loss > Fraction(top)
+            got = paper.stops(np.array([j]), np.array([s]), eps0, top)[0]
+            assert bool(got) == stated, (j, s)

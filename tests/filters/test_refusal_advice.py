@@ -57,19 +57,22 @@ def test_gaussian_dp_filter_admits_nothing_here() -> None:
         GaussianDPFilter.from_dp(2.0, 1e-5).spend(WIDER)
 
 
-def test_a_fresh_rdp_filter_says_why_it_has_spent_before_any_round() -> None:
-    """0.1102 "already spent" before any step is the split of delta over 12 orders at α = 128:
-    the refusal says so, and that the rounds' own Σ ε_α is 0 there."""
+def test_a_fresh_rdp_filter_has_spent_nothing_at_its_best_order() -> None:
+    """Before any step the rounds' Σ ε_α is 0 at α = 128 (the order where the most is left):
+    the refusal quotes that, the step's ε_α there and B_α − 0; the detail gives B_α and the
+    session's one-number spent, the split of delta over 12 orders (0.1102)."""
     f = RDPFilter.from_dp(2.0, 1e-5)
     with pytest.raises(BudgetExceeded) as info:
         f.check(STEP)
     err = info.value
     tail = math.log(12 / 1e-5) / (128 - 1)
-    assert (err.spent, err.remaining, err.unit) == (f.spent, f.remaining, "eps")
-    assert abs(err.spent - tail) < 1e-12
+    assert f.best_order == 128
+    assert (err.spent, err.remaining, err.unit) == (0.0, f.budgets[-1], "eps_alpha")
+    assert abs(f.spent - tail) < 1e-12
     text = str(err)
-    assert f"at α=128: Σ ε_α = 0, split {tail:.4g}" in text
-    assert "splitting delta over k = 12 orders" in text
+    assert f"B_α={f.budgets[-1]!r}" in text
+    assert f"{f.spent!r}" in text
+    assert "k = 12 orders" in text
     assert err.requested == f.prices(STEP)[-1] > err.remaining
 
 

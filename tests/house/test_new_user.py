@@ -139,26 +139,32 @@ def test_a_scalar_float_release_is_a_0d_array(method: str) -> None:
 # ----------------------------------------------------------------------------- RDP refusals
 
 
-def test_an_rdp_refusal_quotes_what_the_session_reports() -> None:
+def test_an_rdp_refusal_quotes_one_quantity_at_the_best_order() -> None:
     session = ep.PrivateSession(RDPFilter.from_dp(1.0, 1e-6), np.random.default_rng(0))
     session.gaussian(0.0, 1.0, 0.01)
     request = ep.GaussianCost(0.5)
     with pytest.raises(BudgetExceeded) as refusal:
         session.gaussian(0.0, 1.0, 0.5)
     err = refusal.value
-    assert (err.spent, err.remaining, err.unit) == (session.spent, session.remaining, "eps")
-    assert err.requested == session.filter.price(request)[0] > err.remaining
-    assert f"only eps={session.remaining!r} remains" in str(err)
-    assert isinstance(session.filter, RDPFilter)
-    assert f"α={session.filter.best_order:g}" in str(err)
+    f = session.filter
+    assert isinstance(f, RDPFilter)
+    i = f.orders.index(f.best_order)
+    assert (err.spent, err.unit) == (f.spent_by_order[i], "eps_alpha")
+    assert err.remaining <= f.remaining_by_order[i] == session.remaining
+    assert err.requested == f.price(request)[0] > err.remaining
+    assert f"only eps_alpha={err.remaining!r} remains" in str(err)
+    assert f"α={f.best_order:g}" in str(err)
+    assert f"{session.spent!r}" in str(err)  # the session's one number, named in the detail
     assert len(session.history) == 1  # nothing was spent
 
 
 def test_an_rdp_refusal_at_the_filter_matches_its_spend() -> None:
     f = RDPFilter.from_dp(2.0, 1e-6).spend(ep.ZCDPCost(0.05))
     request = ep.ZCDPCost(1.0)
+    i = f.orders.index(f.best_order)
     for call in (f.check, f.spend):
         with pytest.raises(BudgetExceeded) as refusal:
             call(request)
-        assert (refusal.value.spent, refusal.value.remaining) == (f.spent, f.remaining)
+        assert refusal.value.spent == f.spent_by_order[i]
+        assert refusal.value.remaining <= f.remaining_by_order[i]
     assert f.spent + f.remaining <= 2.0 + 1e-15  # one number each: eps spent, eps left

@@ -251,9 +251,9 @@ class RDPFilter:
         return bool(self._fitting(self._totals(request)))
 
     def check(self, request: RoundCost) -> None:
-        """Raise `BudgetExceeded` unless ``request`` is admitted (`refused`): ``spent`` and
-        ``remaining`` as a session reports them, the round's ε_α at `best_order` as its ask (a
-        refused round asks more than ``remaining`` there, and fits no other order)."""
+        """Raise `BudgetExceeded` unless ``request`` is admitted (`refused`): the rounds' Σ ε_α,
+        the round's ε_α and B_α − Σ ε_α, all at `best_order` (a refused round asks more than
+        is left there, and fits no other order)."""
         if not self.admits(request):
             raise refused(self, request)
 
@@ -299,25 +299,27 @@ class RDPFilter:
 
 
 def refused(f: RDPFilter, request: RoundCost) -> BudgetExceeded:
-    """The refusal of ``request``: ``spent`` and ``remaining`` as the filter (and a session)
-    reports them, the round's ε_α at the best order as its ask, and what the numbers are — in
-    particular why ``spent`` is not 0 before any round (the split of delta over the orders)."""
+    """The refusal of ``request`` in the filter's own terms, one quantity at the best order α
+    (where the most is left; `best_order`): ``spent`` = the rounds' Σ ε_α (rounded up),
+    ``requested`` = the round's ε_α, ``remaining`` = B_α − ``spent`` (rounded down), unit
+    ``eps_alpha``; the round is refused at every order, so spent + requested > B_α here. The
+    detail names B_α, what it is, and the session's one-number ``spent`` in eps (which also
+    counts the split of delta over the orders)."""
     i = f._best()
-    alpha = f.orders[i]
-    j = min(range(len(f.orders)), key=lambda k: f._sums[k] + Fraction(f._tails[k]))  # `spent`'s
+    alpha, budget = f.orders[i], f.budgets[i]
+    spent = f.spent_by_order[i]
+    remaining = max(0.0, down_exact(Fraction(budget) - Fraction(spent)))
     return BudgetExceeded(
-        f.spent,
+        spent,
         f.prices(request)[i],
-        f.remaining,
-        "eps",
+        remaining,
+        "eps_alpha",
         detail=(
-            f"Rényi accounting at α={alpha:g}, the order where the most is left; none of its "
-            f"{len(f.orders)} orders admits the round. The round asks its ε_α there; what "
-            f"remains is B_α − Σ ε_α with B_α = eps − log(k/delta)/(α−1); `spent` is the "
-            "smallest over the orders of the rounds' Σ ε_α plus log(k/delta)/(α−1), the price "
-            f"of splitting delta over k = {len(f.orders)} orders, paid before any round (here "
-            f"at α={f.orders[j]:g}: Σ ε_α = {f.spent_by_order[j]:.4g}, split "
-            f"{f._tails[j]:.4g}). RenyiFilter.for_rounds(eps, delta, cost), at one order fixed in "
+            f"Rényi accounting at α={alpha:g}, the order where the most is left, of budget "
+            f"B_α={budget!r} = eps − log(k/delta)/(α−1) with k = {len(f.orders)} orders: the "
+            "rounds' Σ ε_α, the round's ε_α and what is left of B_α there; no order admits the "
+            f"round. As one number in eps (a session's `spent`, split of delta included): "
+            f"{f.spent!r}. RenyiFilter.for_rounds(eps, delta, cost), at one order fixed in "
             "advance, pays no split; spent_by_order and remaining_by_order give every order"
         ),
     )

@@ -8,9 +8,10 @@ once the loss falls to −2·eps0 or rises past eps + 1. Claim: ``E[(1 − e^(ep
 The rule is simulated as stated: a round's loss |y| − |y − eps0| is +eps0 for y >= eps0, −eps0
 for y <= 0 and 2y − eps0 between, so the loss is kept as eps0·j + 2·s with j an integer (each
 round adds ±1) and s the sum of the outputs that fell strictly between 0 and eps0. A path of
-atoms only (s = 0) is compared in integers (j <= −2, j > `_ABOVE`): it stops exactly at −2·eps0
-(summing ±eps0 in floats read −0.19999999999999996 there and went on). With s > 0 the loss is
-a continuous variable, compared in floats; only a tie, of probability 0, could be misread.
+atoms only (s = 0) is compared in integers (`expost.audit.paper.counting_filter.stops`): it
+stops exactly at −2·eps0 (summing ±eps0 in floats read −0.19999999999999996 there and went on).
+With s > 0 the loss is a continuous variable, compared in floats; only a tie, of probability 0,
+could be misread.
 
 Proposal and weight bound: every round's output tilted by θ towards high loss
 (`expost.audit.tilting.tilted_laplace`), its exact ``log M(θ) = log E[e^(θL)]``
@@ -25,7 +26,6 @@ Twin ``twice-the-rounds``: a filter admitting 2K rounds, with its own θ and bou
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from functools import partial
 
 import numpy as np
@@ -33,7 +33,7 @@ import numpy.typing as npt
 from scipy.optimize import minimize_scalar
 
 from expost.audit.core import Audit
-from expost.audit.paper.counting_filter import filter_rounds
+from expost.audit.paper.counting_filter import filter_rounds, stops
 from expost.audit.registry import DEPLOY, DEPLOY_QUICK, register_at_deltas
 from expost.audit.tilting import (
     ROUNDING_MARGIN,
@@ -50,9 +50,6 @@ FloatArray = npt.NDArray[np.float64]
 
 EPS, EPS0 = 10.0, 0.1
 _FX, _FXP = np.array([EPS0]), np.array([0.0])  # f(x), f(x') over the scale b = 1
-#: The stopping rule in atoms: L = eps0·j (s = 0) falls to −2·eps0 iff j <= −2, and rises past
-#: eps + 1 iff j > _ABOVE (eps0 the float 0.1, exactly).
-_ABOVE = math.floor(Fraction(EPS + 1.0) / Fraction(EPS0))
 
 
 def _log_bound(rounds: int, theta: float) -> float:
@@ -81,9 +78,7 @@ def tilted_laplace_stopping(
         j += np.where(running, np.where(y >= EPS0, 1, -1), 0)
         s += np.where(running & (y > 0.0) & (y < EPS0), y, 0.0)
         taken += running
-        low = np.where(s == 0.0, j <= -2, 2.0 * s <= -EPS0 * (j + 2))
-        high = np.where(s == 0.0, j > _ABOVE, EPS0 * j + 2.0 * s > EPS + 1.0)
-        running &= ~low & ~high
+        running &= ~stops(j, s, EPS0, EPS + 1.0)
     loss = EPS0 * j + 2.0 * s
     log_weight = -theta * loss + taken * float(laplace_log_mgf(EPS0, theta))
     with np.errstate(over="ignore"):  # masked where L <= eps

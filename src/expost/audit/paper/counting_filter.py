@@ -9,6 +9,11 @@ of the stopped interaction's total loss L (`EValueClaim`; ``P(L > ε) <= δ`` is
 as many as `PLDFilter(1, 0.05, LaplaceCost(0.2))` admits (its count K, read from the library by
 spending until it refuses); the analyst sees each released value (so the loss, it knows x and
 x') and stops once the loss falls to −2·ε0 or below (a poor start) or rises past ε + 1 (banked).
+The rule is simulated as stated (`stops`): a round's loss |y| − |y − ε0| is +ε0 for y >= ε0,
+−ε0 for y <= 0 and 2y − ε0 between, so the loss is kept as ε0·j + 2·s, j an integer (each round
+adds ±1) and s the sum of the outputs strictly between 0 and ε0; a path of atoms only (s = 0) is
+compared in integers, so it stops exactly at −2·ε0 (a float sum of ±ε0 drifts: 0.2 + 0.2 + 0.2
+is 0.6000000000000001). With s > 0 the loss is continuous, compared in floats.
 Twin ``twice-the-rounds``: a filter admitting 2K rounds, the same analyst.
 
 ``counting-filter/mixed-menu``: randomised response at e^ε0 = 2 and 3, (ε, δ) = (log 1.5, 0.38).
@@ -24,6 +29,7 @@ et al., arXiv 2602.15815: natural filters are free only for totally ordered fami
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from functools import partial
 
 import numpy as np
@@ -36,7 +42,13 @@ from expost.errors import BudgetExceeded
 from expost.filters import Cost, DPCost, LaplaceCost, PLDFilter
 from expost.pld import PrivacyLossDistribution
 
-__all__ = ["counting_filter_audits", "filter_rounds", "laplace_stopping", "mixed_menu"]
+__all__ = [
+    "counting_filter_audits",
+    "filter_rounds",
+    "laplace_stopping",
+    "mixed_menu",
+    "stops",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -55,16 +67,30 @@ def filter_rounds(filt: PLDFilter, cost: Cost) -> int:
         count += 1
 
 
+def stops(
+    j: npt.NDArray[np.int64], s: FloatArray, eps0: float, top: float
+) -> npt.NDArray[np.bool_]:
+    """Whether the loss L = eps0·j + 2·s (module doc) has fallen to −2·eps0 or risen past
+    ``top``; atoms-only paths (s = 0) in integers (eps0·j > top iff j > ⌊top/eps0⌋, in
+    rationals: eps0 and top are the floats given)."""
+    above = math.floor(Fraction(top) / Fraction(eps0))
+    low = np.where(s == 0.0, j <= -2, 2.0 * s <= -eps0 * (j + 2))
+    high = np.where(s == 0.0, j > above, eps0 * j + 2.0 * s > top)
+    out: npt.NDArray[np.bool_] = low | high
+    return out
+
+
 def laplace_stopping(rounds: int, n: int, rng: np.random.Generator) -> FloatArray:
     """``(1 − e^(ε − L))⁺`` of n interactions of up to ``rounds`` Laplace rounds, stopped early
-    once L <= −2·ε0 or L > ε + 1 (module doc)."""
-    loss = np.zeros(n)
+    once L <= −2·ε0 or L > ε + 1 (module doc: the loss kept in atoms, `stops`)."""
+    j, s = np.zeros(n, dtype=np.int64), np.zeros(n)
     running = np.ones(n, dtype=bool)
     for _ in range(rounds):
-        u = rng.laplace(_EPS0, 1.0, n)  # the released value over b, under x (f(x) = ε0·b)
-        step = np.abs(u) - np.abs(u - _EPS0)  # log p_x(y)/p_x'(y), f(x') = 0
-        loss = np.where(running, loss + step, loss)
-        running &= (loss > -2.0 * _EPS0) & (loss <= _EPS + 1.0)
+        y = rng.laplace(_EPS0, 1.0, n)  # the released value over b, under x (f(x) = ε0·b)
+        j += np.where(running, np.where(y >= _EPS0, 1, -1), 0)
+        s += np.where(running & (y > 0.0) & (y < _EPS0), y, 0.0)
+        running &= ~stops(j, s, _EPS0, _EPS + 1.0)
+    loss = _EPS0 * j + 2.0 * s
     out: FloatArray = np.maximum(0.0, -np.expm1(_EPS - loss))
     return out
 
