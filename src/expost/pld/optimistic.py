@@ -162,8 +162,9 @@ def coarsened_lower(d: DiscreteLoss, factor: int) -> DiscreteLoss:
     loss = d.losses[keep]
     pm = d.masses[keep]
     if pm.size == 0:
-        return DiscreteLoss(d.h * factor, 0, np.array([0.0]), d.inf_mass, d.error, d.tail_mass,
-                            d.shift, True)
+        return DiscreteLoss(
+            d.h * factor, 0, np.array([0.0]), d.inf_mass, d.error, d.tail_mass, d.shift, True
+        )
     qm = pm * np.exp(-loss)
     slack = 4.0 * MERGE_ERROR + 64.0 * _U * (LOSS_CAP + abs(d.shift) + 1.0)
     grid = (d.shift, d.h * factor, slack)
