@@ -28,10 +28,11 @@ import math
 
 import numpy as np
 
-from expost._validation import nonnegative, positive_int, probability
+from expost._validation import nonnegative, positive, positive_int, probability
+from expost.pld import distribution
 from expost.pld.distribution import PrivacyLossDistribution
 
-__all__ = ["DEFAULT_LIMIT", "compose_rounds", "max_rounds"]
+__all__ = ["DEFAULT_LIMIT", "clear_caches", "compose_rounds", "max_rounds"]
 
 DEFAULT_LIMIT = 1 << 30  # at most this many rounds are counted (about 60 compositions)
 SPREAD_STEPS = 32.0  # grid points per standard deviation of one round's loss, at least
@@ -56,16 +57,18 @@ def _spread(pld: PrivacyLossDistribution) -> float:
 
 
 @functools.lru_cache(maxsize=_CHAIN)
-def refined(pld: PrivacyLossDistribution) -> PrivacyLossDistribution:
-    """``pld`` rebuilt on a grid fine against its loss spread, with tails of at most
-    `COUNT_TAIL`, cut (module doc), where it can be (a PLD made by a constructor)."""
+def refined(pld: PrivacyLossDistribution, resolution: float = 1.0) -> PrivacyLossDistribution:
+    """``pld`` rebuilt on a grid fine against its loss spread (``resolution`` × `SPREAD_STEPS`
+    points per standard deviation, ``resolution`` × `SUPPORT_POINTS` over its range), tails of
+    at most `COUNT_TAIL`, cut (module doc), where it can be (a PLD made by a constructor)."""
     regrid = pld.origin.regrid
     h, s = pld.remove.h, _spread(pld)
     if regrid is None:
         return pld
     width = h * max(pld.remove.masses.size, pld.add.masses.size)
+    steps = SPREAD_STEPS * resolution
     step = h
-    while (step > s / SPREAD_STEPS or step > width / SUPPORT_POINTS) and step / 2 >= FINEST:
+    while (step > s / steps or step > width / (SUPPORT_POINTS * resolution)) and step / 2 >= FINEST:
         step /= 2
     fine = regrid(step, min(COUNT_TAIL, pld.remove.tail_mass))
     remove = fine.remove.trimmed()
@@ -73,9 +76,9 @@ def refined(pld: PrivacyLossDistribution) -> PrivacyLossDistribution:
     return PrivacyLossDistribution(remove, add, fine.origin)
 
 
-def _coarse(pld: PrivacyLossDistribution) -> PrivacyLossDistribution:
-    """``pld`` on the coarsest grid h·2^j <= its spread/`POINTS`."""
-    target = _spread(pld) / POINTS
+def _coarse(pld: PrivacyLossDistribution, points: float) -> PrivacyLossDistribution:
+    """``pld`` on the coarsest grid h·2^j <= its spread/``points``."""
+    target = _spread(pld) / points
     factor = 1
     while pld.remove.h * factor * 2 <= target:
         factor *= 2
@@ -88,26 +91,31 @@ def _onto(pld: PrivacyLossDistribution, other: PrivacyLossDistribution) -> Priva
 
 
 @functools.lru_cache(maxsize=_CHAIN)
-def _power(pld: PrivacyLossDistribution, j: int) -> PrivacyLossDistribution:
-    """P^(2^j): P^(2^(j−1)) coarsened to its spread, squared."""
+def _power(pld: PrivacyLossDistribution, j: int, points: float = POINTS) -> PrivacyLossDistribution:
+    """P^(2^j): P^(2^(j−1)) coarsened to its spread/``points``, squared."""
     if j == 0:
         return pld
-    half = _coarse(_power(pld, j - 1))
+    half = _coarse(_power(pld, j - 1, points), points)
     return half.compose(half)
 
 
-def compose_rounds(pld: PrivacyLossDistribution, k: int) -> PrivacyLossDistribution:
+def compose_rounds(
+    pld: PrivacyLossDistribution, k: int, *, resolution: float = 1.0
+) -> PrivacyLossDistribution:
     """``k`` rounds of ``pld`` composed on the grids `max_rounds` counts on (module doc): the
-    powers of k's binary digits, each coarsened to the largest one's grid. Its `delta` is an
-    upper bound and its `delta_bracket` a certified bracket of the exact k-fold δ, as for any
-    composition; about 2·log2 k convolutions of at most a few thousand points each, once k
-    is large."""
+    powers of k's binary digits, each coarsened to the largest one's grid; ``resolution``
+    scales the points per standard deviation (`SPREAD_STEPS`, `POINTS`; 1 is what counts use,
+    smaller is faster and wider). Its `delta` is an upper bound and its `delta_bracket` a
+    certified bracket of the exact k-fold δ, as for any composition; about 2·log2 k
+    convolutions, of at most a few thousand points each once k is large."""
     k = positive_int("k", k)
-    base = refined(pld)
+    r = positive("resolution", resolution)
+    base = refined(pld, r)
+    points = POINTS * r
     bits = [i for i in range(k.bit_length()) if k >> i & 1]
-    result = _power(base, bits[-1])
+    result = _power(base, bits[-1], points)
     for i in reversed(bits[:-1]):
-        result = result.compose(_onto(_power(base, i), result))
+        result = result.compose(_onto(_power(base, i, points), result))
     return result
 
 
@@ -134,3 +142,10 @@ def max_rounds(
         if candidate.delta(e) <= d:
             count, current = count + (1 << i), candidate
     return count
+
+
+def clear_caches() -> None:
+    """Forget every cached grid, power and composition (`distribution.clear_caches` too)."""
+    distribution.clear_caches()
+    refined.cache_clear()
+    _power.cache_clear()
