@@ -427,8 +427,8 @@ def _lower(p: PrivacyLossDistribution) -> tuple[DiscreteLoss, DiscreteLoss] | No
         return None
     h, tail = p.remove.h, p.remove.tail_mass
     remove, add = o.lower
-    first = discretise_lower(remove, h, tail)
-    return first, (first if add is remove else discretise_lower(add, h, tail))
+    first = discretise_lower(remove, h, tail).trimmed()  # tails dropped: smaller sums
+    return first, (first if add is remove else discretise_lower(add, h, tail).trimmed())
 
 
 @functools.lru_cache(maxsize=_COMPOSED_CACHE)
