@@ -27,7 +27,6 @@ from typing import Any
 from timing import median_seconds
 
 from expost.pld import PrivacyLossDistribution, compose_rounds, counting, max_rounds
-from expost.pld.distribution import clear_caches
 from expost.testing.pld_reference import gaussian_delta, ratio
 
 
@@ -49,7 +48,7 @@ K = 1000
 
 def _cold(run: Callable[[], object]) -> Callable[[], object]:
     def go() -> object:
-        clear_caches()
+        counting.clear_caches()
         return run()
 
     return go
@@ -161,7 +160,7 @@ def naive_baseline(repeats: int) -> None:
     fast = median_seconds(_cold(_squared), repeats)
 
     def slow() -> object:
-        clear_caches()
+        counting.clear_caches()
         out = PLD.gaussian(8.0)
         for _ in range(63):
             out = out.compose(p)
@@ -176,14 +175,6 @@ def naive_baseline(repeats: int) -> None:
 
 RESOLUTIONS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0)  # compose_rounds, coarsest first
 GRIDS = (2e-2, 1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4)  # Gaussian rounds, coarsest first
-
-
-def _cold_counting(run: Callable[[], object]) -> Callable[[], object]:
-    def go() -> object:
-        counting.clear_caches()
-        return run()
-
-    return go
 
 
 def _width(bracket: tuple[float, float]) -> float:
@@ -245,7 +236,7 @@ def speed(repeats: int) -> None:
     ours = []
     for r in RESOLUTIONS:
         width = _width(_ours_dp_sgd(r).delta_bracket(2.0))
-        t = median_seconds(_cold_counting(partial(_ours_dp_sgd, r)), repeats)
+        t = median_seconds(_cold(partial(_ours_dp_sgd, r)), repeats)
         ours.append((f"resolution {r}", width, t))
     for grid in (1e-4, 3e-4, 1e-3):
         t_dp = median_seconds(partial(_dp_dp_sgd, grid), repeats)
