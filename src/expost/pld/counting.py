@@ -61,7 +61,7 @@ def _spread(pld: PrivacyLossDistribution) -> float:
 
 
 @functools.lru_cache(maxsize=_CHAIN)
-def refined(pld: PrivacyLossDistribution, resolution: float = 1.0) -> PrivacyLossDistribution:
+def refined(pld: PrivacyLossDistribution, resolution: float) -> PrivacyLossDistribution:
     """``pld`` rebuilt on a grid fine against its loss spread (``resolution`` × `SPREAD_STEPS`
     points per standard deviation, ``resolution`` × `SUPPORT_POINTS` over its range), tails of
     at most `COUNT_TAIL`, cut (module doc), where it can be (a PLD made by a constructor)."""
@@ -95,7 +95,7 @@ def _onto(pld: PrivacyLossDistribution, other: PrivacyLossDistribution) -> Priva
 
 
 @functools.lru_cache(maxsize=_CHAIN)
-def _power(pld: PrivacyLossDistribution, j: int, points: float = POINTS) -> PrivacyLossDistribution:
+def _power(pld: PrivacyLossDistribution, j: int, points: float) -> PrivacyLossDistribution:
     """P^(2^j): P^(2^(j−1)) coarsened to its spread/``points``, squared."""
     if j == 0:
         return pld
@@ -132,17 +132,17 @@ def max_rounds(
     e = nonnegative("eps", eps)
     d = probability("delta", delta)
     cap = positive_int("limit", limit)
-    base = refined(pld)
+    base = refined(pld, 1.0)
     if base.delta(e) > d:
         return 0
     top = 0
-    while (2 << top) <= cap and _power(base, top + 1).delta(e) <= d:
+    while (2 << top) <= cap and _power(base, top + 1, POINTS).delta(e) <= d:
         top += 1
-    count, current = 1 << top, _power(base, top)
+    count, current = 1 << top, _power(base, top, POINTS)
     for i in range(top - 1, -1, -1):
         if count + (1 << i) > cap:
             continue
-        candidate = current.compose(_onto(_power(base, i), current))
+        candidate = current.compose(_onto(_power(base, i, POINTS), current))
         if candidate.delta(e) <= d:
             count, current = count + (1 << i), candidate
     return count
