@@ -42,6 +42,7 @@ DEFAULT_VALUE_DISCRETIZATION = 5e-4  # grid spacing h of the losses (connect the
 DEFAULT_TAIL_MASS = 1e-16  # mass each cut tail may hold (the upper one goes to +∞: into δ)
 _CACHE = 256  # constructors: small arrays
 _COMPOSED_CACHE = 32  # compositions and powers: arrays up to a few MB each
+LOWER_FINER = 8  # a coarsened PLD's optimistic laws stay on a grid this much finer (pooling loses)
 
 
 FloatArray = npt.NDArray[np.float64]
@@ -420,7 +421,9 @@ def _lower(p: PrivacyLossDistribution) -> tuple[DiscreteLoss, DiscreteLoss] | No
         low = _lower(o.coarse)
         if low is None:
             return None
-        r = round(p.remove.h / o.coarse.remove.h)
+        r = max(1, round(p.remove.h / LOWER_FINER / low[0].h))  # a power of two
+        if r == 1:
+            return low
         first = coarsened_lower(low[0], r)
         return first, (first if low[1] is low[0] else coarsened_lower(low[1], r))
     if o.lower is None:
