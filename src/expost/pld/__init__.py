@@ -6,7 +6,7 @@
 `max_rounds` counts how many rounds of one PLD a budget admits (`expost.pld.counting`).
 """
 
-from expost.pld.counting import max_rounds
+from expost.pld.counting import compose_rounds, max_rounds
 from expost.pld.distribution import PrivacyLossDistribution
 
-__all__ = ["PrivacyLossDistribution", "max_rounds"]
+__all__ = ["PrivacyLossDistribution", "compose_rounds", "max_rounds"]

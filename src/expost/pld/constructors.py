@@ -112,8 +112,8 @@ def _gaussian(mu: tuple[float, float], q: tuple[float, float], h: float, tail: f
     def sampled(s: float) -> PLD:
         return _gaussian(mu, _rates(q[0], s), h, tail)
 
-    def regrid(step: float) -> PLD:
-        return _gaussian(mu, q, step, tail)
+    def regrid(step: float, t: float) -> PLD:
+        return _gaussian(mu, q, step, t)
 
     upper = gaussian_laws(max(mu[0], SMALLEST), q[0], tail)  # a larger μ dominates
     lower = gaussian_laws(mu[1], q[1], tail) if mu[1] >= SMALLEST else TRIVIAL
@@ -143,8 +143,8 @@ def _laplace(eps0: tuple[float, float], q: tuple[float, float], h: float, tail: 
     def sampled(s: float) -> PLD:
         return _laplace(eps0, _rates(q[0], s), h, tail)
 
-    def regrid(step: float) -> PLD:
-        return _laplace(eps0, q, step, tail)
+    def regrid(step: float, t: float) -> PLD:
+        return _laplace(eps0, q, step, t)
 
     lower = laplace_laws(eps0[1], q[1]) if eps0[1] >= SMALLEST else TRIVIAL
     upper = laplace_laws(max(eps0[0], SMALLEST), q[0])  # a larger ε0 dominates
@@ -156,8 +156,8 @@ def _bounded_range(eps: float, q: tuple[float, float], h: float, tail: float) ->
     def sampled(s: float) -> PLD:
         return _bounded_range(eps, _rates(q[0], s), h, tail)
 
-    def regrid(step: float) -> PLD:
-        return _bounded_range(eps, q, step, tail)
+    def regrid(step: float, t: float) -> PLD:
+        return _bounded_range(eps, q, step, t)
 
     lower = bounded_range_laws(eps, q[1]) if eps >= SMALLEST else TRIVIAL
     upper = bounded_range_laws(max(eps, SMALLEST), q[0])  # a larger range dominates
@@ -199,8 +199,8 @@ def _from_bounds(
     def sampled(s: float) -> PLD:
         return _from_bounds(lambda: bounds, _rates(q[0], s), h, tail)
 
-    def regrid(step: float) -> PLD:
-        return _from_bounds(lambda: bounds, q, step, tail)
+    def regrid(step: float, t: float) -> PLD:
+        return _from_bounds(lambda: bounds, q, step, t)
 
     upper = bounds.sampled(q[0]).laws()
     lower = bounds.sampled(q[1]).lower_laws()

@@ -28,7 +28,7 @@ from expost._validation import (
 from expost.errors import InvalidParameter
 from expost.pld.discrete import DiscreteLoss
 from expost.pld.discretise import discretise
-from expost.pld.optimistic import discretise_lower
+from expost.pld.optimistic import coarsened_lower, discretise_lower
 from expost.pld.pairs import LossLaw
 
 __all__ = [
@@ -42,11 +42,13 @@ DEFAULT_VALUE_DISCRETIZATION = 5e-4  # grid spacing h of the losses (connect the
 DEFAULT_TAIL_MASS = 1e-16  # mass each cut tail may hold (the upper one goes to +∞: into δ)
 _CACHE = 256  # constructors: small arrays
 _COMPOSED_CACHE = 32  # compositions and powers: arrays up to a few MB each
+LOWER_FINER = 8  # a coarsened PLD's optimistic laws stay on a grid this much finer (pooling loses)
 
 
 FloatArray = npt.NDArray[np.float64]
 Laws = tuple[LossLaw, LossLaw]
 Sampler = Callable[[float], "PrivacyLossDistribution"]
+Regrid = Callable[[float, float], "PrivacyLossDistribution"]
 
 
 @frozen(eq=False)
@@ -59,8 +61,9 @@ class Origin:
     lower: Laws | None = None
     sampled: Sampler | None = None
     parts: tuple[PrivacyLossDistribution, PrivacyLossDistribution] | None = None
-    regrid: Sampler | None = None  # the same pair on another value_discretization
+    regrid: Regrid | None = None  # the same pair on another (value_discretization, tail_mass)
     gaussian: tuple[float, float] | None = None  # (μ up, μ down) of an unsampled Gaussian pair
+    coarse: PrivacyLossDistribution | None = None  # the PLD this one is coarsened from
 
 
 @frozen(eq=False, repr=False)
@@ -332,6 +335,18 @@ class PrivacyLossDistribution:
         assert result is not None
         return result
 
+    def coarsened(self, factor: int) -> PrivacyLossDistribution:
+        """This PLD (a composition too) on the grid of spacing factor·h, ``factor`` a power of
+        two: each direction's upper law split again between coarse grid points (connect the
+        dots: δ only grows), its lower law pooled onto them (δ only falls), both safe
+        (`DiscreteLoss.coarsened`, `expost.pld.optimistic.coarsened_lower`). For composing
+        many rounds: the grid a composition needs grows with its spread
+        (`expost.pld.compose_rounds`)."""
+        r = positive_int("factor", factor)
+        if r & (r - 1):
+            raise InvalidParameter("factor", factor, "must be a power of two")
+        return self if r == 1 else _coarsened(self, r)
+
     def delta(self, eps: float) -> float:
         """An upper bound on max over both directions of H_{e^eps}(P‖Q), eps >= 0."""
         e = nonnegative("eps", eps)
@@ -378,7 +393,7 @@ def from_laws(
     h: float,
     tail: float,
     sampled: Sampler | None = None,
-    regrid: Sampler | None = None,
+    regrid: Regrid | None = None,
     gaussian: tuple[float, float] | None = None,
 ) -> PrivacyLossDistribution:
     """The PLD of (remove, add) laws (the same object for a symmetric pair); ``lower``: the
@@ -402,12 +417,21 @@ def _lower(p: PrivacyLossDistribution) -> tuple[DiscreteLoss, DiscreteLoss] | No
             return None
         first = a[0].compose(b[0])
         return first, (first if a[1] is a[0] and b[1] is b[0] else a[1].compose(b[1]))
+    if o.coarse is not None:
+        low = _lower(o.coarse)
+        if low is None:
+            return None
+        r = max(1, round(p.remove.h / LOWER_FINER / low[0].h))  # a power of two
+        if r == 1:
+            return low
+        first = coarsened_lower(low[0], r)
+        return first, (first if low[1] is low[0] else coarsened_lower(low[1], r))
     if o.lower is None:
         return None
     h, tail = p.remove.h, p.remove.tail_mass
     remove, add = o.lower
-    first = discretise_lower(remove, h, tail)
-    return first, (first if add is remove else discretise_lower(add, h, tail))
+    first = discretise_lower(remove, h, tail).trimmed()  # tails dropped: smaller sums
+    return first, (first if add is remove else discretise_lower(add, h, tail).trimmed())
 
 
 @functools.lru_cache(maxsize=_COMPOSED_CACHE)
@@ -425,6 +449,13 @@ def _compose(a: PrivacyLossDistribution, b: PrivacyLossDistribution) -> PrivacyL
 
 
 @functools.lru_cache(maxsize=_COMPOSED_CACHE)
+def _coarsened(p: PrivacyLossDistribution, factor: int) -> PrivacyLossDistribution:
+    remove = p.remove.coarsened(factor)
+    add = remove if p.symmetric else p.add.coarsened(factor)
+    return PrivacyLossDistribution(remove, add, Origin(coarse=p))
+
+
+@functools.lru_cache(maxsize=_COMPOSED_CACHE)
 def _power(p: PrivacyLossDistribution, j: int) -> PrivacyLossDistribution:
     """p composed with itself 2**j times (squarings, cached)."""
     if j == 0:
@@ -436,5 +467,5 @@ def _power(p: PrivacyLossDistribution, j: int) -> PrivacyLossDistribution:
 def clear_caches() -> None:
     """Forget every cached constructor and composition (memory; cold-start timings)."""
     c.clear_caches()
-    for cached in (_compose, _power, _lower):
+    for cached in (_compose, _power, _lower, _coarsened):
         cached.cache_clear()

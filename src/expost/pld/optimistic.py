@@ -37,7 +37,7 @@ from expost.pld.discrete import LOSS_CAP, DiscreteLoss
 from expost.pld.discretise import capped, quadrature
 from expost.pld.pairs import LossLaw
 
-__all__ = ["MERGE_ERROR", "discretise_lower"]
+__all__ = ["MERGE_ERROR", "coarsened_lower", "discretise_lower"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -128,12 +128,44 @@ def discretise_lower(law: LossLaw, h: float, tail_mass: float) -> DiscreteLoss:
         return DiscreteLoss(h, 0, np.array([0.0]), inf, 0.0, tail_mass, 0.0, True)
     merged = np.minimum(np.log(pm) - np.log(qm), LOSS_CAP)
     order = np.argsort(merged, kind="stable")
-    loss, pm, qm = merged[order], pm[order], qm[order]
+    return _pooled(merged[order], pm[order], qm[order], (t, h, slack), (inf, 0.0, tail_mass))
+
+
+def _pooled(
+    loss: FloatArray,
+    pm: FloatArray,
+    qm: FloatArray,
+    grid: tuple[float, float, float],
+    rest: tuple[float, float, float],
+) -> DiscreteLoss:
+    """The ``lower`` grid law of outcomes sorted by loss, pooled onto ``grid`` = (t, h, slack)
+    (`_pool`), with ``rest`` = (mass at +∞, error, tail_mass)."""
+    t, h, _ = grid
     middle = int(np.argmin(pm))  # the groups meet at the lightest cell
-    up_i, up_m = _pool(loss[:middle], pm[:middle], qm[:middle], (t, h, slack), False)
-    down_i, down_m = _pool(loss[middle:], pm[middle:], qm[middle:], (t, h, slack), True)
+    up_i, up_m = _pool(loss[:middle], pm[:middle], qm[:middle], grid, False)
+    down_i, down_m = _pool(loss[middle:], pm[middle:], qm[middle:], grid, True)
     idx = np.array(up_i + down_i, dtype=np.int64)
     mass = np.array(up_m + down_m, dtype=np.float64)
     low = int(idx.min())
     masses = np.bincount(idx - low, weights=mass * (1.0 - 2.0 * MERGE_ERROR)) * (1.0 - 4.0 * _U)
-    return DiscreteLoss(h, low, masses, inf, 0.0, tail_mass, t, True)
+    return DiscreteLoss(h, low, masses, rest[0], rest[1], rest[2], t, True)
+
+
+def coarsened_lower(d: DiscreteLoss, factor: int) -> DiscreteLoss:
+    """A ``lower`` law on the grid shift + i·factor·h whose hockey-stick sums are at most
+    ``d``'s: its outcomes (P-mass m_i, Q-mass m_i·e^{−l_i}) pooled as in `discretise_lower`.
+    For a group G of (fractions of) outcomes, (P_G − γQ_G)_+ <= Σ_{i∈G} (P_i − γQ_i)_+, and
+    its loss put at a grid point at most log(P_G/Q_G) lowers its term further; so the sums
+    only fall, and the lower promise (sums minus the error at most the exact ones) is kept
+    with the same error and mass at +∞ (docs/pld.md, "Counting many rounds")."""
+    keep = d.masses > 0
+    loss = d.losses[keep]
+    pm = d.masses[keep]
+    if pm.size == 0:
+        return DiscreteLoss(
+            d.h * factor, 0, np.array([0.0]), d.inf_mass, d.error, d.tail_mass, d.shift, True
+        )
+    qm = pm * np.exp(-loss)
+    slack = 4.0 * MERGE_ERROR + 64.0 * _U * (LOSS_CAP + abs(d.shift) + 1.0)
+    grid = (d.shift, d.h * factor, slack)
+    return _pooled(loss, pm, qm, grid, (d.inf_mass, d.error, d.tail_mass))
