@@ -22,7 +22,7 @@ import expost as ep
 from expost import PrivateSession, ZCDPFilter
 from expost.errors import InvalidParameter
 from expost.filters import LaplaceCost, SubsampledGaussianCost
-from expost.filters.costs import DPCost
+from expost.filters.costs import DiscreteLaplaceCost, DPCost
 from expost.mechanisms import SubsampledGaussianMechanism
 from tests.conftest import pg_ledger_url
 
@@ -155,8 +155,9 @@ def test_bad_inputs_are_refused_and_spend_nothing(arg: str, value: object) -> No
     assert s.spent == 0.0
 
 
-def test_laplace_on_a_scalar_records_laplace_cost_and_otherwise_dp_cost() -> None:
-    """The Laplace pair is claimed for float noise on one coordinate only (THEORY §12)."""
+def test_laplace_on_a_scalar_records_its_pair_cost_and_otherwise_dp_cost() -> None:
+    """The Laplace pair is claimed for float noise on one coordinate only (THEORY §12); secure
+    noise on one coordinate is priced at the discrete Laplace pair, on vectors at eps."""
     s = PrivateSession(ZCDPFilter(50.0), np.random.default_rng(0))
     s.laplace(1.0, 1.0, 0.5)
     s.laplace([1.0], 1.0, 0.5)
@@ -164,7 +165,9 @@ def test_laplace_on_a_scalar_records_laplace_cost_and_otherwise_dp_cost() -> Non
     assert [type(r.request) for r in s.history] == [LaplaceCost, LaplaceCost, DPCost]
     secure = PrivateSession(ZCDPFilter(50.0), np.random.default_rng(0), exact=True)
     secure.laplace(1, 1, Fraction(1, 2))
-    assert type(secure.history[-1].request) is DPCost  # discrete noise: not the Laplace pair
+    secure.laplace([1, 2], 1, Fraction(1, 2))
+    kinds = [type(r.request) for r in secure.history]
+    assert kinds == [DiscreteLaplaceCost, DPCost]  # discrete noise: not the Laplace pair
 
 
 def test_postgresql_prices_the_new_costs_as_their_parents(pg_server: Any, tmp_path: Path) -> None:
