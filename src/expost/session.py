@@ -50,7 +50,7 @@ from expost.filters import Cost, PrivacyFilter
 from expost.grids import EpsilonGrid, OpenEpsilonGrid, TimeGrid
 from expost.guarantees import ZCDP, ApproxDP, GaussianDP
 from expost.ledger import LedgerBackend
-from expost.ledger.checkpoints import checkpoint, opened
+from expost.ledger.checkpoints import checkpoint, opened, settle_stale
 from expost.ledger.records import filter_from_description, open_session_ledger
 from expost.ledger.replay import Replay, Settled, reserve_record, settle_record
 from expost.mechanisms import (
@@ -184,9 +184,8 @@ class PrivateSession(Spendable):
 
     @property
     def read_only(self) -> bool:
-        """Whether the ledger holds a round its filter cannot charge (over budget: written
-        outside this library, or admitted by a server's slack), so every release is refused
-        (`LedgerError`); ``expost ledger show`` lists those rounds."""
+        """Whether the ledger holds a round its filter cannot charge (over budget, e.g. written
+        outside this library), so every release is refused; ``expost ledger show`` lists them."""
         return self._replay.over_budget
 
     def close(self) -> None:
@@ -257,7 +256,8 @@ class PrivateSession(Spendable):
             key = replay.reserve(request)
             self._filter = replay.current()
             return key
-        self._write_settles()  # a settle a cut interrupted, before the next round
+        self._write_settles()  # a settle a cut interrupted, and stale rounds, before the next
+        settle_stale(self._ledger, replay)
         entry = self._ledger.append("reserve", reserve_record(replay, mechanism, request))
         self._filter = replay.update(self._ledger.entries())
         return int(entry.record["round"])

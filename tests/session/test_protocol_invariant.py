@@ -317,6 +317,10 @@ class OldReplay:
     def check_settle(self, key: int, cost: Cost) -> None:
         pass
 
+    def stale(self, age: int) -> list[tuple[int, Cost]]:
+        """None: the old replay settled no stale round (its flood cost is the twin's point)."""
+        return []
+
     def is_open(self, key: int, entries: Sequence[LedgerEntry]) -> bool:
         self.update(entries)
         return key in self._open

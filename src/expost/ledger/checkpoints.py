@@ -29,7 +29,7 @@ from expost.ledger.records import decode
 from expost.ledger.replay import Replay, Settled, settle_record, sums_of
 from expost.ledger.sqlite import Ledger
 
-__all__ = ["CHECKPOINT_EVERY", "checkpoint", "opened", "verify_checkpoints"]
+__all__ = ["CHECKPOINT_EVERY", "checkpoint", "opened", "settle_stale", "verify_checkpoints"]
 
 _TAIL_WINDOW: Final = 8  # entries read back per round of a checkpoint's tail (and one more)
 _KNOWN: Final = 8  # the most settled costs an open matches as text (the rest: json_extract)
@@ -204,20 +204,27 @@ def _reserved_before(ledger: Ledger | PostgresLedger, entry: int) -> int | None:
     return 0 if entry == 0 else None
 
 
+def settle_stale(ledger: LedgerBackend, replay: Replay) -> bool:
+    """Settle at its request every round left open while `CHECKPOINT_EVERY` (`STALE_ROUNDS`)
+    later ones were reserved (a killed process's, or a very long round's: its owner, if alive, finds it settled
+    and returns its result), so that no reservation meets `MAX_OPEN_ROUNDS`; whether any was."""
+    stale = replay.stale(CHECKPOINT_EVERY)
+    for key, request in stale:
+        with contextlib.suppress(Settled, LedgerError):
+            ledger.append("settle", settle_record(replay, key, request))
+    return bool(stale)
+
+
 def checkpoint(ledger: LedgerBackend, replay: Replay, done: int) -> int:
     """Write a checkpoint of ``replay`` if `CHECKPOINT_EVERY` rounds were settled since the
     latest (``done`` rounds, or another session's); the rounds the latest one covers. First,
-    a round left open while `CHECKPOINT_EVERY` later ones were reserved is settled at its
-    request (the charge it has: its owner, if alive, finds it settled and returns its result).
+    stale rounds are settled at their requests (`settle_stale`).
     A write that fails (or that the PostgreSQL server does not confirm) is left for later."""
     if not isinstance(ledger, Ledger | PostgresLedger):
         return done
-    stale = replay.stale(CHECKPOINT_EVERY)
+    stale = settle_stale(ledger, replay)
     if replay.settled_prefix < done + CHECKPOINT_EVERY and not stale:
         return done
-    for key, request in stale:  # a killed process's, or a very long round's
-        with contextlib.suppress(Settled, LedgerError):
-            ledger.append("settle", settle_record(replay, key, request))
     if replay.settled_prefix < done + CHECKPOINT_EVERY:
         return done
 

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_CONFIG_CHARS",
     "MAX_DIGITS",
     "MAX_NAME_CHARS",
+    "MAX_OPEN_ROUNDS",
     "MAX_RECORD_CHARS",
     "POSITIVE_FIELDS",
     "SMALLEST_NUMBER",
@@ -63,6 +64,12 @@ STALE_ROUNDS: Final = 1024
 settle it at exactly its reservation (its charge unchanged), on PostgreSQL without its token.
 `expost.ledger.checkpoints` does so before a checkpoint, so a killed process's round cannot hold
 checkpoints back."""
+
+MAX_OPEN_ROUNDS: Final = 2 * STALE_ROUNDS
+"""A reservation of round r is refused while round r − `MAX_OPEN_ROUNDS` is open (stale: any
+client may settle it at its reservation), so at most this many rounds are ever open and a flood
+of reservations cannot lengthen what an open reads (the PostgreSQL server checks it; a session
+settles stale rounds before it reserves)."""
 
 HOLD_LIMIT_S: Final = 10
 """Seconds a transaction may hold a PostgreSQL ledger's lock before the next client waiting for

@@ -25,7 +25,8 @@ shape, known cost types and numbers every client decodes and prices exactly are 
 (``expost.check_cost``, `expost.ledger.pg_checks`); reservations are numbered in order; a
 settlement needs the secret token the server returned to the reserving client (or settles a
 stale round at exactly its reservation: `expost.ledger.limits.STALE_ROUNDS`), settles an open
-reservation exactly once, and stays within it (``expost.settles``: a fixed-price round at
+reservation exactly once (a reservation is refused while the round `MAX_OPEN_ROUNDS` before it is
+open), and stays within it (``expost.settles``: a fixed-price round at
 exactly its reservation). For every filter kind it decides admission itself (``expost.price``,
 ``expost.within``), in exact decimals of the recorded numbers, against running totals kept in
 each entry, with a relative slack of 1e-9 so it never refuses what the filter admits.
@@ -48,6 +49,7 @@ from expost.ledger.limits import (
     HOLD_LIMIT_S,
     MAX_CONFIG_CHARS,
     MAX_NAME_CHARS,
+    MAX_OPEN_ROUNDS,
     MAX_RECORD_CHARS,
     STALE_ROUNDS,
 )
@@ -329,6 +331,12 @@ BEGIN
             IF v_round <> (SELECT coalesce(max(r.round) + 1, 0) FROM expost.rounds r
                            WHERE r.ledger = p_name AND r.kind = 'reserve') THEN
                 RAISE EXCEPTION 'expost: reservation of round % is out of order', v_round;
+            END IF;
+            IF v_round >= {MAX_OPEN_ROUNDS} AND NOT EXISTS (SELECT 1 FROM expost.rounds r
+                WHERE r.ledger = p_name AND r.kind = 'settle'
+                    AND r.round = v_round - {MAX_OPEN_ROUNDS}) THEN
+                RAISE EXCEPTION 'expost: round % is open while % later rounds were reserved: settle it (at its reservation, as any client may) before reserving round %',
+                    v_round - {MAX_OPEN_ROUNDS}, {MAX_OPEN_ROUNDS}, v_round USING ERRCODE = '54000';
             END IF;
             v_token := gen_random_uuid();
         ELSE

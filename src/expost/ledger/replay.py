@@ -16,11 +16,18 @@ from typing import Any, Final, TypeVar
 
 import attrs
 
-from expost.errors import ExpostError, InvalidParameter, LedgerCorrupted, LedgerError
+from expost.errors import (
+    ExpostError,
+    InvalidParameter,
+    LedgerCorrupted,
+    LedgerError,
+    LedgerRefused,
+)
 from expost.filters import ConcurrentFilter, Cost, PLDFilter, PrivacyFilter
 from expost.filters._exact import Chain, Totals
 from expost.filters.base import Filter
 from expost.ledger.base import LedgerEntry
+from expost.ledger.limits import MAX_OPEN_ROUNDS
 from expost.ledger.records import decode, describe, encode, filter_from_description
 
 __all__ = ["Replay", "Settled", "reserve_record", "settle_record", "sums_of"]
@@ -379,11 +386,19 @@ def reserve_record(
     replay: Replay, mechanism: str, request: Cost
 ) -> Callable[[tuple[LedgerEntry, ...]], Mapping[str, Any]]:
     """The decision of a reservation: its record if the ledger, replayed, admits ``request``
-    (`BudgetExceeded` otherwise; `LedgerError` on a ledger over budget)."""
+    (`BudgetExceeded` otherwise; `LedgerError` on a ledger over budget; `LedgerRefused` while
+    a round `MAX_OPEN_ROUNDS` rounds back is open)."""
 
     def decide(entries: tuple[LedgerEntry, ...]) -> Mapping[str, Any]:
         replay.update(entries)
         replay.check_writable()
+        stale = replay.stale(MAX_OPEN_ROUNDS - 1)  # round r − MAX_OPEN_ROUNDS or earlier
+        if stale:  # as the PostgreSQL server refuses it
+            raise LedgerRefused(
+                f"ledger {str(replay._path)!r}: round {stale[0][0]} is open while {MAX_OPEN_ROUNDS} later rounds"
+                f" were reserved: settle it (at its reservation) before reserving round"
+                f" {replay.rounds}"
+            )
         replay.current().check(request)
         return {"round": replay.rounds, "mechanism": mechanism, "cost": encode(request)}
 
