@@ -43,7 +43,7 @@ SPREAD_STEPS = 32.0  # grid points per standard deviation of one round's loss, a
 SUPPORT_POINTS = 1024.0  # grid points over one round's loss range, at least (atoms: module doc)
 POINTS = 256.0  # grid points per standard deviation of a power P^(2^j), at least
 FINEST = 2.0**-20  # the finest grid a count refines to
-COUNT_TAIL = 1e-16  # the tail mass each cut may hold when counting (module doc)
+COUNT_TAIL = 1e-20  # the tail mass each cut may hold when counting (module doc)
 _CHAIN = 64  # cached powers
 
 

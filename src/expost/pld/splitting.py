@@ -1,26 +1,27 @@
-"""Convolution split into a heavy bulk and light tails, with a smaller error bound.
+"""Convolution split into a heavy bulk and light tails, with a far smaller error bound.
 
 The FFT's ℓ1 error bound (`expost.pld.convolution.fft_error`) grows as √n·||a||_2·||b||_1 for
-transforms of length n: a law whose mass sits in a narrow bulk of a long array (a subsampled
-loss, its tails kept down to 1e-16) pays for the whole array's length. Write a = a_B + a_T with
-a_B the window [lo, hi) holding all but at most τ of the mass on each side and a_T the rest (zero
-on the window), likewise b; by bilinearity
+transforms of length n, and it is an absolute error: k rounds by squaring double it log2 k times
+(2^22 rounds at q = 1e-4 carried 1e-8 of it). Write a = a_B + a_T with a_B the window [lo, hi)
+holding all but at most τ of the mass on each side and a_T the rest (zero on the window),
+likewise b; by bilinearity
 
-    a * b = a_B * b_B + a_B * b_T + a_T * b_B + a_T * b_T,
+    a * b = a_B * b_B + a_B * b_T + a_T * b_B + a_T * b_T.
 
-each product convolved on its own (`convolve`), so the bound is the sum of the products'
-bounds: the bulk's product on a short transform, the others carrying a factor ||a_T||_1 <= 2τ
-or ||a_T||_2. τ is chosen per array among `TAUS` by the bound's leading terms; the split is
-used only where it at least halves them (any split is sound).
+The bulks' product is summed directly (`convolve` on slices of at most `DIRECT_MAX` points,
+while it takes at most `DIRECT_WORK` products): >= the exact product entrywise and within a
+relative 3γ_{m+1} + 3u of it (Higham 2002 §3.1), no ℓ1 error at all; a relative error only
+scales every hockey-stick sum (by 1 + 2^22·500u ≈ 1 + 3e-7 after 2^22 rounds). The other
+products go through the FFT with bounds carrying a factor ||a_T||_1 <= 2τ or ||a_T||_2: τ is
+the largest of `TAUS` whose tails' terms are at most `TAIL_SHARE` of the unsplit bound's.
 
 Upper side: each piece is >= a measure within its bound of its exact product, and the pieces
 are added with every sum moved up one float, so the total is too. Lower side: each piece is
 moved *below* that measure (`convolve` rounds its extended-precision result c' up to float64,
-c <= c'·(1 + 2u) + 2^-1074; the direct sum is >= the exact product and within a relative
-3γ_{m+1} + 3u of it, Higham 2002 §3.1) and the pieces are added with every sum moved down, so
-the total is <= a measure within the bound of a * b: every hockey-stick sum of it is at most
-the exact one plus the bound, and no rounding term compounds over the squarings (a relative
-2u·Σc per composition did: 2e-9 after 2^22 rounds).
+c <= c'·(1 + 2u) + 2^-1074; the direct sum is within the relative error above) and the pieces
+are added with every sum moved down, so the total is <= a measure within the bound of a * b:
+every hockey-stick sum of it is at most the exact one plus the bound, and no absolute rounding
+term compounds over the squarings (a 2u·Σc per composition did: 2e-9 after 2^22 rounds).
 """
 
 from __future__ import annotations
@@ -32,47 +33,35 @@ import numpy.typing as npt
 
 from expost.pld.convolution import DIRECT_MAX, convolve
 
-__all__ = ["TAUS", "split_convolve"]
+__all__ = ["DIRECT_WORK", "TAIL_SHARE", "TAUS", "split_convolve"]
 
 FloatArray = npt.NDArray[np.float64]
 TAUS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-8)  # candidate tail masses on each side of the bulk
+TAIL_SHARE = 1e-3  # the tails' error terms, at most this share of the unsplit bound's
+DIRECT_WORK = 4e7  # the bulks' product is summed directly up to this many products
 _U = 2.0**-53
 _TINY = math.ulp(0.0)
 
 
-def _fft_length(size: int) -> int:
-    return 1 << (size - 1).bit_length()
-
-
-def _window(a: FloatArray, other: int) -> tuple[int, int] | None:
-    """The bulk [lo, hi) of ``a`` whose split minimises the error's leading terms, convolved
-    with an array of length ``other`` whose bulk is as long (None: no split at least halves
-    them). Only a choice: any split is sound."""
+def _window(a: FloatArray) -> tuple[int, int]:
+    """The narrowest bulk [lo, hi) of ``a`` among the `TAUS` splits whose tails' error terms
+    ||a_T||_2 + ||a_B||_2·||a_T||_1/||a||_1 are at most `TAIL_SHARE`·||a||_2 (the whole array
+    if none). Only a choice: any split is sound."""
     total = float(np.sum(a))
     norm2 = float(np.sqrt(np.dot(a, a)))
-    if total <= 0.0 or norm2 <= 0.0:
-        return None
-    full = math.sqrt(_fft_length(a.size + other - 1)) * norm2
-    best, where = 0.5 * full, None
     left, right = np.cumsum(a), np.cumsum(a[::-1])
-    for tau in TAUS:
+    for tau in TAUS if total > 0.0 else ():
         lo = int(np.searchsorted(left, tau * total, side="right"))
         hi = a.size - int(np.searchsorted(right, tau * total, side="right"))
-        if hi - lo < 1 or (lo == 0 and hi == a.size):
+        if hi - lo < 1:
             continue
-        bulk, tail_mass = (
-            a[lo:hi],
-            float(left[lo - 1] if lo else 0.0)
-            + float(right[a.size - hi - 1] if hi < a.size else 0.0),
+        tail_mass = float(left[lo - 1] if lo else 0.0) + float(
+            right[a.size - hi - 1] if hi < a.size else 0.0
         )
-        tail2 = math.sqrt(max(0.0, norm2**2 - float(np.dot(bulk, bulk))))
-        b2 = float(np.sqrt(np.dot(bulk, bulk)))
-        score = math.sqrt(_fft_length(2 * (hi - lo) - 1)) * b2 + full / norm2 * (
-            tail2 + b2 * tail_mass / total
-        )
-        if score < best:
-            best, where = score, (lo, hi)
-    return where
+        tail2 = math.sqrt(float(np.dot(a[:lo], a[:lo])) + float(np.dot(a[hi:], a[hi:])))
+        if tail2 + norm2 * tail_mass / total <= TAIL_SHARE * norm2:
+            return lo, hi
+    return 0, a.size
 
 
 def _add(out: FloatArray, at: int, piece: FloatArray, lower: bool) -> None:
@@ -100,35 +89,40 @@ def _convolve(a: FloatArray, b: FloatArray, lower: bool) -> tuple[FloatArray, fl
     return _below(c, m if m <= DIRECT_MAX else 0), err
 
 
+def _direct(a: FloatArray, b: FloatArray, lower: bool) -> FloatArray:
+    """a * b summed directly, slices of ``a`` at a time: >= (<= if ``lower``) it entrywise."""
+    out = np.zeros(a.size + b.size - 1, dtype=np.float64)
+    for i in range(0, a.size, DIRECT_MAX):
+        _add(out, i, _convolve(a[i : i + DIRECT_MAX], b, lower)[0], lower)  # no ℓ1 error
+    return out
+
+
 def split_convolve(a: FloatArray, b: FloatArray, lower: bool = False) -> tuple[FloatArray, float]:
-    """(c, err): c >= (<= if ``lower``) a measure c' with ||c' − a * b||_1 <= err, from the
-    bulk and the tails convolved apart where that cuts the bound (module doc)."""
-    if min(a.size, b.size) <= DIRECT_MAX:
-        return _convolve(a, b, lower)
-    wa = _window(a, b.size)
-    wb = wa if b is a else _window(b, a.size)
-    if wa is None and wb is None:
-        return _convolve(a, b, lower)
-    pa, pb = _pieces(a, wa), (None if b is a else _pieces(b, wb))
+    """(c, err): c >= (<= if ``lower``) a measure c' with ||c' − a * b||_1 <= err: the bulks'
+    product summed directly, the tails' by FFT (module doc)."""
+    pa = _pieces(a)
+    pb = pa if b is a else _pieces(b)
     out = np.zeros(a.size + b.size - 1, dtype=np.float64)
     err = 0.0
     seen: dict[tuple[int, int], tuple[FloatArray, float]] = {}
     for i, (xa, oa) in enumerate(pa):
-        for j, (xb, ob) in enumerate(pa if pb is None else pb):
-            key = (min(i, j), max(i, j)) if pb is None else (i, j)
-            if key not in seen:  # a square: b_B * a_T is a_T * b_B (same float product)
-                seen[key] = _convolve(xa, xb, lower)
+        for j, (xb, ob) in enumerate(pb):
+            key = (min(i, j), max(i, j)) if pb is pa else (i, j)
+            if key not in seen:  # a square: b_B * a_T is a_T * b_B (the same float product)
+                bulks = i == j == 0 and xa.size * xb.size <= DIRECT_WORK
+                seen[key] = (_direct(xa, xb, lower), 0.0) if bulks else _convolve(xa, xb, lower)
             c, e = seen[key]
             _add(out, oa + ob, c, lower)
             err += e
     return out, err * (1.0 + 2.0**-40)
 
 
-def _pieces(a: FloatArray, window: tuple[int, int] | None) -> list[tuple[FloatArray, int]]:
-    """(array, offset) pieces summing to ``a``: the bulk and the tails (zero on the bulk)."""
-    if window is None:
+def _pieces(a: FloatArray) -> list[tuple[FloatArray, int]]:
+    """(array, offset) pieces summing to ``a``: the bulk first, then the tails (zero on the
+    bulk) if any."""
+    lo, hi = _window(a)
+    if hi - lo == a.size:
         return [(a, 0)]
-    lo, hi = window
     tail = np.array(a, dtype=np.float64)
     tail[lo:hi] = 0.0
     return [(np.ascontiguousarray(a[lo:hi]), lo), (tail, 0)]
