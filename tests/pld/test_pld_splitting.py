@@ -88,9 +88,12 @@ def test_planted_bugs_are_caught(
     lower = bug == "lower-not-below"
     if bug == "bulk-down":
         direct = splitting._direct
-        monkeypatch.setattr(
-            splitting, "_direct", lambda x, y, low: direct(x, y, low) * (1.0 - 2.0**-40)
-        )
+
+        def bulk_down(x: FloatArray, y: FloatArray, low: bool) -> tuple[FloatArray, float]:
+            c, e = direct(x, y, low)
+            return c * (1.0 - 2.0**-40), e
+
+        monkeypatch.setattr(splitting, "_direct", bulk_down)
     elif bug == "lower-not-below":
         monkeypatch.setattr(splitting, "_below", lambda c, _direct: c)
     else:

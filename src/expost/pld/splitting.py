@@ -74,9 +74,9 @@ def _add(out: FloatArray, at: int, piece: FloatArray, lower: bool) -> None:
 
 
 def _below(c: FloatArray, direct: int) -> FloatArray:
-    """``convolve``'s c moved below the measure its bound is about (module doc); ``direct``:
-    the shorter input's length if the direct sum was used, else 0."""
-    rel = 8.0 * _U + (4.0 * direct * _U / (1.0 - (direct + 1.0) * _U) if direct else 0.0)
+    """``convolve``'s c moved below the measure its bound is about (module doc): by 8u, plus
+    4γ_{m+1} for a direct sum (``direct`` = m, the shorter input's length; 0 for the FFT)."""
+    rel = 8.0 * _U + (4.0 * (direct + 1.0) * _U / (1.0 - (direct + 1.0) * _U) if direct else 0.0)
     shifted = np.nextafter(c * (1.0 - rel), -np.inf) - (4.0 * direct + 2.0) * _TINY
     return np.maximum(shifted, 0.0)
 
@@ -85,16 +85,20 @@ def _convolve(a: FloatArray, b: FloatArray, lower: bool) -> tuple[FloatArray, fl
     c, err = convolve(a, b)
     if not lower:
         return c, err
-    m = min(a.size, b.size)
-    return _below(c, m if m <= DIRECT_MAX else 0), err
+    direct = min(a.size, b.size) if err == 0.0 else 0  # only the direct sum has no error term
+    return _below(c, direct), err
 
 
-def _direct(a: FloatArray, b: FloatArray, lower: bool) -> FloatArray:
-    """a * b summed directly, slices of ``a`` at a time: >= (<= if ``lower``) it entrywise."""
+def _direct(a: FloatArray, b: FloatArray, lower: bool) -> tuple[FloatArray, float]:
+    """a * b from slices of at most `DIRECT_MAX` points of ``a`` (each summed directly by
+    `convolve`, so with no ℓ1 error; any error it reports is kept): (c, err) as `convolve`."""
     out = np.zeros(a.size + b.size - 1, dtype=np.float64)
+    err = 0.0
     for i in range(0, a.size, DIRECT_MAX):
-        _add(out, i, _convolve(a[i : i + DIRECT_MAX], b, lower)[0], lower)  # no ℓ1 error
-    return out
+        c, e = _convolve(a[i : i + DIRECT_MAX], b, lower)
+        _add(out, i, c, lower)
+        err += e
+    return out, err
 
 
 def split_convolve(a: FloatArray, b: FloatArray, lower: bool = False) -> tuple[FloatArray, float]:
@@ -110,7 +114,7 @@ def split_convolve(a: FloatArray, b: FloatArray, lower: bool = False) -> tuple[F
             key = (min(i, j), max(i, j)) if pb is pa else (i, j)
             if key not in seen:  # a square: b_B * a_T is a_T * b_B (the same float product)
                 bulks = i == j == 0 and xa.size * xb.size <= DIRECT_WORK
-                seen[key] = (_direct(xa, xb, lower), 0.0) if bulks else _convolve(xa, xb, lower)
+                seen[key] = _direct(xa, xb, lower) if bulks else _convolve(xa, xb, lower)
             c, e = seen[key]
             _add(out, oa + ob, c, lower)
             err += e
