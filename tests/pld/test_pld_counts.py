@@ -39,6 +39,8 @@ CASES: list[tuple[str, Callable[[], PLD], float]] = [
     ("gauss2-q1", lambda: PLD.gaussian(2.0), 1e-5),
     ("gauss2-q1e-3-1e-8", lambda: PLD.gaussian(2.0, sampling_prob=1e-3), 1e-8),
     ("gauss2-q1e-2-1e-8", lambda: PLD.gaussian(2.0, sampling_prob=1e-2), 1e-8),
+    ("gauss2-q3e-4-1e-8", lambda: PLD.gaussian(2.0, sampling_prob=3e-4), 1e-8),
+    ("laplace1-q1e-3", lambda: PLD.laplace(1.0, sampling_prob=1e-3), 1e-5),
     ("laplace1-q1e-2", lambda: PLD.laplace(1.0, sampling_prob=1e-2), 1e-5),
     ("laplace1-q0.1", lambda: PLD.laplace(1.0, sampling_prob=0.1), 1e-5),
     ("laplace1-q1", lambda: PLD.laplace(1.0), 1e-8),
