@@ -30,6 +30,7 @@ import expost.pld.discretise
 import expost.pld.optimistic
 from expost.errors import InvalidParameter
 from expost.pld import PrivacyLossDistribution
+from expost.pld.convolution import convolve
 from expost.pld.discrete import LOSS_CAP, DiscreteLoss
 from expost.pld.discretise import NODES, _cells, quadrature
 from expost.pld.distribution import _lower, clear_caches
@@ -220,16 +221,20 @@ def pld_work(monkeypatch: pytest.MonkeyPatch) -> Iterator[PLDWork]:
         work.nodes += out[1].size
         return out
 
-    def counted_convolve(a: Any, b: Any, lower: bool = False) -> Any:
-        work.convolutions += 1
-        if max(a.size, b.size) > grid_cells(5e-4):
-            raise Unbounded(f"a convolution of {a.size} and {b.size} points")
-        return split_convolve(a, b, lower)
+    def counted(convolution: Any) -> Any:
+        def counted_convolve(a: Any, b: Any, *lower: bool) -> Any:
+            work.convolutions += 1
+            if max(a.size, b.size) > grid_cells(5e-4):
+                raise Unbounded(f"a convolution of {a.size} and {b.size} points")
+            return convolution(a, b, *lower)
+
+        return counted_convolve
 
     monkeypatch.setattr(expost.pld.discretise, "_cells", counted_cells)
     monkeypatch.setattr(expost.pld.discretise, "quadrature", counted_quadrature)
     monkeypatch.setattr(expost.pld.optimistic, "quadrature", counted_quadrature)
-    monkeypatch.setattr(expost.pld.discrete, "split_convolve", counted_convolve)
+    monkeypatch.setattr(expost.pld.discrete, "split_convolve", counted(split_convolve))
+    monkeypatch.setattr(expost.pld.discrete, "convolve", counted(convolve))
     clear_caches()
     yield work
     clear_caches()
