@@ -40,8 +40,8 @@ import math
 import numpy as np
 
 from expost._validation import nonnegative, positive, positive_int, probability
-from expost.pld import distribution
 from expost.pld.distribution import PrivacyLossDistribution
+from expost.pld.distribution import clear_caches as clear_distribution_caches
 
 __all__ = ["DEFAULT_LIMIT", "clear_caches", "compose_rounds", "max_rounds"]
 
@@ -172,7 +172,7 @@ def max_rounds(
 
 
 def clear_caches() -> None:
-    """Forget every cached grid, power and composition (`distribution.clear_caches` too)."""
-    distribution.clear_caches()
+    """Forget every cached grid, power and composition (the distribution's caches too)."""
+    clear_distribution_caches()
     refined.cache_clear()
     _power.cache_clear()
