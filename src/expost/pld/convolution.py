@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from expost.errors import InvalidParameter
-from expost.pld.twiddles import Precision, twiddle_error, unit_roundoff
+from expost.pld.twiddles import DOUBLE, LONG, Precision, twiddle_error, unit_roundoff
 
 __all__ = ["DIRECT_MAX", "FFT64_SHARE", "PASS_DEPTHS", "convolve", "fft_error", "kappa", "passes"]
 
@@ -60,9 +60,9 @@ def _gamma(k: float, u: float) -> float:
 def _precision(u: float) -> Precision:
     """The format whose unit roundoff is ``u`` (its twiddles' μ is proven per format)."""
     if u == _U64:
-        return np.float64
-    if u == unit_roundoff(np.longdouble):
-        return np.longdouble
+        return DOUBLE
+    if u == unit_roundoff(LONG):
+        return LONG
     raise InvalidParameter("u", u, "must be the unit roundoff of float64 or long double")
 
 
@@ -76,7 +76,9 @@ def passes(n: int) -> tuple[int, ...]:
 def kappa(n: int, u: float) -> float:
     """κ with ||fl(F x) − F x||_2 <= κ ||F x||_2 for pocketfft's length-``n`` complex transform
     in arithmetic of unit roundoff ``u`` (module doc), rounded up generously (relative 2^-40)."""
-    log_mult = math.log1p(twiddle_error(n, _precision(u)) * u) + math.log1p(math.sqrt(2.0) * _gamma(2.0, u))
+    log_mult = math.log1p(twiddle_error(n, _precision(u)) * u) + math.log1p(
+        math.sqrt(2.0) * _gamma(2.0, u)
+    )
     total = 0.0  # log Π(1 + η_r), by log1p/expm1: no cancellation for u far below 2^-53
     for r in passes(n):
         d, m = PASS_DEPTHS[r]
@@ -130,21 +132,21 @@ def convolve(
 ) -> tuple[FloatArray, float]:
     """(c, err): c >= 0 with ||c' − a * b||_1 <= err for some c' <= c entrywise (c is the
     computed convolution, clipped at 0 and rounded up); err = 0 for the direct sum. The FFT
-    runs in ``precision`` (np.float64 or np.longdouble), by default as the module doc says."""
+    runs in ``precision`` (`twiddles.DOUBLE` or `twiddles.LONG`), by default as the module doc says."""
     if min(a.size, b.size) <= DIRECT_MAX:
         return _direct(a, b), 0.0
     import scipy.fft  # lazy: importing expost loads no scipy (tests/house/test_import.py)
 
     size = a.size + b.size - 1
     n = 1 << (size - 1).bit_length()
-    err64 = fft_error(a, b, n, _U64) if precision in (None, np.float64) else math.inf
+    err64 = fft_error(a, b, n, _U64) if precision in (None, DOUBLE) else math.inf
     if precision is None:
         fast = err64 <= FFT64_SHARE * float(np.sum(a)) * float(np.sum(b))
-        precision = np.float64 if fast else np.longdouble
-    complex_type = np.complex128 if precision is np.float64 else np.clongdouble
+        precision = DOUBLE if fast else LONG
+    complex_type = np.complex128 if precision == DOUBLE else np.clongdouble
     fa = scipy.fft.fft(a.astype(complex_type), n)  # complex input: the c2c passes
     fb = fa if b is a else scipy.fft.fft(b.astype(complex_type), n)  # a square: one transform
     c = np.maximum(scipy.fft.ifft(fa * fb, n)[:size].real, 0.0)
-    if precision is np.float64:
+    if precision == DOUBLE:
         return c, err64
     return _up64(c), fft_error(a, b, n, unit_roundoff(precision))

@@ -31,11 +31,14 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "DOUBLE",
+    "LONG",
     "PROVEN",
-    "PROVEN_LOG2",
     "PROVEN64",
+    "PROVEN_LOG2",
     "TWIDDLE_ERROR",
     "TWIDDLE_ERROR64",
+    "Precision",
     "build_tables",
     "fingerprint",
     "numpy_cos_sin",
@@ -48,7 +51,9 @@ __all__ = [
 
 LongArray = npt.NDArray[np.longdouble]
 FloatArray = npt.NDArray[Any]  # long double or float64 entries
-Precision = type[np.floating[Any]]  # np.longdouble (the default) or np.float64
+Precision = np.dtype[Any]  # LONG (the default) or DOUBLE
+LONG: Precision = np.dtype(np.longdouble)
+DOUBLE: Precision = np.dtype(np.float64)
 TWIDDLE_ERROR = 5.5  # μ/u, proven for every n = 2^m, m <= PROVEN_LOG2 (`expost prove`)
 TWIDDLE_ERROR64 = 5.75  # the same for the float64 tables (u = 2^-53)
 PROVEN_LOG2 = 30
@@ -106,16 +111,16 @@ Tables = tuple[npt.NDArray[np.int64], FloatArray, FloatArray]
 
 
 @functools.lru_cache(maxsize=8)
-def tables(n: int, dtype: Precision = np.longdouble) -> Tables:
+def tables(n: int, dtype: Precision = LONG) -> Tables:
     """(x, real, imaginary) of pocketfft's tables v1 then v2 for length ``n`` and transforms in
     ``dtype``: entry x is pocketfft's value of e^{2πix/n}, bit for bit (module doc). Read-only."""
     return build_tables(n, numpy_cos_sin, dtype)
 
 
-def build_tables(n: int, cos_sin: CosSin, dtype: Precision = np.longdouble) -> Tables:
+def build_tables(n: int, cos_sin: CosSin, dtype: Precision = LONG) -> Tables:
     """`tables` with the cosine and sine of the reduced arguments taken from ``cos_sin``."""
     # Thigh(0.25L·π_L/n): long double, then (for T = double) rounded to double
-    ang = dtype((_pi_long() * np.longdouble(0.25)) / np.longdouble(n))
+    ang = dtype.type((_pi_long() * np.longdouble(0.25)) / np.longdouble(n))
     nval = (n + 2) // 2
     shift = 1
     while (1 << shift) * (1 << shift) < nval:
@@ -133,7 +138,7 @@ def build_tables(n: int, cos_sin: CosSin, dtype: Precision = np.longdouble) -> T
     return x, re, im
 
 
-def fingerprint(n: int, dtype: Precision = np.longdouble) -> str:
+def fingerprint(n: int, dtype: Precision = LONG) -> str:
     """The first 16 hex digits of the SHA-256 of the tables' significant bytes (the 80 bits
     of each x87 long double; all of its bytes in another format)."""
     _, re, im = tables(n, dtype)
@@ -159,7 +164,7 @@ def _exact(values: FloatArray) -> list[tuple[int, int]]:
     ]
 
 
-def table_error(n: int, dtype: Precision = np.longdouble) -> float:
+def table_error(n: int, dtype: Precision = LONG) -> float:
     """τ(n) / u, rounded up: the largest |v̂ − e^{2πix/n}| over pocketfft's tables for length
     ``n``, against mpmath at p >= 128 bits (exhaustive; the reference's own error, below
     2^-(p-8), is added)."""
@@ -190,7 +195,7 @@ def table_error(n: int, dtype: Precision = np.longdouble) -> float:
     return math.nextafter(tau / u, math.inf)
 
 
-def product_error(tau: float, dtype: Precision = np.longdouble) -> float:
+def product_error(tau: float, dtype: Precision = LONG) -> float:
     """μ/u of a twiddle fl(v̂1·v̂2) from τ/u of the tables: 2τ + τ² + √2γ_2(1 + τ)² (module
     doc), rounded up (float64 evaluation of a few positive terms, enlarged by 2^-40)."""
     u = unit_roundoff(dtype)
@@ -201,7 +206,7 @@ def product_error(tau: float, dtype: Precision = np.longdouble) -> float:
 
 
 @functools.lru_cache(maxsize=128)
-def twiddle_error(n: int, dtype: Precision = np.longdouble) -> float:
+def twiddle_error(n: int, dtype: Precision = LONG) -> float:
     """μ/u for pocketfft's length-``n`` twiddles in ``dtype`` on this platform: the proven
     constant (`TWIDDLE_ERROR`, `TWIDDLE_ERROR64`) where the tables are the proven ones
     (fingerprint), else computed now by exhaustion (module doc)."""
