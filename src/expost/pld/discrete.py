@@ -36,7 +36,7 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.pld.convolution import convolve
+from expost.pld.convolution import FFT64_SHARE, convolve
 from expost.rounding import down, smallest_where, up
 
 __all__ = ["LOSS_CAP", "DiscreteLoss", "split_weights"]
@@ -99,7 +99,8 @@ class DiscreteLoss:
             )
         if other.lower != self.lower:
             raise InvalidParameter("other", other.lower, "must be on the same side (lower)")
-        c, err_fft = convolve(self.masses, other.masses)
+        tail = min(self.tail_mass, other.tail_mass)
+        c, err_fft = convolve(self.masses, other.masses, FFT64_SHARE * tail)
         fa, fb = self.total(), other.total()
         ea, eb = self.error, other.error
         inf = self.inf_mass * fb + fa * other.inf_mass + self.inf_mass * other.inf_mass
@@ -115,7 +116,7 @@ class DiscreteLoss:
                 c,
                 inf if self.lower else up(inf, 8),  # a few float operations: < 8u relative
                 up(err, 8),
-                min(self.tail_mass, other.tail_mass),
+                tail,
                 down(self.shift + other.shift, 1) if self.lower else 0.0,
                 self.lower,
             )
