@@ -26,7 +26,7 @@ Two ways, each with what it promises about the exact convolution ``a * b`` of it
   they are the tables proven by exhaustion, `expost prove fft-twiddle-error`; otherwise found by
   exhaustion at first use of the length).
 
-Which precision: float64 (about 6 times faster per transform) when the caller's ``tolerance``
+Which precision: float64 (5 to 15 times faster per transform, docs/theory/fft-error.md §6) when the caller's ``tolerance``
 admits its proven bound, else long double. `DiscreteLoss.compose` passes `FFT64_SHARE` = 1/4 of
 its ``tail_mass``: the float64 bound is then at most a quarter of the mass the same step's top
 tail cut may already send to +∞ (into δ), and it propagates through later convolutions exactly
