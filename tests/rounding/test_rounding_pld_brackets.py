@@ -220,11 +220,11 @@ def pld_work(monkeypatch: pytest.MonkeyPatch) -> Iterator[PLDWork]:
         work.nodes += out[1].size
         return out
 
-    def counted_convolve(a: Any, b: Any) -> Any:
+    def counted_convolve(a: Any, b: Any, *rest: Any) -> Any:
         work.convolutions += 1
         if max(a.size, b.size) > grid_cells(5e-4):
             raise Unbounded(f"a convolution of {a.size} and {b.size} points")
-        return convolve(a, b)
+        return convolve(a, b, *rest)
 
     monkeypatch.setattr(expost.pld.discretise, "_cells", counted_cells)
     monkeypatch.setattr(expost.pld.discretise, "quadrature", counted_quadrature)
