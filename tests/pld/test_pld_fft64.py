@@ -11,6 +11,7 @@ proofs/fft_twiddle_error.py).
   the twin μ = u/2 (the proof's wrong variant) fails.
 - The fingerprinted float64 tables get the proven μ; other tables (the planted bug) get their
   own, larger μ by exhaustion.
+- scipy's float64 transform of a unit vector is within κ√n (κ at u = 2^-53); twin: κ/200.
 - `convolve` runs float64 exactly when its bound is within the tolerance, and returns that bound;
   `DiscreteLoss.compose` offers it `FFT64_SHARE`·tail_mass, and the composed error carries the
   float64 bound (twin: at the default tail mass it stays in long double).
@@ -27,7 +28,7 @@ import pytest
 import scipy.fft
 
 from expost.pld import twiddles
-from expost.pld.convolution import FFT64_SHARE, convolve, fft_error
+from expost.pld.convolution import FFT64_SHARE, convolve, fft_error, kappa
 from expost.pld.discrete import DiscreteLoss
 
 FloatArray = npt.NDArray[np.float64]
@@ -149,3 +150,25 @@ def test_compose_offers_float64_a_share_of_the_tail_mass() -> None:
             assert composed.error < bound64 / 100
         else:
             assert expected <= composed.error <= expected * (1 + 2.0**-40)
+
+
+def test_float64_transform_of_a_unit_vector_is_within_kappa() -> None:
+    """F e_1 is the vector of twiddles e^{−2πij/n}: scipy's float64 transform of it lies within
+    κ√n of the 40-digit values (κ from `kappa` at u = 2^-53 with μ = 5.75u: end to end); the
+    twin, κ/200, fails."""
+    ratios = []
+    for n in (64, 512, 4096):
+        e1 = np.zeros(n, dtype=np.complex128)
+        e1[1] = 1
+        got = scipy.fft.fft(e1)
+        with mp.workdps(40):
+            err = mp.sqrt(
+                mp.fsum(
+                    abs(mp.mpc(float(g.real), float(g.imag)) - mp.expjpi(-2 * mp.mpf(j) / n)) ** 2
+                    for j, g in enumerate(got)
+                )
+            )
+        bound = kappa(n, U) * n**0.5
+        assert float(err) <= bound
+        ratios.append(float(err) / bound)
+    assert max(ratios) > 1 / 200  # the twin: a bound 200 times smaller fails
