@@ -1,18 +1,21 @@
-"""The error μ of pocketfft's long double twiddles, by exhaustion (docs/theory/fft-error.md §4).
+"""The error μ of pocketfft's twiddles, long double and double, by exhaustion
+(docs/theory/fft-error.md §4).
 
-For every length n = 2^m, m <= 30, the tables v1, v2 of pocketfft's ``sincos_2pibyn<long
-double>`` are rebuilt operation by operation (`expost.pld.twiddles.build_tables`) and each entry
-is compared with e^{2πix/n} at 158 bits: their largest error τ bounds every twiddle
-ŵ = fl(v̂1·v̂2) by μ = 2τ + τ² + √2γ_2(1 + τ)² (Higham 2002, Lemma 3.5, and
-|v̂1v̂2 − v1v2| <= |v̂1||v̂2 − v2| + |v̂1 − v1||v2|). The claim is μ/u (the library's
-`TWIDDLE_ERROR`); the wrong variant, μ = u/2 (twiddles all but correctly rounded), is rejected.
-On Linux the tables are also built with glibc's ``sincosl`` (the function scipy's pocketfft
-extension imports), called through ctypes, and must equal numpy's bit for bit; and every
-table's fingerprint must be the library's (`PROVEN`), so the library knows at run time that
-its platform gives these very tables.
+For every length n = 2^m, m <= 30, and each precision the library transforms in (x87 long
+double, u = 2^-64; double, u = 2^-53), the tables v1, v2 of pocketfft's ``sincos_2pibyn<T>``
+are rebuilt operation by operation (`expost.pld.twiddles.build_tables`) and each entry is
+compared with e^{2πix/n} at 158 (long double) or 128 (double) bits: their largest error τ bounds
+every twiddle ŵ = fl(v̂1·v̂2) by μ = 2τ + τ² + √2γ_2(1 + τ)² (Higham 2002, Lemma 3.5, and
+|v̂1v̂2 − v1v2| <= |v̂1||v̂2 − v2| + |v̂1 − v1||v2|). The claim is the pair of μ/u (the
+library's `TWIDDLE_ERROR`, `TWIDDLE_ERROR64`); the wrong variant, μ = u/2 for both (twiddles all
+but correctly rounded), is rejected. On Linux the tables are also built with glibc's ``sincosl``
+and ``sincos`` (the functions scipy's pocketfft extension imports), called through ctypes, and
+must equal the library's bit for bit; and every table's fingerprint must be the library's
+(`PROVEN`, `PROVEN64`), so the library knows at run time that its platform gives these tables.
 Assumptions: pocketfft's arithmetic as transcribed (pocketfft_hdronly.h ``sincos_2pibyn``,
-``calc``, ``operator[]``, ``cfftp::comp_twiddle``), run in x87 extended precision with
-round-to-nearest; elsewhere than Linux, that numpy's long double cos/sin are the libm functions
+``calc``, ``operator[]``, ``cfftp::comp_twiddle``), with round-to-nearest, in x87 extended
+precision for T = long double and in double (Thigh = double: ang = fl(0.25·π_L/n) rounded to
+double) for T = double; elsewhere than Linux, that the library's cos/sin are the libm functions
 scipy's pocketfft calls.
 """
 
@@ -34,27 +37,32 @@ from expost.symbolic.steps import identity
 __all__ = ["PROOF"]
 
 LOGS = range(1, twiddles.PROVEN_LOG2 + 1)
+# (format, its name, log2(1/u), libm's function, its ctypes type)
+PRECISIONS = (
+    (twiddles.LONG, "long double", 64, "sincosl", ctypes.c_longdouble),
+    (twiddles.DOUBLE, "double", 53, "sincos", ctypes.c_double),
+)
 
 
-@functools.lru_cache(maxsize=1)
-def _worst_tau() -> float:
+@functools.lru_cache(maxsize=2)
+def _worst_tau(precision: twiddles.Precision) -> float:
     """max over m <= 30 of τ(2^m)/u (exhaustive; cached: the wrong variant reuses it)."""
-    return max(twiddles.table_error(1 << m) for m in LOGS)
+    return max(twiddles.table_error(1 << m, precision) for m in LOGS)
 
 
-def _sincosl() -> twiddles.CosSin:
-    libm = ctypes.CDLL("libm.so.6")
-    fn = libm.sincosl
+def _libm(name: str, ctype: Any) -> twiddles.CosSin:
+    """glibc's ``sincos``/``sincosl``, called per argument through ctypes."""
+    fn = getattr(ctypes.CDLL("libm.so.6"), name)
     fn.restype = None
-    fn.argtypes = [ctypes.c_longdouble, ctypes.c_void_p, ctypes.c_void_p]
+    fn.argtypes = [ctype, ctypes.c_void_p, ctypes.c_void_p]
 
-    def cos_sin(arg: twiddles.LongArray) -> tuple[twiddles.LongArray, twiddles.LongArray]:
-        values = np.ascontiguousarray(arg, dtype=np.longdouble).copy()
+    def cos_sin(arg: twiddles.FloatArray) -> tuple[twiddles.FloatArray, twiddles.FloatArray]:
+        values = np.ascontiguousarray(arg).copy()
         s, c = np.empty_like(values), np.empty_like(values)
         step = values.itemsize
         for i in range(values.size):  # the argument passed by value, bit for bit
             fn(
-                ctypes.c_longdouble.from_buffer(values.data, i * step),
+                ctype.from_buffer(values.data, i * step),
                 s.ctypes.data + i * step,
                 c.ctypes.data + i * step,
             )
@@ -70,22 +78,28 @@ def _glibc_steps() -> tuple[Step, ...]:
     import scipy.fft._pocketfft.pypocketfft as binary
 
     with open(binary.__file__, "rb") as f:
-        imports = b"sincosl" in f.read()
-    cos_sin = _sincosl()
-    same = True
-    for m in LOGS:
-        _, re, im = twiddles.tables(1 << m)
-        _, re2, im2 = twiddles.build_tables(1 << m, cos_sin)
-        same = same and bool(np.array_equal(re, re2) and np.array_equal(im, im2))
-        same = same and bool(np.array_equal(np.signbit(re), np.signbit(re2)))
-    return (
-        Step("scipy's pocketfft extension imports libm's sincosl", imports),
-        Step(
-            "glibc's sincosl and numpy's long double cos/sin give the same tables, bit for bit, "
-            "for every n = 2^m, m <= 30",
-            same,
-        ),
-    )
+        symbols = f.read()
+    steps = []
+    for precision, label, _, name, ctype in PRECISIONS:
+        cos_sin = _libm(name, ctype)
+        same = True
+        for m in LOGS:
+            _, re, im = twiddles.tables(1 << m, precision)
+            _, re2, im2 = twiddles.build_tables(1 << m, cos_sin, precision)
+            same = same and bool(np.array_equal(re, re2) and np.array_equal(im, im2))
+            same = same and bool(np.array_equal(np.signbit(re), np.signbit(re2)))
+        steps += [
+            Step(
+                f"scipy's pocketfft extension imports libm's {name}",
+                b"\x00" + name.encode() + b"\x00" in symbols,  # the whole symbol name
+            ),
+            Step(
+                f"glibc's {name} and the library's {label} cos/sin give the same tables, bit for "
+                "bit, for every n = 2^m, m <= 30",
+                same,
+            ),
+        ]
+    return tuple(steps)
 
 
 def _indices_below_n() -> bool:
@@ -101,12 +115,12 @@ def _indices_below_n() -> bool:
     return True
 
 
-def check(form: Any) -> tuple[Step, ...]:
-    """The tables (fingerprints, glibc), τ by exhaustion, the product lemma, μ <= claim·u."""
-    claim = Fraction(str(sp.nsimplify(form)))
-    fingerprints = all(twiddles.fingerprint(1 << m) == twiddles.PROVEN[m] for m in LOGS)
-    tau_units = _worst_tau()
-    u = Fraction(1, 2**64)
+def _mu_steps(precision: twiddles.Precision, label: str, bits: int, claim: Fraction) -> list[Step]:
+    """Fingerprints, τ by exhaustion, μ = 2τ + τ² + √2γ_2(1+τ)² <= claim·u (exact)."""
+    proven = twiddles.PROVEN if precision == twiddles.LONG else twiddles.PROVEN64
+    fingerprints = all(twiddles.fingerprint(1 << m, precision) == proven[m] for m in LOGS)
+    tau_units = _worst_tau(precision)
+    u = Fraction(1, 2**bits)
     tau = Fraction(tau_units) * u
     g2 = 2 * u / (1 - 2 * u)
     t, gamma = sp.symbols("tau gamma_2", nonnegative=True)
@@ -114,40 +128,55 @@ def check(form: Any) -> tuple[Step, ...]:
     value = mu_bound.subs({t: sp.Rational(tau.numerator, tau.denominator)})
     value = value.subs({gamma: sp.Rational(g2.numerator, g2.denominator)})
     mu_units = value / sp.Rational(u.numerator, u.denominator)
-    return (
+    constant = twiddles.TWIDDLE_ERROR if precision == twiddles.LONG else twiddles.TWIDDLE_ERROR64
+    return [
+        Step(f"every {label} table's fingerprint is the library's proven one", fingerprints),
+        Step(
+            f"{label}: τ = max |v̂ − e^(2πix/n)| over every table, n <= 2^30, exhaustive against "
+            f"mpmath: {tau_units:.4f}u (u = 2^-{bits})",
+            tau_units < 2.0,
+        ),
+        Step(
+            f"{label}: μ/u = (2τ + τ² + √2γ_2(1+τ)²)/u = {float(mu_units):.4f} <= "
+            f"{float(claim)} (exact)",
+            bool(sp.Le(mu_units, sp.Rational(claim.numerator, claim.denominator))),
+        ),
+        Step(f"the library's {label} twiddle error is the claim", Fraction(constant) == claim),
+    ]
+
+
+def check(form: Any) -> tuple[Step, ...]:
+    """The tables (fingerprints, glibc), τ by exhaustion, the product lemma, μ <= claim·u, for
+    long double (the form's first entry) and double (its second)."""
+    claims = [Fraction(str(sp.nsimplify(x))) for x in form]
+    t = sp.symbols("tau", nonnegative=True)
+    steps = [
         Step("long double is x87 extended (u = 2^-64)", np.finfo(np.longdouble).nmant == 63),
         Step(
             "cfftp's twiddle indices j·l1·i are below n for every n = 2^m, m <= 30",
             _indices_below_n(),
         ),
-        Step("every table's fingerprint is the library's PROVEN one", fingerprints),
         *_glibc_steps(),
-        Step(
-            f"τ = max |v̂ − e^(2πix/n)| over every table, n <= 2^30, against 158-bit mpmath: "
-            f"{tau_units:.4f}u (exhaustive)",
-            tau_units < 2.0,
-        ),
         identity("|v̂1v̂2 − v1v2| <= (1+τ)τ + τ = 2τ + τ²", (1 + t) * t + t, 2 * t + t**2),
-        Step(
-            f"μ/u = (2τ + τ² + √2γ_2(1+τ)²)/u = {float(mu_units):.4f} <= {float(claim)} (exact)",
-            bool(sp.Le(mu_units, sp.Rational(claim.numerator, claim.denominator))),
-        ),
-        Step("the library's TWIDDLE_ERROR is the claim", Fraction(twiddles.TWIDDLE_ERROR) == claim),
-    )
+    ]
+    for (precision, label, bits, *_), claim in zip(PRECISIONS, claims, strict=True):
+        steps += _mu_steps(precision, label, bits, claim)
+    return tuple(steps)
 
 
 PROOF = Proof(
     name="fft-twiddle-error",
     source="docs/theory/fft-error.md §4 (Higham 2002 Lemma 3.5; exhaustion)",
     statement=(
-        "Every twiddle of pocketfft's long double complex transform of length n = 2^m, m <= 30, "
-        "is within μ = 5.5u of e^(−2πik/n) (u = 2^-64)."
+        "Every twiddle of pocketfft's complex transform of length n = 2^m, m <= 30, is within "
+        "μ of e^(−2πik/n): μ = 5.5u in long double (u = 2^-64), μ = 5.75u in double (u = 2^-53)."
     ),
     assumptions=(
         "pocketfft's sincos_2pibyn arithmetic as transcribed, in x87 extended precision",
-        "off Linux: numpy's long double cos/sin are the libm functions pocketfft calls",
+        "for T = double: the same arithmetic in double (Thigh = double, libm's sincos)",
+        "off Linux: the library's cos/sin are the libm functions pocketfft calls",
     ),
-    claim=sp.Rational(11, 2),
-    wrong_claim=sp.Rational(1, 2),
+    claim=sp.Tuple(sp.Rational(11, 2), sp.Rational(23, 4)),
+    wrong_claim=sp.Tuple(sp.Rational(1, 2), sp.Rational(1, 2)),
     check=check,
 )

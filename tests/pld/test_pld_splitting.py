@@ -89,8 +89,10 @@ def test_planted_bugs_are_caught(
     if bug == "bulk-down":
         direct = splitting._direct
 
-        def bulk_down(x: FloatArray, y: FloatArray, low: bool) -> tuple[FloatArray, float]:
-            c, e = direct(x, y, low)
+        def bulk_down(
+            x: FloatArray, y: FloatArray, low: bool, tol: float
+        ) -> tuple[FloatArray, float]:
+            c, e = direct(x, y, low, tol)
             return c * (1.0 - 2.0**-40), e
 
         monkeypatch.setattr(splitting, "_direct", bulk_down)

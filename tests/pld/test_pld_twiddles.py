@@ -35,10 +35,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _shifted(n: int) -> Tables:
+def _shifted(n: int, dtype: twiddles.Precision = twiddles.LONG) -> Tables:
     """The planted bug: every argument off by 2^-62 relative (a wrong π's last bits)."""
     scale = 1 + np.longdouble(2.0**-62)
-    return twiddles.build_tables(n, lambda a: twiddles.numpy_cos_sin(a * scale))
+    return twiddles.build_tables(n, lambda a: twiddles.numpy_cos_sin(a * scale), dtype)
 
 
 def _products(tables: Tables, n: int, k: npt.NDArray[np.int64]) -> tuple[LongArray, LongArray]:

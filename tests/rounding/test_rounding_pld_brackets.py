@@ -30,11 +30,10 @@ import expost.pld.discretise
 import expost.pld.optimistic
 from expost.errors import InvalidParameter
 from expost.pld import PrivacyLossDistribution
-from expost.pld.convolution import convolve
 from expost.pld.discrete import LOSS_CAP, DiscreteLoss
 from expost.pld.discretise import NODES, _cells, quadrature
 from expost.pld.distribution import _lower, clear_caches
-from expost.pld.splitting import split_convolve
+from expost.pld.splitting import convolve_within
 from expost.rounding_registry import Rounded
 from expost.testing.pld_reference import (
     Mp,
@@ -216,25 +215,24 @@ def pld_work(monkeypatch: pytest.MonkeyPatch) -> Iterator[PLDWork]:
             raise Unbounded(f"{idx.size} cells at h = {h}")
         return idx, ends
 
-    def counted_quadrature(part: Any, h: float) -> Any:
-        out = quadrature(part, h)
+    def counted_quadrature(part: Any, h: float, *rest: Any) -> Any:
+        out = quadrature(part, h, *rest)
         work.nodes += out[1].size
         return out
 
     def counted(convolution: Any) -> Any:
-        def counted_convolve(a: Any, b: Any, *lower: bool) -> Any:
+        def counted_convolve(a: Any, b: Any, *rest: Any) -> Any:
             work.convolutions += 1
             if max(a.size, b.size) > grid_cells(5e-4):
                 raise Unbounded(f"a convolution of {a.size} and {b.size} points")
-            return convolution(a, b, *lower)
+            return convolution(a, b, *rest)
 
         return counted_convolve
 
     monkeypatch.setattr(expost.pld.discretise, "_cells", counted_cells)
     monkeypatch.setattr(expost.pld.discretise, "quadrature", counted_quadrature)
     monkeypatch.setattr(expost.pld.optimistic, "quadrature", counted_quadrature)
-    monkeypatch.setattr(expost.pld.discrete, "split_convolve", counted(split_convolve))
-    monkeypatch.setattr(expost.pld.discrete, "convolve", counted(convolve))
+    monkeypatch.setattr(expost.pld.discrete, "convolve_within", counted(convolve_within))
     clear_caches()
     yield work
     clear_caches()

@@ -6,10 +6,11 @@ Two ways, each with what it promises about the exact convolution ``a * b`` of it
   output is a sum of at most m nonnegative products, so its relative error is at most
   γ_{m+1} = (m+1)u/(1 − (m+1)u) (Higham 2002, Lemma 3.1 and §3.1); each output is multiplied by
   1 + 2γ_{m+1}, raised by m·2^-1074 (products that underflow) and moved up one float, so it is >= the exact value. No error term.
-- **FFT in extended precision** (pocketfft's complex transform, `scipy.fft.fft`/`ifft` on
-  `numpy.clongdouble`, unit roundoff u): returns the computed convolution (negatives clipped to
-  0, which moves every entry towards the exact, nonnegative value; each entry rounded *up* to
-  float64) and an ℓ1 bound on its distance from ``a * b`` before that up-rounding. For a length
+- **FFT** (pocketfft's complex transform, `scipy.fft.fft`/`ifft` on ``numpy.complex128`` or
+  ``numpy.clongdouble``, unit roundoff u = 2^-53 or the long double's): returns the computed
+  convolution (negatives clipped to 0, which moves every entry towards the exact, nonnegative
+  value; in long double each entry then rounded *up* to float64) and an ℓ1 bound on its distance
+  from ``a * b`` before that up-rounding. For a length
   N = 2^m pocketfft runs passes of radix 8 (⌊m/3⌋ of them), then one of radix 4 or 2 for the
   rest; a radix-r pass is A = permutation · blockdiag(DFT_r) · diag(twiddles), ||A||_2 = √r.
   Each output of a pass is a sum of r twiddled inputs computed through at most d_r complex
@@ -20,31 +21,55 @@ Two ways, each with what it promises about the exact convolution ``a * b`` of it
   (|| |A| ||_2 <= r). Over the passes ||fl(Fx) − Fx||_2 <= κ||Fx||_2, κ = Π(1 + η_r) − 1 — the
   form of Higham's Thm 24.2, proven here for pocketfft's passes — carried through the forward
   transforms, the pointwise product and the inverse transform (`fft_error`; derivation in
-  docs/theory/fft-error.md). μ is proven for the tables this platform's libm gives
-  (`expost.pld.twiddles.twiddle_error`: 5.5u where they are the tables proven by exhaustion,
-  `expost prove fft-twiddle-error`; otherwise found by exhaustion at first use of the length).
+  docs/theory/fft-error.md). μ is proven for the tables this platform's libm gives, in each
+  precision (`expost.pld.twiddles.twiddle_error`: 5.5u in long double, 5.75u in float64, where
+  they are the tables proven by exhaustion, `expost prove fft-twiddle-error`; otherwise found by
+  exhaustion at first use of the length).
+
+Which precision: float64 (5 to 15 times faster per transform, docs/theory/fft-error.md §6) when the caller's ``tolerance``
+admits its proven bound, else long double. `DiscreteLoss.compose` passes `FFT64_SHARE` = 1/4 of
+its ``tail_mass``: the float64 bound is then at most a quarter of the mass the same step's top
+tail cut may already send to +∞ (into δ), and it propagates through later convolutions exactly
+as that mass does (Young), so it can at most add a quarter to the truncation's share of δ.
+Either way the bound of the transform actually run is returned and added to δ: the result is on
+the safe side in every case; the rule only decides how much of δ goes to rounding. (Measured:
+with a rule relative to the mass instead, 2^-38·||a||_1||b||_1, the float64 bounds compounded by
+repeated squaring widened 1,202 DP-SGD steps' bracket tenfold, and the float64 noise kept tails
+the long double result lets the cut remove: arrays 8 times longer, no faster.)
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import numpy.typing as npt
 
-from expost.pld.twiddles import twiddle_error
+from expost.errors import InvalidParameter
+from expost.pld.twiddles import DOUBLE, LONG, Precision, twiddle_error, unit_roundoff
 
-__all__ = ["DIRECT_MAX", "PASS_DEPTHS", "convolve", "fft_error", "kappa", "passes"]
+__all__ = ["DIRECT_MAX", "FFT64_SHARE", "PASS_DEPTHS", "convolve", "fft_error", "kappa", "passes"]
 
 FloatArray = npt.NDArray[np.float64]
 DIRECT_MAX = 64  # the shorter input's length up to which the direct sum is used
 PASS_DEPTHS = {2: (1, 1), 4: (2, 1), 8: (4, 2)}  # radix: (additions, multiplications) per path
+FFT64_SHARE = 0.25  # compose: float64 where its bound is at most this share of tail_mass
 _U64 = 2.0**-53
 _TINY = math.ulp(0.0)
 
 
 def _gamma(k: float, u: float) -> float:
     return k * u / (1.0 - k * u)
+
+
+def _precision(u: float) -> Precision:
+    """The format whose unit roundoff is ``u`` (its twiddles' μ is proven per format)."""
+    if u == _U64:
+        return DOUBLE
+    if u == unit_roundoff(LONG):
+        return LONG
+    raise InvalidParameter("u", u, "must be the unit roundoff of float64 or long double")
 
 
 def passes(n: int) -> tuple[int, ...]:
@@ -57,7 +82,13 @@ def passes(n: int) -> tuple[int, ...]:
 def kappa(n: int, u: float) -> float:
     """κ with ||fl(F x) − F x||_2 <= κ ||F x||_2 for pocketfft's length-``n`` complex transform
     in arithmetic of unit roundoff ``u`` (module doc), rounded up generously (relative 2^-40)."""
-    log_mult = math.log1p(twiddle_error(n) * u) + math.log1p(math.sqrt(2.0) * _gamma(2.0, u))
+    return _kappa(n, u, twiddle_error(n, _precision(u)))
+
+
+@functools.lru_cache(maxsize=256)
+def _kappa(n: int, u: float, mu: float) -> float:
+    """`kappa` for twiddles of error ``mu``·u."""
+    log_mult = math.log1p(mu * u) + math.log1p(math.sqrt(2.0) * _gamma(2.0, u))
     total = 0.0  # log Π(1 + η_r), by log1p/expm1: no cancellation for u far below 2^-53
     for r in passes(n):
         d, m = PASS_DEPTHS[r]
@@ -106,18 +137,27 @@ def _direct(a: FloatArray, b: FloatArray) -> FloatArray:
     return np.nextafter(c, np.inf)
 
 
-def convolve(a: FloatArray, b: FloatArray) -> tuple[FloatArray, float]:
+def convolve(
+    a: FloatArray, b: FloatArray, tolerance: float = 0.0, precision: Precision | None = None
+) -> tuple[FloatArray, float]:
     """(c, err): c >= 0 with ||c' − a * b||_1 <= err for some c' <= c entrywise (c is the
-    computed convolution, clipped at 0 and rounded up); err = 0 for the direct sum."""
+    computed convolution, clipped at 0 and rounded up); err = 0 for the direct sum. The FFT
+    runs in ``precision`` (`twiddles.DOUBLE` or `twiddles.LONG`); by default in float64 where
+    its bound is at most ``tolerance``, else in long double (module doc)."""
     if min(a.size, b.size) <= DIRECT_MAX:
         return _direct(a, b), 0.0
     import scipy.fft  # lazy: importing expost loads no scipy (tests/house/test_import.py)
 
     size = a.size + b.size - 1
     n = 1 << (size - 1).bit_length()
-    fa = scipy.fft.fft(a.astype(np.clongdouble), n)  # complex input: the c2c passes
-    fb = fa if b is a else scipy.fft.fft(b.astype(np.clongdouble), n)  # a square: one transform
-    c = scipy.fft.ifft(fa * fb, n)[:size].real
-    u = float(np.finfo(np.longdouble).eps) / 2.0
-    err = fft_error(a, b, n, u)
-    return _up64(np.maximum(c, 0.0)), err
+    wanted = precision == DOUBLE or (precision is None and tolerance > 0.0)
+    err64 = fft_error(a, b, n, _U64) if wanted else math.inf
+    if precision is None:
+        precision = DOUBLE if err64 <= tolerance else LONG
+    complex_type = np.complex128 if precision == DOUBLE else np.clongdouble
+    fa = scipy.fft.fft(a.astype(complex_type), n)  # complex input: the c2c passes
+    fb = fa if b is a else scipy.fft.fft(b.astype(complex_type), n)  # a square: one transform
+    c = np.maximum(scipy.fft.ifft(fa * fb, n)[:size].real, 0.0)
+    if precision == DOUBLE:
+        return c, err64
+    return _up64(c), fft_error(a, b, n, unit_roundoff(precision))

@@ -39,7 +39,13 @@ import math
 
 import numpy as np
 
-from expost._validation import nonnegative, positive, positive_int, probability
+from expost._validation import (
+    nonnegative,
+    open_probability,
+    positive,
+    positive_int,
+    probability,
+)
 from expost.pld.distribution import PrivacyLossDistribution
 from expost.pld.distribution import clear_caches as clear_distribution_caches
 
@@ -68,10 +74,12 @@ def _spread(pld: PrivacyLossDistribution) -> float:
 
 
 @functools.lru_cache(maxsize=_CHAIN)
-def refined(pld: PrivacyLossDistribution, resolution: float) -> PrivacyLossDistribution:
+def refined(
+    pld: PrivacyLossDistribution, resolution: float, tail_mass: float = COUNT_TAIL
+) -> PrivacyLossDistribution:
     """``pld`` rebuilt on a grid fine against its loss spread (``resolution`` × `SPREAD_STEPS`
     points per standard deviation, ``resolution`` × `SUPPORT_POINTS` over its range), tails of
-    at most `COUNT_TAIL`, cut (module doc), where it can be (a PLD made by a constructor)."""
+    at most ``tail_mass`` cut (module doc), where it can be (a PLD made by a constructor)."""
     regrid = pld.origin.regrid
     h, s = pld.remove.h, _spread(pld)
     if regrid is None:
@@ -81,7 +89,7 @@ def refined(pld: PrivacyLossDistribution, resolution: float) -> PrivacyLossDistr
     step = h
     while (step > s / steps or step > width / (SUPPORT_POINTS * resolution)) and step / 2 >= FINEST:
         step /= 2
-    fine = regrid(_on_atoms(pld, step), min(COUNT_TAIL, pld.remove.tail_mass))
+    fine = regrid(_on_atoms(pld, step), tail_mass)
     remove = fine.remove.trimmed()
     add = remove if fine.symmetric else fine.add.trimmed()
     return PrivacyLossDistribution(remove, add, fine.origin)
@@ -127,17 +135,27 @@ def _power(pld: PrivacyLossDistribution, j: int, points: float) -> PrivacyLossDi
 
 
 def compose_rounds(
-    pld: PrivacyLossDistribution, k: int, *, resolution: float = 1.0
+    pld: PrivacyLossDistribution,
+    k: int,
+    *,
+    resolution: float = 1.0,
+    round_resolution: float | None = None,
+    tail_mass: float = COUNT_TAIL,
 ) -> PrivacyLossDistribution:
     """``k`` rounds of ``pld`` composed on the grids `max_rounds` counts on (module doc): the
-    powers of k's binary digits, each coarsened to the largest one's grid; ``resolution``
-    scales the points per standard deviation (`SPREAD_STEPS`, `POINTS`; 1 is what counts use,
-    smaller is faster and wider). Its `delta` is an upper bound and its `delta_bracket` a
-    certified bracket of the exact k-fold δ, as for any composition; about 2·log2 k
-    convolutions, of at most a few thousand points each once k is large."""
+    powers of k's binary digits, each coarsened to the largest one's grid. ``resolution``
+    scales the points per standard deviation of the powers (`POINTS`), ``round_resolution``
+    (default ``resolution``) those of one round (`SPREAD_STEPS`, `SUPPORT_POINTS`); 1 is what
+    counts use, smaller is faster and wider. Tails of at most ``tail_mass`` are cut (at 1e-16 and above the transforms' tails may run in float64 where their
+    bound allows, `expost.pld.splitting`). Its `delta` is an upper bound and its `delta_bracket`
+    a certified bracket of the exact k-fold δ, as for any composition; about 2·log2 k
+    convolutions, of at most a few thousand points each once k is large. The one-round grid is
+    rebuilt from the pair, so the grid ``pld`` was made on does not matter."""
     k = positive_int("k", k)
     r = positive("resolution", resolution)
-    base = refined(pld, r)
+    r1 = r if round_resolution is None else positive("round_resolution", round_resolution)
+    tail = open_probability("tail_mass", tail_mass)
+    base = refined(pld, r1, tail)
     points = POINTS * r
     bits = [i for i in range(k.bit_length()) if k >> i & 1]
     result = _power(base, bits[-1], points)

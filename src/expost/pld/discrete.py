@@ -38,17 +38,10 @@ from expost._validation import (
     validator,
 )
 from expost.errors import InvalidParameter
-from expost.pld.convolution import convolve
-from expost.pld.splitting import split_convolve
+from expost.pld.splitting import convolve_within
 from expost.rounding import down, smallest_where, up
 
-__all__ = ["LOSS_CAP", "SPLIT_BELOW", "DiscreteLoss", "split_weights"]
-
-SPLIT_BELOW = 1e-18
-"""A composition whose tails may hold less than this (counting: `expost.pld.counting`'s
-``COUNT_TAIL``) convolves the bulk and the light tails apart (`expost.pld.splitting`: errors
-about 1e4 times smaller, about 3 times slower); others use one transform, whose error bound
-(about 1e-16 per composition) is already below the tail mass they cut."""
+__all__ = ["LOSS_CAP", "DiscreteLoss", "split_weights"]
 
 FloatArray = npt.NDArray[np.float64]
 _U = 2.0**-53
@@ -56,11 +49,11 @@ LOSS_CAP = 64.0  # losses above go to +∞, below move up to −LOSS_CAP (both s
 _EXP_MARGIN = 2.0**-45  # relative lower margin on numpy's exp (documented error < 4 ulps)
 
 
-def split_weights(u: FloatArray, h: float) -> tuple[FloatArray, FloatArray]:
+def split_weights(u: FloatArray, h: float | FloatArray) -> tuple[FloatArray, FloatArray]:
     """(w, 1 − w) splitting a loss at offset u in a cell [l_j, l_j + h] between its ends with
     w e^{−l_j} + (1 − w) e^{−l_j − h} = e^{−l_j − u} (connect the dots), without cancellation:
     w = expm1(h − u)/expm1(h), 1 − w = e^{h−u}·expm1(u)/expm1(h)."""
-    scale = math.expm1(h)
+    scale = np.expm1(h)
     left = np.maximum(np.expm1(h - u) / scale, 0.0)
     right = np.maximum(np.exp(h - u) * np.expm1(u) / scale, 0.0)
     return left, right
@@ -98,7 +91,7 @@ class DiscreteLoss:
     def total(self) -> float:
         """An upper bound on the finite mass Σ masses_i: numpy's sum of n terms >= 0 is within
         a relative (n − 1)·u of the exact sum (Higham 2002, §4.2), raised by (n + 1)·u."""
-        return up(float(np.sum(self.masses)) * (1.0 + (self.masses.size + 1) * _U), 1)
+        return _sum(self.masses, 1)
 
     def compose(self, other: DiscreteLoss) -> DiscreteLoss:
         """The direction's PLD after both rounds (convolution, tails cut)."""
@@ -108,18 +101,13 @@ class DiscreteLoss:
             )
         if other.lower != self.lower:
             raise InvalidParameter("other", other.lower, "must be on the same side (lower)")
-        fine = min(self.tail_mass, other.tail_mass) < SPLIT_BELOW
-        if fine:
-            c, err_fft = split_convolve(self.masses, other.masses, self.lower)
-        else:
-            c, err_fft = convolve(self.masses, other.masses)
+        tail = min(self.tail_mass, other.tail_mass)
+        c, err_fft = convolve_within(self.masses, other.masses, tail, self.lower)
         fa, fb = self.total(), other.total()
         ea, eb = self.error, other.error
         inf = self.inf_mass * fb + fa * other.inf_mass + self.inf_mass * other.inf_mass
         err = err_fft + ea * (fb + other.inf_mass) + (fa + self.inf_mass + ea) * eb
-        if self.lower:  # split: c is below a measure within err_fft of the product
-            if not fine:  # c was rounded up to float64: at most 2u·Σc more, in the error
-                err += 2.0 * _U * float(np.sum(c)) * (1.0 + 1e-10)
+        if self.lower:  # c is below a measure within err_fft of the product
             err += ea * max(0.0, 1.0 - fb - other.inf_mass)  # E_a·||exact||, ||exact|| = 1
             inf = inf * (1.0 - 8.0 * _U)
         return _cut(
@@ -129,7 +117,7 @@ class DiscreteLoss:
                 c,
                 inf if self.lower else up(inf, 8),  # a few float operations: < 8u relative
                 up(err, 8),
-                min(self.tail_mass, other.tail_mass),
+                tail,
                 down(self.shift + other.shift, 1) if self.lower else 0.0,
                 self.lower,
             )
@@ -253,6 +241,14 @@ class DiscreteLoss:
         return guess if math.isfinite(guess) else float(lv[idx])
 
 
+def _sum(x: FloatArray, side: int) -> float:
+    """Σ x (entries >= 0) rounded up (``side`` 1) or down (-1): numpy's sum is within a relative
+    (n − 1)·u of it (Higham 2002, §4.2), moved by (n + 1)·u and one float."""
+    margin = (x.size + 1) * _U
+    total = float(np.sum(x))
+    return up(total * (1.0 + margin), 1) if side > 0 else down(total * (1.0 - margin), 1)
+
+
 def _cut(d: DiscreteLoss) -> DiscreteLoss:
     """Tails of at most ``tail_mass`` cut, and losses beyond ±`LOSS_CAP`: the top to +∞, the
     bottom moved up (module doc)."""
@@ -269,12 +265,12 @@ def _cut(d: DiscreteLoss) -> DiscreteLoss:
         return d
     if d.lower:  # dropped, or moved down to the last kept point: only smaller sums
         kept = np.array(m[n_bottom : m.size - n_top], dtype=np.float64)
-        kept[-1] = (kept[-1] + math.fsum(m[m.size - n_top :].tolist())) * (1.0 - 2.0 * _U)
+        kept[-1] = (kept[-1] + _sum(m[m.size - n_top :], -1)) * (1.0 - 2.0 * _U)
         return evolve(d, offset=d.offset + n_bottom, masses=kept)
-    moved_up = up(math.fsum(m[m.size - n_top :].tolist()), 1) if n_top else 0.0
+    moved_up = _sum(m[m.size - n_top :], 1) if n_top else 0.0
     kept = np.array(m[n_bottom : m.size - n_top], dtype=np.float64)
     if n_bottom:
-        kept[0] = up(math.fsum(m[: n_bottom + 1].tolist()), 1)
+        kept[0] = _sum(m[: n_bottom + 1], 1)
     return DiscreteLoss(
         d.h, d.offset + n_bottom, kept, up(d.inf_mass + moved_up, 1), d.error, d.tail_mass
     )

@@ -27,6 +27,7 @@ by (more for losses far from 0 on a fine grid: `split_margin`); tests/pld/test_p
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +45,8 @@ PIECE = 1.0 / 16.0
 MAX_PIECES = 4096  # a cell wider than this many pieces: its mass (closed form) to its upper end
 NARROW = 1.0 / 64.0  # pieces at most this wide take `NARROW_NODES` nodes
 NARROW_NODES = 4
+LIGHT_RUN = 16  # grid steps per merged cell in the light tails (`_light_merged`)
+LIGHT_MASS = 1e-15  # a run of cells estimated to hold at most this is merged
 _T, _W = np.polynomial.legendre.leggauss(NODES)
 _T_NARROW, _W_NARROW = np.polynomial.legendre.leggauss(NARROW_NODES)
 
@@ -59,12 +62,25 @@ def _cells(part: PartLike, h: float) -> tuple[IntArray, FloatArray]:
     return idx, np.maximum.accumulate(ends)
 
 
-def quadrature(
-    part: PartLike, h: float
-) -> tuple[IntArray, FloatArray, FloatArray, IntArray, FloatArray]:
-    """Nodes of the composite Gauss–Legendre rule per cell (module doc): (cell index j of each
-    node, node x, node weight × density at x), and the wide cells (index, closed-form mass)."""
+class Nodes(NamedTuple):
+    """Quadrature nodes (module doc): each node's cell (its grid index j and its span in grid
+    steps), x and weight × density, and the wide cells (index, span, closed-form mass)."""
+
+    j: IntArray
+    x: FloatArray
+    weight: FloatArray
+    wide_j: IntArray
+    wide_mass: FloatArray
+    span: IntArray
+    wide_span: IntArray
+
+
+def quadrature(part: PartLike, h: float, light: bool = False) -> Nodes:
+    """Nodes of the composite Gauss–Legendre rule per cell (module doc); with ``light``, the
+    runs of cells in the light tails merged (`_light_merged`)."""
     idx, ends = _cells(part, h)
+    if light:
+        idx, ends = _light_merged(part, idx, ends)
     width = np.diff(ends)
     count = np.clip(np.ceil(width / PIECE), 1, MAX_PIECES + 1).astype(np.int64)
     wide = np.flatnonzero(count > MAX_PIECES)  # a nearly flat loss: the cell's mass moved up
@@ -74,23 +90,40 @@ def quadrature(
     k = np.arange(cell.size) - np.repeat(np.cumsum(count) - count, count)
     step = width[cell] / count[cell]
     start = ends[cell] + k * step
-    js, xs, ws = [], [], []
+    cs, xs, ws = [], [], []
     narrow = step <= NARROW
     for sel, (t, w) in ((~narrow, (_T, _W)), (narrow, (_T_NARROW, _W_NARROW))):
         st, sp = start[sel], step[sel]
         xs.append((st[:, None] + 0.5 * sp[:, None] * (t[None, :] + 1.0)).ravel())
         ws.append((0.5 * sp[:, None] * w[None, :]).ravel())
-        js.append(np.repeat(idx[cell[sel]], t.size))
-    x = np.concatenate(xs)
-    return np.concatenate(js), x, part.density(x) * np.concatenate(ws), idx[wide], wide_ms
+        cs.append(np.repeat(cell[sel], t.size))
+    x, c = np.concatenate(xs), np.concatenate(cs)
+    spans = np.diff(idx)
+    dens = part.density(x) * np.concatenate(ws)
+    return Nodes(idx[c], x, dens, idx[wide], wide_ms, spans[c], spans[wide])
+
+
+def _light_merged(part: PartLike, idx: IntArray, ends: FloatArray) -> tuple[IntArray, FloatArray]:
+    """The cells with every run of `LIGHT_RUN` grid steps (aligned on multiples of it) whose
+    estimated mass (width × density at the midpoint) is at most `LIGHT_MASS` merged into one
+    cell. Only a choice: connect-the-dots onto any two grid points around a loss is sound."""
+    if idx.size < 3:
+        return idx, ends
+    estimate = np.diff(ends) * part.density(0.5 * (ends[:-1] + ends[1:]))
+    run = idx[:-1] // LIGHT_RUN
+    light = (np.bincount(run - run[0], weights=estimate) <= LIGHT_MASS)[run - run[0]]
+    keep = np.ones(idx.size, dtype=bool)
+    keep[1:-1] = ~(light[:-1] & light[1:]) | (idx[1:-1] % LIGHT_RUN == 0)
+    return idx[keep], ends[keep]
 
 
 def _part_masses(part: PartLike, h: float) -> tuple[IntArray, FloatArray]:
     """(grid index, mass) pairs of one part, tails included."""
-    j, x, dens, wide_j, wide_ms = quadrature(part, h)
-    left, right = split_weights(part.loss(x) - j * h, h)
-    js = np.concatenate([j, j + 1, wide_j + 1])
-    ms = np.concatenate([dens * left, dens * right, wide_ms])
+    nodes = quadrature(part, h, True)  # light tails merged
+    j, span = nodes.j, nodes.span
+    left, right = split_weights(part.loss(nodes.x) - j * h, span * h)
+    js = np.concatenate([j, j + span, nodes.wide_j + nodes.wide_span])
+    ms = np.concatenate([nodes.weight * left, nodes.weight * right, nodes.wide_mass])
     lo_loss = float(part.loss(np.array([part.lo]))[0])
     tail_at = math.ceil(lo_loss / h) + 1  # the lower tail (L < L(lo)) moved up
     return np.append(js, tail_at), np.append(ms, part.below)

@@ -112,10 +112,10 @@ def discretise_lower(law: LossLaw, h: float, tail_mass: float) -> DiscreteLoss:
         c = capped(part, LOSS_CAP)
         if c.hi <= c.lo:
             continue
-        j, x, dens, _, _ = quadrature(c, h)
-        js.append(j)
-        ps.append(dens)
-        qs.append(dens * np.exp(-c.loss(x)))
+        nodes = quadrature(c, h)
+        js.append(nodes.j)
+        ps.append(nodes.weight)
+        qs.append(nodes.weight * np.exp(-c.loss(nodes.x)))
     pm, qm = a_mass, a_mass * np.exp(-a_loss)
     if js:
         j_all = np.concatenate(js)

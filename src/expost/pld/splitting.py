@@ -31,16 +31,38 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from expost.pld.convolution import DIRECT_MAX, convolve
+from expost.pld.convolution import DIRECT_MAX, FFT64_SHARE, convolve, fft_error
 
-__all__ = ["DIRECT_WORK", "TAIL_SHARE", "TAUS", "split_convolve"]
+__all__ = [
+    "DIRECT_WORK",
+    "SPLIT_BELOW",
+    "TAIL_SHARE",
+    "TAUS",
+    "convolve_within",
+    "split_convolve",
+]
 
 FloatArray = npt.NDArray[np.float64]
 TAUS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-8)  # candidate tail masses on each side of the bulk
 TAIL_SHARE = 1e-3  # the tails' error terms, at most this share of the unsplit bound's
 DIRECT_WORK = 4e7  # the bulks' product is summed directly up to this many products
+SPLIT_BELOW = 1e-18
+"""A composition whose tails may hold less than this (counting: `expost.pld.counting`'s
+``COUNT_TAIL``) sums its bulks directly (`convolve_within`)."""
 _U = 2.0**-53
 _TINY = math.ulp(0.0)
+
+
+def _windows(a: FloatArray) -> list[tuple[int, int]]:
+    """For each of `TAUS`, the bulk [lo, hi) of ``a`` leaving at most that share of its mass on
+    each side (none for an array of mass 0)."""
+    left, right = np.cumsum(a), np.cumsum(a[::-1])
+    total = float(left[-1])
+    out = []
+    for tau in TAUS if total > 0.0 else ():
+        lo = int(np.searchsorted(left, tau * total, side="right"))
+        out.append((lo, a.size - int(np.searchsorted(right, tau * total, side="right"))))
+    return out
 
 
 def _window(a: FloatArray) -> tuple[int, int]:
@@ -49,15 +71,10 @@ def _window(a: FloatArray) -> tuple[int, int]:
     if none). Only a choice: any split is sound."""
     total = float(np.sum(a))
     norm2 = float(np.sqrt(np.dot(a, a)))
-    left, right = np.cumsum(a), np.cumsum(a[::-1])
-    for tau in TAUS if total > 0.0 else ():
-        lo = int(np.searchsorted(left, tau * total, side="right"))
-        hi = a.size - int(np.searchsorted(right, tau * total, side="right"))
+    for lo, hi in _windows(a):
         if hi - lo < 1:
             continue
-        tail_mass = float(left[lo - 1] if lo else 0.0) + float(
-            right[a.size - hi - 1] if hi < a.size else 0.0
-        )
+        tail_mass = float(np.sum(a[:lo])) + float(np.sum(a[hi:]))
         tail2 = math.sqrt(float(np.dot(a[:lo], a[:lo])) + float(np.dot(a[hi:], a[hi:])))
         if tail2 + norm2 * tail_mass / total <= TAIL_SHARE * norm2:
             return lo, hi
@@ -81,50 +98,116 @@ def _below(c: FloatArray, direct: int) -> FloatArray:
     return np.maximum(shifted, 0.0)
 
 
-def _convolve(a: FloatArray, b: FloatArray, lower: bool) -> tuple[FloatArray, float]:
-    c, err = convolve(a, b)
+def _convolve(
+    a: FloatArray, b: FloatArray, lower: bool, tolerance: float
+) -> tuple[FloatArray, float]:
+    c, err = convolve(a, b, tolerance)
     if not lower:
         return c, err
     direct = min(a.size, b.size) if err == 0.0 else 0  # only the direct sum has no error term
     return _below(c, direct), err
 
 
-def _direct(a: FloatArray, b: FloatArray, lower: bool) -> tuple[FloatArray, float]:
+def _direct(
+    a: FloatArray, b: FloatArray, lower: bool, tolerance: float
+) -> tuple[FloatArray, float]:
     """a * b from slices of at most `DIRECT_MAX` points of ``a`` (each summed directly by
     `convolve`, so with no ℓ1 error; any error it reports is kept): (c, err) as `convolve`."""
     out = np.zeros(a.size + b.size - 1, dtype=np.float64)
     err = 0.0
     for i in range(0, a.size, DIRECT_MAX):
-        c, e = _convolve(a[i : i + DIRECT_MAX], b, lower)
+        c, e = _convolve(a[i : i + DIRECT_MAX], b, lower, tolerance)
         _add(out, i, c, lower)
         err += e
     return out, err
 
 
-def split_convolve(a: FloatArray, b: FloatArray, lower: bool = False) -> tuple[FloatArray, float]:
+def split_convolve(
+    a: FloatArray, b: FloatArray, lower: bool = False, tolerance: float = 0.0
+) -> tuple[FloatArray, float]:
     """(c, err): c >= (<= if ``lower``) a measure c' with ||c' − a * b||_1 <= err: the bulks'
-    product summed directly, the tails' by FFT (module doc)."""
+    product summed directly, the tails' by FFT, in float64 where its bound is at most
+    ``tolerance`` (module doc)."""
     pa = _pieces(a)
     pb = pa if b is a else _pieces(b)
+    return _joined(a, b, pa, pb, lower, tolerance, direct=True)
+
+
+def convolve_within(
+    a: FloatArray, b: FloatArray, tail_mass: float, lower: bool = False
+) -> tuple[FloatArray, float]:
+    """(c, err) as `split_convolve`, the way chosen by the tail mass the caller cuts (module
+    doc): below `SPLIT_BELOW` the split with direct bulks; else the split with float64 tails
+    where a bulk of at most half the points leaves tails whose float64 bound is at most
+    `FFT64_SHARE`·``tail_mass``; else one transform."""
+    tolerance = FFT64_SHARE * tail_mass
+    if tail_mass < SPLIT_BELOW:
+        return split_convolve(a, b, lower, tolerance)
+    pa = _fast_pieces(a, tolerance)
+    pb = pa if b is a else _fast_pieces(b, tolerance)
+    if len(pa) == 1 or len(pb) == 1:
+        return _convolve(a, b, lower, tolerance)
+    return _joined(a, b, pa, pb, lower, tolerance, direct=False)
+
+
+Pieces = list[tuple[FloatArray, int]]
+
+
+def _joined(
+    a: FloatArray,
+    b: FloatArray,
+    pa: Pieces,
+    pb: Pieces,
+    lower: bool,
+    tolerance: float,
+    direct: bool,
+) -> tuple[FloatArray, float]:
+    """a * b = a_B * b_B + a_T * b + a_B * b_T (a square: a_B * a_B + a_T * (a + a_B), one
+    product fewer; a + a_B is exact, 2a on the bulk): the bulks' product summed directly
+    (``direct``, up to `DIRECT_WORK` products) or by `convolve`, the others by `convolve` with
+    ``tolerance``; each piece's error added."""
     out = np.zeros(a.size + b.size - 1, dtype=np.float64)
+    (ba, oa), (bb, ob) = pa[0], pb[0]
+    bulks = direct and ba.size * bb.size <= DIRECT_WORK
+    products = [((_direct if bulks else _convolve)(ba, bb, lower, tolerance), oa + ob)]
+    if pb is pa and len(pa) == 2:
+        twice = np.array(a, dtype=np.float64)
+        twice[oa : oa + ba.size] *= 2.0
+        products.append((_convolve(pa[1][0], twice, lower, tolerance), 0))
+    else:
+        if len(pa) == 2:
+            products.append((_convolve(pa[1][0], b, lower, tolerance), 0))
+        if len(pb) == 2:
+            products.append((_convolve(ba, pb[1][0], lower, tolerance), oa))
     err = 0.0
-    seen: dict[tuple[int, int], tuple[FloatArray, float]] = {}
-    for i, (xa, oa) in enumerate(pa):
-        for j, (xb, ob) in enumerate(pb):
-            key = (min(i, j), max(i, j)) if pb is pa else (i, j)
-            if key not in seen:  # a square: b_B * a_T is a_T * b_B (the same float product)
-                bulks = i == j == 0 and xa.size * xb.size <= DIRECT_WORK
-                seen[key] = _direct(xa, xb, lower) if bulks else _convolve(xa, xb, lower)
-            c, e = seen[key]
-            _add(out, oa + ob, c, lower)
-            err += e
+    for (c, e), at in products:
+        _add(out, at, c, lower)
+        err += e
     return out, err * (1.0 + 2.0**-40)
 
 
-def _pieces(a: FloatArray) -> list[tuple[FloatArray, int]]:
+def _pieces(a: FloatArray) -> Pieces:
     """(array, offset) pieces summing to ``a``: the bulk first, then the tails (zero on the
     bulk) if any."""
-    lo, hi = _window(a)
+    return _cut_at(a, *_window(a))
+
+
+def _fast_pieces(a: FloatArray, tolerance: float) -> Pieces:
+    """``a`` split at the narrowest `TAUS` window of at most half its points whose tails' float64
+    bound against ``a`` itself, T * (a + a_B), is at most ``tolerance`` (unsplit if none). Only a
+    choice: `convolve` checks each product's bound again."""
+    for lo, hi in _windows(a) if tolerance > 0.0 else ():
+        if 0 < hi - lo <= a.size // 2:
+            tail, twice = np.array(a, dtype=np.float64), np.array(a, dtype=np.float64)
+            tail[lo:hi] = 0.0
+            twice[lo:hi] *= 2.0
+            n = 1 << (2 * a.size - 2).bit_length()
+            if fft_error(tail, twice, n, _U) <= tolerance:
+                return _cut_at(a, lo, hi)
+    return [(a, 0)]
+
+
+def _cut_at(a: FloatArray, lo: int, hi: int) -> Pieces:
     if hi - lo == a.size:
         return [(a, 0)]
     tail = np.array(a, dtype=np.float64)
