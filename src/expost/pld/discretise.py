@@ -121,7 +121,7 @@ def _part_masses(part: PartLike, h: float) -> tuple[IntArray, FloatArray]:
     """(grid index, mass) pairs of one part, tails included."""
     nodes = quadrature(part, h, True)  # light tails merged
     j, span = nodes.j, nodes.span
-    left, right = split_weights(part.loss(nodes.x) - j * h, span * h)
+    left, right = split_weights(part.loss(nodes.x) - j * h, span.astype(np.float64) * h)
     js = np.concatenate([j, j + span, nodes.wide_j + nodes.wide_span])
     ms = np.concatenate([nodes.weight * left, nodes.weight * right, nodes.wide_mass])
     lo_loss = float(part.loss(np.array([part.lo]))[0])
