@@ -16,8 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-import expost.pld.optimistic as optimistic
-from expost.pld import PrivacyLossDistribution, counting
+from expost.pld import PrivacyLossDistribution, counting, optimistic
 from expost.pld.discrete import LOSS_CAP
 from expost.pld.distribution import LOWER_FINER
 
