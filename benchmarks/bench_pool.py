@@ -11,10 +11,11 @@ timed in the same run; the outputs must be equal bit for bit. Prints both times 
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
 import numpy.typing as npt
-from timing import median_seconds
+from timing import seconds
 
 from expost.pld import PrivacyLossDistribution, counting, optimistic
 from expost.pld.distribution import LOWER_FINER
@@ -102,8 +103,11 @@ def main() -> None:
     cells = sum(args[0].size for args in calls)
     steps = sorted({args[3][1] for args in calls})
     print(f"{len(calls)} calls, {cells:,} cells, grid steps {steps}; equal bit for bit")
-    before = median_seconds(lambda: [loop_pool(*args) for args in calls], 5)
-    after = median_seconds(lambda: [optimistic._pool(*args) for args in calls], 5)
+    times: dict[str, list[float]] = {"loop": [], "new": []}
+    for _ in range(7):  # interleaved: a load change on the shared machine hits both
+        times["loop"] += seconds(lambda: [loop_pool(*args) for args in calls], 1)
+        times["new"] += seconds(lambda: [optimistic._pool(*args) for args in calls], 1)
+    before, after = (statistics.median(times[k]) for k in ("loop", "new"))
     print(f"cell-by-cell loop {before:.3f} s, _pool {after:.3f} s: {before / after:.2f}x")
 
 
