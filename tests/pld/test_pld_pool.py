@@ -192,3 +192,18 @@ def test_the_laws_of_a_bracket_are_pooled_as_by_the_loop(monkeypatch: pytest.Mon
     assert len({h for h, _, _ in calls}) == 2  # discretise_lower's grid and a coarser one
     assert sum(n for _, n, _ in calls) > 1000
     assert all(ok for _, _, ok in calls)
+
+
+def test_a_cell_taken_whole_by_the_closing_share_starts_no_group() -> None:
+    """Upward, a group's surplus −1/4 and the next cell's gain +1/4, both exact: the share is
+    1, nothing of the cell is left, and the third cell starts the next group."""
+    t, h = 0.0, 0.5
+    level = math.exp(t + 1 * h + SLACK)  # the level of point 1, which cell 0 aims at
+    pm = np.array([level - 0.25, level + 0.25, 3.0])
+    qm = np.array([1.0, 1.0, 1.0])
+    loss = np.log(pm / qm)
+    args = (loss, pm, qm, (t, h, SLACK), False)
+    expected = reference_pool(*args)
+    assert expected[0] == [1, 2]  # the first two cells, then the third (the last group)
+    assert expected[1][0] == float(pm[0]) + float(pm[1])  # the share is exactly 1
+    assert same(expected, optimistic._pool(*args))
