@@ -70,14 +70,12 @@ def _pool(
     floor = np.floor((loss - slack - t) / h)
     on = loss - (t + floor * h) - slack < 1e-3 * h  # a group from this cell closes at once
     aim = (floor if downward else floor + ~on).astype(np.int64)  # the point a group aims at
-    exponent = (t + aim * h + slack).astype(object)  # of the level e^(point + slack)
-    exponent[on] = None
     out_i: list[int] = []
     out_m: list[float] = []
     group_p = group_q = level = 0.0
     target = 0
-    cells = zip(pm.tolist(), qm.tolist(), aim.tolist(), exponent.tolist(), strict=True)
-    for p, q, aim_c, x in cells:
+    cells = zip(pm.tolist(), qm.tolist(), aim.tolist(), on.tolist(), strict=True)
+    for p, q, aim_c, on_c in cells:
         if group_p > 0.0:  # an open group meets this cell
             surplus = group_p - level * group_q  # >= 0 downward, < 0 upward
             gain = p - level * q
@@ -91,11 +89,11 @@ def _pool(
             p, q = (1.0 - share) * p, (1.0 - share) * q
             if not p > 0.0:
                 continue
-        if x is None:  # a new group from (the rest of) this cell, on its point
+        if on_c:  # a new group from (the rest of) this cell, on its point
             out_i.append(aim_c)
             out_m.append(p)
         else:
-            group_p, group_q, level, target = p, q, math.exp(x), aim_c
+            group_p, group_q, level, target = p, q, math.exp(t + aim_c * h + slack), aim_c
     if group_p > 0.0:  # the last group, on the safe side of its point
         out_i.append(target if downward else target - 1)
         out_m.append(group_p)
