@@ -60,10 +60,10 @@ def _pool(
     point (rounded down). Cells without P-mass are left out.
 
     The walk is sequential (the rest of a split cell starts the next group, its float value
-    carried on), so it runs over Python floats, not numpy scalars; each cell's target point is
-    found beforehand, vectorised, by the same exact operations (a division and a floor), so the
-    groups are those of a cell-by-cell loop, bit for bit (tests/pld/test_pld_pool.py keeps that
-    loop as the reference)."""
+    carried on), so it runs over Python floats, not numpy scalars; each cell's target point and
+    on-the-point test are done beforehand, vectorised, by the same correctly rounded operations
+    in the same order, so the groups are those of a cell-by-cell loop, bit for bit
+    (tests/pld/test_pld_pool.py keeps that loop as the reference)."""
     t, h, slack = grid
     keep = pm > 0.0
     order = slice(None, None, -1 if downward else 1)
