@@ -57,36 +57,44 @@ def _pool(
     from the top cell, a group aims at the point below it and takes lower cells; upward: from
     the bottom, at the point above it, taking higher cells. A cell is split between two groups
     in proportion (its P/Q ratio kept in both). The last group stays on the safe side of its
-    point (rounded down)."""
+    point (rounded down). Cells without P-mass are left out.
+
+    The walk is sequential (the rest of a split cell starts the next group, its float value
+    carried on), so it runs over Python floats, not numpy scalars; each cell's target point and
+    on-the-point test are done beforehand, vectorised, by the same correctly rounded operations
+    in the same order, so the groups are those of a cell-by-cell loop, bit for bit
+    (tests/pld/test_pld_pool.py keeps that loop as the reference)."""
     t, h, slack = grid
+    keep = pm > 0.0
+    order = slice(None, None, -1 if downward else 1)
+    loss, pm, qm = loss[keep][order], pm[keep][order], qm[keep][order]
+    floor = np.floor((loss - slack - t) / h)
+    on = loss - (t + floor * h) - slack < 1e-3 * h  # a group from this cell closes at once
+    aim = (floor if downward else floor + ~on).astype(np.int64)  # the point a group aims at
     out_i: list[int] = []
     out_m: list[float] = []
     group_p = group_q = level = 0.0
     target = 0
-    for c in range(loss.size - 1, -1, -1) if downward else range(loss.size):
-        p, q = float(pm[c]), float(qm[c])
-        while p > 0.0:
-            if group_p == 0.0:  # a new group from (the rest of) this cell
-                target = math.floor((float(loss[c]) - slack - t) / h)
-                group_p, group_q, p = p, q, 0.0
-                if float(loss[c]) - (t + target * h) - slack < 1e-3 * h:  # on the point
-                    out_i.append(target)
-                    out_m.append(group_p)
-                    group_p = group_q = 0.0
-                elif not downward:
-                    target += 1
-                level = math.exp(t + target * h + slack)
-                break
+    cells = zip(pm.tolist(), qm.tolist(), aim.tolist(), on.tolist(), strict=True)
+    for p, q, aim_c, on_c in cells:
+        if group_p > 0.0:  # an open group meets this cell
             surplus = group_p - level * group_q  # >= 0 downward, < 0 upward
             gain = p - level * q
             if (surplus + gain >= 0.0) == downward:  # the whole cell joins
-                group_p, group_q, p = group_p + p, group_q + q, 0.0
-                break
+                group_p, group_q = group_p + p, group_q + q
+                continue
             share = -surplus / gain  # the fraction of the cell that brings it to the point
             out_i.append(target)
             out_m.append(group_p + share * p)
             group_p = group_q = 0.0
             p, q = (1.0 - share) * p, (1.0 - share) * q
+            if not p > 0.0:
+                continue
+        if on_c:  # a new group from (the rest of) this cell, on its point
+            out_i.append(aim_c)
+            out_m.append(p)
+        else:
+            group_p, group_q, level, target = p, q, math.exp(t + aim_c * h + slack), aim_c
     if group_p > 0.0:  # the last group, on the safe side of its point
         out_i.append(target if downward else target - 1)
         out_m.append(group_p)
