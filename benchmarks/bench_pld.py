@@ -264,7 +264,9 @@ def speed(repeats: int) -> None:
         t = median_seconds(_cold(partial(_ours_dp_sgd, setting)), repeats)
         t_both = median_seconds(_cold(partial(_bracket, setting)), 1)
         ours.append((f"resolution {setting[0]}, rounds {setting[1]}", width, t))
-        print(f"  ours {setting}: delta {t:.3f} s, with its bracket {t_both:.3f} s, width {width:.1e}")
+        print(
+            f"  ours {setting}: delta {t:.3f} s, with its bracket {t_both:.3f} s, width {width:.1e}"
+        )
     for grid in (1e-4, 3e-4, 1e-3):
         t_dp = median_seconds(partial(_dp_dp_sgd, grid), repeats)
         dp = _dp_dp_sgd(grid).get_delta_for_epsilon(2.0)
