@@ -15,7 +15,7 @@ from functools import partial
 
 from timing import median_seconds
 
-from expost.pld import PrivacyLossDistribution, counting, discrete
+from expost.pld import PrivacyLossDistribution, counting, splitting
 from expost.pld.convolution import FFT64_SHARE
 
 STEPS = 1202
@@ -36,7 +36,7 @@ def main() -> None:
     for tail in (1e-16, 1e-10):
         results = []
         for label, value in (("rule", FFT64_SHARE), ("long double", 0.0)):
-            setattr(discrete, "FFT64_SHARE", value)  # noqa: B010 (the share compose reads)
+            setattr(splitting, "FFT64_SHARE", value)  # noqa: B010 (the share convolve_within reads)
             t = median_seconds(partial(_compose, tail), args.repeats)
             pld = _compose(tail)
             low, high = pld.delta_bracket(2.0)
@@ -45,7 +45,7 @@ def main() -> None:
                 f"tail mass {tail:.0e}, {label}: {t:.3f} s, bracket width {high / low - 1:.3e}, "
                 f"convolution error {pld.remove.error:.1e}"
             )
-        setattr(discrete, "FFT64_SHARE", FFT64_SHARE)  # noqa: B010
+        setattr(splitting, "FFT64_SHARE", FFT64_SHARE)  # noqa: B010
         print(f"tail mass {tail:.0e}: ratio long double / rule {results[1] / results[0]:.2f}")
 
 

@@ -31,6 +31,7 @@ from expost.pld import PrivacyLossDistribution, compose_rounds, counting
 from expost.pld.discrete import split_weights
 from expost.pld.splitting import SPLIT_BELOW, convolve_within
 from expost.testing.pld_reference import gaussian_delta, ratio, subsampled_gaussian_delta
+from tests.pld.rational import exact_convolution, shortfall
 
 FloatArray = npt.NDArray[np.float64]
 PLD = PrivacyLossDistribution
@@ -45,23 +46,6 @@ def _law(seed: int) -> FloatArray:
     a[:150], a[250:] = side[::-1], side
     out: FloatArray = a / a.sum()
     return out
-
-
-def _exact(a: FloatArray, b: FloatArray) -> list[Fraction]:
-    fa, fb = [Fraction(float(x)) for x in a], [Fraction(float(x)) for x in b]
-    out = [Fraction(0)] * (a.size + b.size - 1)
-    for i, x in enumerate(fa):
-        for j, y in enumerate(fb):
-            out[i + j] += x * y
-    return out
-
-
-def _shortfall(c: FloatArray, exact: list[Fraction], lower: bool) -> Fraction:
-    """Σ (a * b − c)_+ (upper) or Σ (c − a * b)_+ (lower): at most err by the promise."""
-    total = Fraction(0)
-    for x, e in zip(c.tolist(), exact, strict=True):
-        total += max(Fraction(x) - e if lower else e - Fraction(x), Fraction(0))
-    return total
 
 
 @pytest.fixture
@@ -89,7 +73,7 @@ def test_float64_tails_keep_the_promise(
     assert "complex128" in dtypes  # the tails went through float64
     assert np.all(c >= 0)
     assert 0 < err <= 1e-16  # within the tolerance the tail mass gives
-    assert _shortfall(c, _exact(a, b), lower) <= Fraction(err)
+    assert shortfall(c, exact_convolution(a, b), lower) <= Fraction(err)
 
 
 def test_float64_tails_without_their_bound_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,9 +86,9 @@ def test_float64_tails_without_their_bound_are_caught(monkeypatch: pytest.Monkey
     c, err = convolve_within(a, a, 1e-16)
     monkeypatch.setattr(expost.pld.convolution, "fft_error", dropped)
     c_bug, err_bug = convolve_within(a, a, 1e-16)
-    exact = _exact(a, a)
-    assert _shortfall(c, exact, False) <= Fraction(err)
-    assert _shortfall(c_bug, exact, False) > Fraction(err_bug)  # the twin is caught
+    exact = exact_convolution(a, a)
+    assert shortfall(c, exact, False) <= Fraction(err)
+    assert shortfall(c_bug, exact, False) > Fraction(err_bug)  # the twin is caught
 
 
 def test_tails_lighter_than_split_below_sum_the_bulk_directly(dtypes: list[str]) -> None:

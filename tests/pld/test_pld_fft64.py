@@ -2,13 +2,9 @@
 (docs/theory/fft-error.md §4; `expost.pld.twiddles`, `expost.pld.convolution`; proof:
 proofs/fft_twiddle_error.py).
 
-- The replicated float64 tables are the ones scipy's binary uses: the float64 transforms of unit
-  vectors contain the rebuilt twiddles bit for bit (more than half of them at n = 1024); the
-  twin, tables whose arguments are off by 2^-51 relative, matches under 1/16 of them.
-- `table_error` in float64 agrees with an independent 40-digit reference; the twin, 0.99 of it,
-  is exceeded.
-- Every float64 twiddle fl(v̂1·v̂2) is within μ = `TWIDDLE_ERROR64`·u (u = 2^-53) of e^{2πik/n};
-  the twin μ = u/2 (the proof's wrong variant) fails.
+- The float64 tables against scipy's, their error against a 60-digit reference and every
+  twiddle within μ = `TWIDDLE_ERROR64`·2^-53: tests/pld/test_pld_twiddles.py, parametrised over
+  both formats.
 - The fingerprinted float64 tables get the proven μ; other tables (the planted bug) get their
   own, larger μ by exhaustion.
 - scipy's float64 transform of a unit vector is within κ√n (κ at u = 2^-53); twin: κ/200.
@@ -18,8 +14,6 @@ proofs/fft_twiddle_error.py).
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import mpmath as mp
 import numpy as np
@@ -38,71 +32,6 @@ U = 2.0**-53
 def _shifted(n: int, dtype: twiddles.Precision = twiddles.DOUBLE) -> twiddles.Tables:
     """The planted bug: every argument off by 2^-51 relative (a wrong π's last bits)."""
     return twiddles.build_tables(n, lambda a: twiddles.numpy_cos_sin(a * (1 + 2.0**-51)), dtype)
-
-
-def _products(
-    tables: twiddles.Tables, n: int, k: npt.NDArray[np.int64]
-) -> tuple[FloatArray, FloatArray]:
-    """pocketfft's ``sincos_2pibyn<double>::operator[]``: v1[k & mask]·v2[k >> shift] in
-    double, imaginary part negated past n/2."""
-    x, re, im = tables
-    size1 = int(np.flatnonzero(x == 0)[1])  # v2 starts at its entry 0
-    shift = size1.bit_length() - 1
-    past = 2 * k > n
-    k = np.where(past, n - k, k)
-    i1, i2 = k & (size1 - 1), size1 + (k >> shift)
-    r = re[i1] * re[i2] - im[i1] * im[i2]
-    j = re[i1] * im[i2] + im[i1] * re[i2]
-    return r, np.where(past, -j, j)
-
-
-def test_the_float64_replica_tables_are_scipys() -> None:
-    n = 1024
-    k = np.arange(1, n, dtype=np.int64)
-    row = scipy.fft.fft(np.eye(n, dtype=np.complex128)[1:], axis=1)[:, 1]  # e^{−2πik/n}
-    counts = []
-    for tables in (twiddles.tables(n, twiddles.DOUBLE), _shifted(n)):
-        r, j = _products(tables, n, k)
-        counts.append(int(np.sum((row.real == r) & (row.imag == -j))))
-    assert counts[0] > (n - 1) // 2
-    assert counts[1] < n // 16  # the twin
-
-
-def test_float64_table_error_matches_an_independent_reference() -> None:
-    for n in (128, 1024):
-        x, re, im = twiddles.tables(n, twiddles.DOUBLE)
-        with mp.workdps(40):
-            worst = max(
-                abs(mp.mpc(float(a), float(b)) - mp.expjpi(2 * mp.mpf(int(k)) / n))
-                for k, a, b in zip(x, re, im, strict=True)
-            )
-            reference = float(worst / mp.mpf(U))
-        got = twiddles.table_error(n, twiddles.DOUBLE)
-        assert reference <= got <= reference * (1 + 1e-9)
-        assert got > 0.99 * reference  # the twin: 0.99·τ is below the true error
-        assert 0.5 < got < 2.0
-
-
-def test_every_float64_twiddle_is_within_mu() -> None:
-    worst = 0.0
-    for n in (256, 4096):
-        k = np.arange(n, dtype=np.int64)
-        r, j = _products(twiddles.tables(n, twiddles.DOUBLE), n, k)
-        with mp.workdps(40):
-            err = max(
-                abs(mp.mpc(float(a), float(b)) - mp.expjpi(2 * mp.mpf(int(kk)) / n))
-                for kk, a, b in zip(k, r, j, strict=True)
-            )
-            worst = max(worst, float(err / mp.mpf(U)))
-    assert worst <= twiddles.TWIDDLE_ERROR64
-    assert worst > 0.5  # the twin μ = u/2 (the proof's wrong variant) fails
-
-
-@pytest.fixture
-def fresh() -> Iterator[None]:
-    twiddles.twiddle_error.cache_clear()
-    yield
-    twiddles.twiddle_error.cache_clear()
 
 
 def test_float64_twiddle_error_needs_the_fingerprint(

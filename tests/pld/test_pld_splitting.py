@@ -17,6 +17,7 @@ import pytest
 from expost.pld import splitting
 from expost.pld.convolution import convolve
 from expost.pld.splitting import split_convolve
+from tests.pld.rational import exact_convolution, shortfall
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -34,31 +35,12 @@ def _law(seed: int, size: int = 300, bulk: int = 40) -> FloatArray:
     return out
 
 
-def _exact(a: FloatArray, b: FloatArray) -> list[Fraction]:
-    fa, fb = [Fraction(float(x)) for x in a], [Fraction(float(x)) for x in b]
-    out = [Fraction(0)] * (a.size + b.size - 1)
-    for i, x in enumerate(fa):
-        if x:
-            for j, y in enumerate(fb):
-                out[i + j] += x * y
-    return out
-
-
-def _shortfall(c: FloatArray, exact: list[Fraction], lower: bool) -> Fraction:
-    """Σ (a * b − c)_+ (upper) or Σ (c − a * b)_+ (lower), exactly."""
-    total = Fraction(0)
-    for x, e in zip(c.tolist(), exact, strict=True):
-        gap = Fraction(x) - e if lower else e - Fraction(x)
-        total += max(gap, Fraction(0))
-    return total
-
-
 PAIRS = [(1, 1), (2, 3)]
 
 
 @pytest.fixture(scope="module")
 def exacts() -> dict[tuple[int, int], list[Fraction]]:
-    return {(s, t): _exact(_law(s), _law(t)) for s, t in PAIRS}
+    return {(s, t): exact_convolution(_law(s), _law(t)) for s, t in PAIRS}
 
 
 @pytest.mark.parametrize("lower", [False, True])
@@ -70,7 +52,7 @@ def test_split_convolution_keeps_its_promise(
     b = a if pair[0] == pair[1] else _law(pair[1])
     c, err = split_convolve(a, b, lower)
     assert np.all(c >= 0)
-    assert _shortfall(c, exacts[pair], lower) <= Fraction(err)
+    assert shortfall(c, exacts[pair], lower) <= Fraction(err)
 
 
 def test_the_split_cuts_the_bound() -> None:
@@ -102,4 +84,4 @@ def test_planted_bugs_are_caught(
         pieces = splitting._pieces
         monkeypatch.setattr(splitting, "_pieces", lambda x: pieces(x)[:1])
     c, err = split_convolve(a, a, lower)
-    assert _shortfall(c, exacts[(1, 1)], lower) > Fraction(err)
+    assert shortfall(c, exacts[(1, 1)], lower) > Fraction(err)

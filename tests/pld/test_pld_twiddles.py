@@ -2,20 +2,20 @@
 `expost.pld.twiddles`, proof: proofs/fft_twiddle_error.py).
 
 - π_L is the long double nearest π (60-digit reference; twin: the next long double is not).
-- The replicated tables are the ones scipy's binary uses: the transforms of unit vectors contain
-  twiddles bit for bit (more than half of them at n = 1024); the twin, tables whose arguments
-  are off by 2^-62 relative (a π wrong in its last bits), matches under 1/16 of them.
+- The replicated tables, long double and float64, are the ones scipy's binary uses: the
+  transforms of unit vectors contain twiddles bit for bit (more than half of them at
+  n = 1024); the twin, tables whose arguments are off by 2^-62 (float64: 2^-51) relative (a π
+  wrong in its last bits), matches under 1/16 of them.
 - `table_error` agrees with an independent 60-digit reference (decimal strings, mpmath's
   expjpi); the twin, 0.99 of it, is exceeded.
-- Every twiddle fl(v̂1·v̂2) is within μ = `TWIDDLE_ERROR`·u of e^{2πik/n}; the twin μ = u/2 fails.
+- Every twiddle fl(v̂1·v̂2) is within μ = `TWIDDLE_ERROR`·u (float64: `TWIDDLE_ERROR64`·2^-53)
+  of e^{2πik/n}; the twin μ = u/2 fails.
 - `twiddle_error` takes the proven μ only for the fingerprinted tables: without the fingerprint
   it finds μ by exhaustion (the same or smaller), and for tables built from wrong arguments (the
   planted bug) it finds μ above the proven constant, and κ grows with it.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import mpmath as mp
 import numpy as np
@@ -29,21 +29,27 @@ from expost.pld.convolution import kappa
 LongArray = npt.NDArray[np.longdouble]
 Tables = tuple[npt.NDArray[np.int64], LongArray, LongArray]
 U = float(np.finfo(np.longdouble).eps) / 2.0
+# (format, its unit roundoff, the proven μ/u, the planted bug's relative shift of the arguments)
+PRECISIONS = [
+    (twiddles.LONG, U, twiddles.TWIDDLE_ERROR, 2.0**-62),
+    (twiddles.DOUBLE, 2.0**-53, twiddles.TWIDDLE_ERROR64, 2.0**-51),
+]
+IDS = ["long double", "float64"]
 
 pytestmark = pytest.mark.skipif(
     np.finfo(np.longdouble).nmant != 63, reason="the proven tables are x87 extended precision"
 )
 
 
-def _shifted(n: int, dtype: twiddles.Precision = twiddles.LONG) -> Tables:
-    """The planted bug: every argument off by 2^-62 relative (a wrong π's last bits)."""
-    scale = 1 + np.longdouble(2.0**-62)
+def _shifted(n: int, dtype: twiddles.Precision = twiddles.LONG, shift: float = 2.0**-62) -> Tables:
+    """The planted bug: every argument off by ``shift`` relative (a wrong π's last bits)."""
+    scale = 1 + np.longdouble(shift)
     return twiddles.build_tables(n, lambda a: twiddles.numpy_cos_sin(a * scale), dtype)
 
 
 def _products(tables: Tables, n: int, k: npt.NDArray[np.int64]) -> tuple[LongArray, LongArray]:
-    """pocketfft's ``sincos_2pibyn::operator[]``: v1[k & mask]·v2[k >> shift] in long double,
-    imaginary part negated past n/2."""
+    """pocketfft's ``sincos_2pibyn::operator[]``: v1[k & mask]·v2[k >> shift] in the tables'
+    format, imaginary part negated past n/2."""
     x, re, im = tables
     size1 = int(np.flatnonzero(x == 0)[1])  # v2 starts at its entry 0
     shift = size1.bit_length() - 1
@@ -68,53 +74,55 @@ def test_pi_is_the_long_double_nearest_pi() -> None:
         assert abs(_mp(pi_l + ulp) - mp.pi) > _mp(ulp) / 2
 
 
-def test_the_replica_tables_are_scipys() -> None:
+@pytest.mark.parametrize(("dtype", "u", "mu", "shift"), PRECISIONS, ids=IDS)
+def test_the_replica_tables_are_scipys(
+    dtype: twiddles.Precision, u: float, mu: float, shift: float
+) -> None:
     n = 1024
     k = np.arange(1, n, dtype=np.int64)
-    eye = np.eye(n, dtype=np.clongdouble)[1:]
+    eye = np.eye(n, dtype=np.clongdouble if dtype == twiddles.LONG else np.complex128)[1:]
     row = scipy.fft.fft(eye, axis=1)[:, 1]  # F e_k at 1: the forward twiddle e^{−2πik/n}
     counts = []
-    for tables in (twiddles.tables(n), _shifted(n)):
+    for tables in (twiddles.tables(n, dtype), _shifted(n, dtype, shift)):
         r, j = _products(tables, n, k)
         counts.append(int(np.sum((row.real == r) & (row.imag == -j))))
     assert counts[0] > (n - 1) // 2
     assert counts[1] < n // 16  # the twin
 
 
-def test_table_error_matches_an_independent_reference() -> None:
+@pytest.mark.parametrize(("dtype", "u", "mu", "shift"), PRECISIONS, ids=IDS)
+def test_table_error_matches_an_independent_reference(
+    dtype: twiddles.Precision, u: float, mu: float, shift: float
+) -> None:
     for n in (128, 1024):
-        x, re, im = twiddles.tables(n)
+        x, re, im = twiddles.tables(n, dtype)
         with mp.workdps(60):
             worst = max(
                 abs(mp.mpc(_mp(a), _mp(b)) - mp.expjpi(2 * mp.mpf(int(k)) / n))
                 for k, a, b in zip(x, re, im, strict=True)
             )
-            reference = float(worst / mp.mpf(U))
-        got = twiddles.table_error(n)
+            reference = float(worst / mp.mpf(u))
+        got = twiddles.table_error(n, dtype)
         assert reference <= got <= reference * (1 + 1e-9)
         assert got > 0.99 * reference  # the twin: 0.99·τ is below the true error
         assert 0.5 < got < 2.0
 
 
-def test_every_twiddle_is_within_mu() -> None:
+@pytest.mark.parametrize(("dtype", "u", "mu", "shift"), PRECISIONS, ids=IDS)
+def test_every_twiddle_is_within_mu(
+    dtype: twiddles.Precision, u: float, mu: float, shift: float
+) -> None:
     for n in (256, 4096):
         k = np.arange(n, dtype=np.int64)
-        r, j = _products(twiddles.tables(n), n, k)
+        r, j = _products(twiddles.tables(n, dtype), n, k)
         with mp.workdps(60):
             worst = max(
                 abs(mp.mpc(_mp(a), _mp(b)) - mp.expjpi(2 * mp.mpf(int(kk)) / n))
                 for kk, a, b in zip(k, r, j, strict=True)
             )
-            ratio = float(worst / mp.mpf(U))
-        assert ratio <= twiddles.TWIDDLE_ERROR
+            ratio = float(worst / mp.mpf(u))
+        assert ratio <= mu
         assert ratio > 0.5  # the twin μ = u/2 (the proof's wrong variant) fails
-
-
-@pytest.fixture
-def fresh() -> Iterator[None]:
-    twiddles.twiddle_error.cache_clear()
-    yield
-    twiddles.twiddle_error.cache_clear()
 
 
 def test_twiddle_error_without_fingerprint_is_found_by_exhaustion(
