@@ -10,9 +10,9 @@ pairs' product, after composing), for every γ >= 0. Then
 
 since 0 <= (1 − e^{ε−l})_+ <= 1. Composition convolves (`expost.pld.convolution`): the ℓ1 error
 of a bilinear map with ||B(x, y)||_1 <= ||x||_1 ||y||_1 propagates as
-E = E_fft + E_a ||b||_1 + (||a||_1 + E_a) E_b (Young); where the tails cut are lighter than
-`SPLIT_BELOW`, E_fft is cut by convolving the bulk and the light tails apart
-(`expost.pld.splitting`). Tails are cut after each composition
+E = E_fft + E_a ||b||_1 + (||a||_1 + E_a) E_b (Young); how to convolve (the bulk and the light
+tails apart, in which precision) is `expost.pld.splitting.convolve_within`'s choice, by the tail
+mass cut. Tails are cut after each composition
 (THEORY §12 (c)): the top entries whose mass is at most ``tail_mass`` go to +∞ and the bottom
 entries whose mass is at most ``tail_mass`` move up to the lowest kept point; both move mass up
 (the hockey-stick integrand is nondecreasing in l, and convolution keeps that order), and both

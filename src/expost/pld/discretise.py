@@ -22,6 +22,12 @@ of the density times w or 1 − w, computed without cancellation as w = expm1(h 
 1 − w = e^{h−u}·expm1(u)/expm1(h), u = l − l_j. The integrands are analytic on each piece, so
 the quadrature error is far below `pairs.MASS_MARGIN`, the relative margin every mass is raised
 by (more for losses far from 0 on a fine grid: `split_margin`); tests/pld/test_pld_convolution.py checks masses against 50-digit quadrature.
+
+In the light tails (`_light_merged`) a run of `LIGHT_RUN` grid steps whose estimated mass is at
+most `LIGHT_MASS` is one cell, split between its two ends l_j <= l <= l_j' the same way (the
+identity w e^{−l_j} + (1 − w) e^{−l_j'} = e^{−l} is all the refinement above needs); it saves
+the nodes of a subsampled pair's long, nearly empty upper tail (docs/pld.md, "Counting many
+rounds", item 8).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Convolution split into a heavy bulk and light tails, with a far smaller error bound.
+"""Convolution split into a heavy bulk and light tails: a far smaller error bound, or float64.
 
 The FFT's ℓ1 error bound (`expost.pld.convolution.fft_error`) grows as √n·||a||_2·||b||_1 for
 transforms of length n, and it is an absolute error: k rounds by squaring double it log2 k times
@@ -6,22 +6,31 @@ transforms of length n, and it is an absolute error: k rounds by squaring double
 holding all but at most τ of the mass on each side and a_T the rest (zero on the window),
 likewise b; by bilinearity
 
-    a * b = a_B * b_B + a_B * b_T + a_T * b_B + a_T * b_T.
+    a * b = a_B * b_B + a_T * b + a_B * b_T,    a * a = a_B * a_B + a_T * (a + a_B),
 
-The bulks' product is summed directly (`convolve` on slices of at most `DIRECT_MAX` points,
-while it takes at most `DIRECT_WORK` products): >= the exact product entrywise and within a
-relative 3γ_{m+1} + 3u of it (Higham 2002 §3.1), no ℓ1 error at all; a relative error only
-scales every hockey-stick sum (by 1 + 2^22·500u ≈ 1 + 3e-7 after 2^22 rounds). The other
-products go through the FFT with bounds carrying a factor ||a_T||_1 <= 2τ or ||a_T||_2: τ is
-the largest of `TAUS` whose tails' terms are at most `TAIL_SHARE` of the unsplit bound's.
+the square one product shorter (a + a_B is 2a on the window: exact). The products other than
+the bulks' carry a factor ||a_T||_1 <= 2τ or ||a_T||_2 in their bounds. `convolve_within` picks
+the way by the tail mass t its composition cuts (docs/pld.md, "Counting many rounds", item 6):
+
+- t < `SPLIT_BELOW` (counting): τ the largest of `TAUS` whose tails' terms are at most
+  `TAIL_SHARE` of the unsplit bound's; the bulks' product summed directly (`convolve` on
+  slices of at most `DIRECT_MAX` points, while it takes at most `DIRECT_WORK` products): >= the
+  exact product entrywise and within a relative 3γ_{m+1} + 3u of it (Higham 2002 §3.1), no ℓ1
+  error at all; a relative error only scales every hockey-stick sum (by 1 + 2^22·500u ≈
+  1 + 3e-7 after 2^22 rounds).
+- otherwise, where a bulk of at most half the points leaves tails whose float64 bound is at
+  most `FFT64_SHARE`·t: the bulks by one (short) transform, the tails in float64
+  (`expost.pld.convolution`: float64 where its bound is within the tolerance).
+- otherwise one transform.
 
 Upper side: each piece is >= a measure within its bound of its exact product, and the pieces
 are added with every sum moved up one float, so the total is too. Lower side: each piece is
-moved *below* that measure (`convolve` rounds its extended-precision result c' up to float64,
-c <= c'·(1 + 2u) + 2^-1074; the direct sum is within the relative error above) and the pieces
-are added with every sum moved down, so the total is <= a measure within the bound of a * b:
-every hockey-stick sum of it is at most the exact one plus the bound, and no absolute rounding
-term compounds over the squarings (a 2u·Σc per composition did: 2e-9 after 2^22 rounds).
+moved *below* that measure (`convolve` returns c' itself in float64 and rounds its extended
+precision result c' up, c <= c'·(1 + 2u) + 2^-1074; the direct sum is within the relative error
+above) and the pieces are added with every sum moved down, so the total is <= a measure within
+the bound of a * b: every hockey-stick sum of it is at most the exact one plus the bound, and
+no absolute rounding term compounds over the squarings (a 2u·Σc per composition did: 2e-9
+after 2^22 rounds).
 """
 
 from __future__ import annotations
