@@ -26,14 +26,15 @@ Two ways, each with what it promises about the exact convolution ``a * b`` of it
   they are the tables proven by exhaustion, `expost prove fft-twiddle-error`; otherwise found by
   exhaustion at first use of the length).
 
-Which precision: float64 (5 to 15 times faster per transform, docs/theory/fft-error.md §6) when the caller's ``tolerance``
-admits its proven bound, else long double. `expost.pld.splitting.convolve_within` passes
-`FFT64_SHARE` = 1/4 of the composition's ``tail_mass``: the float64 bound is then at most a quarter of the mass the same step's top
-tail cut may already send to +∞ (into δ), and it propagates through later convolutions exactly
-as that mass does (Young), so it can at most add a quarter to the truncation's share of δ.
-Either way the bound of the transform actually run is returned and added to δ: the result is on
-the safe side in every case; the rule only decides how much of δ goes to rounding. (Measured:
-with a rule relative to the mass instead, 2^-38·||a||_1||b||_1, the float64 bounds compounded by
+Which precision: float64 (5 to 15 times faster per transform, docs/theory/fft-error.md §6)
+when the caller's ``tolerance`` admits its proven bound, else long double.
+`expost.pld.splitting.convolve_within` passes `FFT64_SHARE` = 1/4 of the composition's
+``tail_mass``: the float64 bound is then at most a quarter of the mass the same step's top tail
+cut may already send to +∞ (into δ), and it propagates through later convolutions exactly as
+that mass does (Young), so it can at most add a quarter to the truncation's share of δ. Either
+way the bound of the transform actually run is returned and added to δ: the result is on the
+safe side in every case; the rule only decides how much of δ goes to rounding. (Measured: with
+a rule relative to the mass instead, 2^-38·||a||_1||b||_1, the float64 bounds compounded by
 repeated squaring widened 1,202 DP-SGD steps' bracket tenfold, and the float64 noise kept tails
 the long double result lets the cut remove: arrays 8 times longer, no faster. Whole laws'
 bounds rarely fit; the light tails' products, split off by `convolve_within`, do.)
