@@ -128,6 +128,7 @@ def test_light_tail_cells_save_nodes_and_stay_safe(monkeypatch: pytest.MonkeyPat
         return out
 
     monkeypatch.setattr(expost.pld.discretise, "quadrature", counted)
+    counting.clear_caches()  # built afresh here, not taken from another test's cache
     pld = _fine()
     plain = sum(quadrature(part, h).x.size for part, h, _ in merged)
     assert sum(n for _, _, n in merged) < plain / 2
