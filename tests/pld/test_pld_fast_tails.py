@@ -157,6 +157,7 @@ def test_a_merged_cell_sent_to_the_wrong_end_is_caught(monkeypatch: pytest.Monke
 
 def test_compose_rounds_on_the_fast_path_brackets_the_exact_delta(dtypes: list[str]) -> None:
     sigma = math.sqrt(1000.0)
+    counting.clear_caches()  # composed afresh here (the transforms' dtypes are checked)
     pld = PLD.gaussian(sigma, value_discretization=1e-2)
     low, high = compose_rounds(
         pld, 1000, resolution=0.5, round_resolution=2.0, tail_mass=1e-14
