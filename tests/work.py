@@ -36,28 +36,22 @@ def counted(*, memory: bool = True) -> Iterator[Work]:
     body calls nothing (no function, no builtin) is not counted; every loop of the library's
     calls something."""
     work = Work()
-    profile = cProfile.Profile()
-    if not memory:
-        profile.enable()
-        try:
-            yield work
-        finally:
-            profile.disable()
-            work.calls = sum(entry.callcount for entry in profile.getstats())
-        return
-    tracing = tracemalloc.is_tracing()
-    if not tracing:
+    started = memory and not tracemalloc.is_tracing()
+    if started:
         tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    tracemalloc.reset_peak()
+    if memory:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+    profile = cProfile.Profile()
     profile.enable()
     try:
         yield work
     finally:
         profile.disable()
         work.calls = sum(entry.callcount for entry in profile.getstats())
-        work.peak_bytes = max(0, tracemalloc.get_traced_memory()[1] - base)
-        if not tracing:
+        if memory:
+            work.peak_bytes = max(0, tracemalloc.get_traced_memory()[1] - base)
+        if started:
             tracemalloc.stop()
 
 

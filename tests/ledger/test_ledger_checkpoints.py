@@ -11,6 +11,7 @@ every entry, and ``expost ledger show`` names a checkpoint that does not match i
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -195,18 +196,30 @@ def test_a_flood_of_open_reservations_costs_one_spend_each(
     and a round after it a few spends, whatever the flood; the old replay (the planted twin)
     spent every open reservation again on every update."""
     budget = _flooded(tmp_path / "flood.sqlite")
+    check_flood(monkeypatch, lambda: _open(budget, tmp_path / "flood.sqlite"), twin, FLOOD)
+
+
+def check_flood(
+    monkeypatch: pytest.MonkeyPatch,
+    open_session: Callable[[], ep.PrivateSession],
+    twin: bool,
+    flood: int,
+) -> None:
+    """Open a session on a ledger of ``flood`` open reservations and run one round: the open
+    spends each reservation once and the round a few spends; with ``twin``, the old replay,
+    which spends every open reservation again on every update (both backends' test)."""
     if twin:
         monkeypatch.setattr(checkpoints_module, "Replay", OldReplay)
         monkeypatch.setattr("expost.session.Replay", OldReplay)
         monkeypatch.setattr("expost.session.checkpoint", lambda _ledger, _replay, done: done)
     calls = _counting(monkeypatch)
-    s = _open(budget, tmp_path / "flood.sqlite")
+    s = open_session()
     opened = calls[0]
     s.gaussian(0.0, 1.0, 1e-3)
     after = calls[0] - opened
     s.close()
     if twin:
-        assert after >= FLOOD
+        assert after >= flood
     else:
-        assert opened == FLOOD
+        assert opened == flood
         assert after <= 4

@@ -244,38 +244,14 @@ def test_a_flood_of_open_reservations_costs_one_spend_each(
     grants reserves `FLOOD` tiny rounds and never settles them; an open spends each once, and
     a round after it a few spends; the old replay (the planted twin) spent every open
     reservation again on every update."""
-    from tests.ledger.test_ledger_checkpoints import _counting
-    from tests.session.test_protocol_invariant import OldReplay
+    from tests.ledger.test_ledger_checkpoints import check_flood
 
     name = f"flood_{uuid.uuid4().hex[:6]}"
     budget = ep.ZCDPFilter(1.0)
     lid = init_ledger(pg_ledger_url(pg_server, name), budget)
     url = _with_ledger(analyst, name)
-    cost = encode(ZCDPCost(1e-6))
-    rows = [json.dumps({"round": k, "mechanism": "m", "cost": cost}) for k in range(FLOOD)]
-    _psql(
-        url,
-        "SELECT count(*) FROM unnest(%s::text[]) WITH ORDINALITY r(t, k), LATERAL "
-        "expost.append_round(%s, %s::uuid, 'reserve', r.t, NULL) ORDER BY 1",
-        rows,
-        name,
-        lid,
-    )
-    if twin:
-        monkeypatch.setattr(checkpoints_module, "Replay", OldReplay)
-        monkeypatch.setattr("expost.session.Replay", OldReplay)
-        monkeypatch.setattr("expost.session.checkpoint", lambda _ledger, _replay, done: done)
-    calls = _counting(monkeypatch)
-    s = _session(budget, url)
-    opened = calls[0]
-    s.gaussian(0.0, 1.0, 1e-3)
-    after = calls[0] - opened
-    s.close()
-    if twin:
-        assert after >= FLOOD
-    else:
-        assert opened == FLOOD
-        assert after <= 4
+    _flood(url, name, lid, 0, FLOOD)
+    check_flood(monkeypatch, lambda: _session(budget, url), twin, FLOOD)
 
 
 def test_a_client_without_the_checkpoint_grants_replays_every_entry(pg_server: Any) -> None:

@@ -181,6 +181,20 @@ class ClosesOnExit(ABC):
         self.close()
 
 
+class StartsAt:
+    """A ledger that may open from a checkpoint: its entries are read from ``_base`` on."""
+
+    _base: int
+    _entries: tuple[LedgerEntry, ...]
+
+    def start_at(self, index: int) -> None:
+        """Read entries from ``index`` on only (before any is read: a lazy open); `entries`
+        then holds those, each with its own ``index``."""
+        if self._entries or index < 0:
+            raise InvalidParameter("index", index, "must be >= 0, before any entry is read")
+        self._base = index
+
+
 @runtime_checkable
 class LedgerBackend(Protocol):
     """An open ledger of either backend, as `expost.PrivateSession` uses it."""

@@ -53,6 +53,7 @@ from expost.ledger.base import (
     ClosesOnExit,
     Decide,
     LedgerEntry,
+    StartsAt,
     canonical,
     config_text,
     entry_from_row,
@@ -81,7 +82,7 @@ _ADVICE: Final = "use another ledger name (?ledger=NAME)"
 _INIT: Final = "an administrator creates it with `expost ledger init URL --filter ...`"
 
 
-class PostgresLedger(ClosesOnExit, Spendable):
+class PostgresLedger(ClosesOnExit, StartsAt, Spendable):
     """An open PostgreSQL ledger; open it with `PostgresLedger.open` (or `open_ledger`)."""
 
     def __init__(
@@ -338,13 +339,6 @@ class PostgresLedger(ClosesOnExit, Spendable):
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         cur.execute("SELECT expost.create_ledger(%s, %s)", (self._name, text))
         return str(cur.fetchone()[0])
-
-    def start_at(self, index: int) -> None:
-        """Read entries from ``index`` on only (before any is read: a lazy open); `entries`
-        then holds those, each with its own ``index``."""
-        if self._entries or index < 0:
-            raise InvalidParameter("index", index, "must be >= 0, before any entry is read")
-        self._base = index
 
     def read(self, start: int, stop: int) -> tuple[LedgerEntry, ...]:
         """The committed entries with ``start <= index < stop`` (kept nowhere)."""

@@ -48,6 +48,7 @@ from expost.ledger.base import (
     ClosesOnExit,
     Decide,
     LedgerEntry,
+    StartsAt,
     canonical,
     config_text,
     entry_from_row,
@@ -232,7 +233,7 @@ def _verify(conn: sqlite3.Connection, path: Path) -> tuple[str, str | None]:
     return config, stored_id
 
 
-class Ledger(ClosesOnExit, Spendable):
+class Ledger(ClosesOnExit, StartsAt, Spendable):
     """An open ledger file; create it with `Ledger.open`, use as a context manager."""
 
     def __init__(
@@ -368,13 +369,6 @@ class Ledger(ClosesOnExit, Spendable):
         if self._conn is None:
             raise LedgerError(f"ledger {str(self._path)!r} is closed")
         return self._conn
-
-    def start_at(self, index: int) -> None:
-        """Read entries from ``index`` on only (before any is read: a lazy open); `entries`
-        then holds those, each with its own ``index``."""
-        if self._entries or index < 0:
-            raise InvalidParameter("index", index, "must be >= 0, before any entry is read")
-        self._base = index
 
     def read(self, start: int, stop: int) -> tuple[LedgerEntry, ...]:
         """The committed entries with ``start <= index < stop`` (kept nowhere)."""
