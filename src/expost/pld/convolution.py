@@ -51,7 +51,16 @@ import numpy.typing as npt
 from expost.errors import InvalidParameter
 from expost.pld.twiddles import DOUBLE, LONG, Precision, twiddle_error, unit_roundoff
 
-__all__ = ["DIRECT_MAX", "FFT64_SHARE", "PASS_DEPTHS", "convolve", "fft_error", "kappa", "passes"]
+__all__ = [
+    "DIRECT_MAX",
+    "FFT64_SHARE",
+    "PASS_DEPTHS",
+    "convolve",
+    "fft_bound",
+    "fft_error",
+    "kappa",
+    "passes",
+]
 
 FloatArray = npt.NDArray[np.float64]
 DIRECT_MAX = 64  # the shorter input's length up to which the direct sum is used
@@ -111,9 +120,15 @@ def fft_error(a: FloatArray, b: FloatArray, n: int, u: float) -> float:
     ||error||_2 <= (1+κ)E_1 + κ A_2 B_1 and the ℓ1 bound is √n times that. Every term is
     evaluated in float64 and enlarged by a relative 2^-40 (norms and products of a few floats).
     """
-    k = kappa(n, u)
     a1, b1 = float(np.sum(a)), float(np.sum(b))
     a2, b2 = float(np.sqrt(np.dot(a, a))), float(np.sqrt(np.dot(b, b)))
+    return fft_bound((a1, a2), (b1, b2), n, u)
+
+
+def fft_bound(a: tuple[float, float], b: tuple[float, float], n: int, u: float) -> float:
+    """`fft_error` from the inputs' norms (||a||_1, ||a||_2) and (||b||_1, ||b||_2)."""
+    (a1, a2), (b1, b2) = a, b
+    k = kappa(n, u)
     root = math.sqrt(n)
     e1 = (
         k * (a2 * b1 + a1 * b2)

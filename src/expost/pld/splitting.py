@@ -36,11 +36,12 @@ after 2^22 rounds).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from expost.pld.convolution import DIRECT_MAX, FFT64_SHARE, convolve, fft_error
+from expost.pld.convolution import DIRECT_MAX, FFT64_SHARE, convolve, fft_bound
 
 __all__ = [
     "DIRECT_WORK",
@@ -62,31 +63,47 @@ _U = 2.0**-53
 _TINY = math.ulp(0.0)
 
 
-def _windows(a: FloatArray) -> list[tuple[int, int]]:
-    """For each of `TAUS`, the bulk [lo, hi) of ``a`` leaving at most that share of its mass on
-    each side (none for an array of mass 0)."""
+class Split(NamedTuple):
+    """A bulk [lo, hi) of an array and its tails' norms ||a_T||_1 and ||a_T||_2^2."""
+
+    lo: int
+    hi: int
+    tail1: float
+    tail2: float
+
+
+def _splits(a: FloatArray) -> tuple[float, float, list[Split]]:
+    """(||a||_1, ||a||_2^2, the splits): for each of `TAUS`, the bulk leaving at most that share
+    of the mass on each side, with its tails' norms from prefix sums (float sums: only a
+    choice rests on them). None for an array of mass 0."""
+    n = a.size
     left, right = np.cumsum(a), np.cumsum(a[::-1])
-    total = float(left[-1])
+    squares = a * a
+    left2, right2 = np.cumsum(squares), np.cumsum(squares[::-1])
+    total, total2 = float(left[-1]), float(left2[-1])
     out = []
     for tau in TAUS if total > 0.0 else ():
         lo = int(np.searchsorted(left, tau * total, side="right"))
-        out.append((lo, a.size - int(np.searchsorted(right, tau * total, side="right"))))
-    return out
+        hi = n - int(np.searchsorted(right, tau * total, side="right"))
+        if hi - lo < 1:
+            continue
+        tail1 = (float(left[lo - 1]) if lo else 0.0) + (float(right[n - hi - 1]) if hi < n else 0.0)
+        tail2 = (float(left2[lo - 1]) if lo else 0.0) + (
+            float(right2[n - hi - 1]) if hi < n else 0.0
+        )
+        out.append(Split(lo, hi, tail1, tail2))
+    return total, total2, out
 
 
 def _window(a: FloatArray) -> tuple[int, int]:
     """The narrowest bulk [lo, hi) of ``a`` among the `TAUS` splits whose tails' error terms
     ||a_T||_2 + ||a_B||_2·||a_T||_1/||a||_1 are at most `TAIL_SHARE`·||a||_2 (the whole array
     if none). Only a choice: any split is sound."""
-    total = float(np.sum(a))
-    norm2 = float(np.sqrt(np.dot(a, a)))
-    for lo, hi in _windows(a):
-        if hi - lo < 1:
-            continue
-        tail_mass = float(np.sum(a[:lo])) + float(np.sum(a[hi:]))
-        tail2 = math.sqrt(float(np.dot(a[:lo], a[:lo])) + float(np.dot(a[hi:], a[hi:])))
-        if tail2 + norm2 * tail_mass / total <= TAIL_SHARE * norm2:
-            return lo, hi
+    total, total2, splits = _splits(a)
+    norm2 = math.sqrt(total2)
+    for split in splits:
+        if math.sqrt(split.tail2) + norm2 * split.tail1 / total <= TAIL_SHARE * norm2:
+            return split.lo, split.hi
     return 0, a.size
 
 
@@ -203,16 +220,20 @@ def _pieces(a: FloatArray) -> Pieces:
 
 def _fast_pieces(a: FloatArray, tolerance: float) -> Pieces:
     """``a`` split at the narrowest `TAUS` window of at most half its points whose tails' float64
-    bound against ``a`` itself, T * (a + a_B), is at most ``tolerance`` (unsplit if none). Only a
+    bound against ``a`` itself, T * (a + a_B), is at most ``tolerance`` (unsplit if none); the
+    norms of a + a_B = 2a − T are ||a||_1 + ||a_B||_1 and √(4||a||_2² − 3||T||_2²). Only a
     choice: `convolve` checks each product's bound again."""
-    for lo, hi in _windows(a) if tolerance > 0.0 else ():
-        if 0 < hi - lo <= a.size // 2:
-            tail, twice = np.array(a, dtype=np.float64), np.array(a, dtype=np.float64)
-            tail[lo:hi] = 0.0
-            twice[lo:hi] *= 2.0
-            n = 1 << (2 * a.size - 2).bit_length()
-            if fft_error(tail, twice, n, _U) <= tolerance:
-                return _cut_at(a, lo, hi)
+    if tolerance <= 0.0:
+        return [(a, 0)]
+    total, total2, splits = _splits(a)
+    n = 1 << (2 * a.size - 2).bit_length()
+    for split in splits:
+        if split.hi - split.lo > a.size // 2:
+            continue
+        tail = (split.tail1, math.sqrt(split.tail2))
+        twice = (2.0 * total - split.tail1, math.sqrt(max(0.0, 4.0 * total2 - 3.0 * split.tail2)))
+        if fft_bound(tail, twice, n, _U) <= tolerance:
+            return _cut_at(a, split.lo, split.hi)
     return [(a, 0)]
 
 
