@@ -56,8 +56,8 @@ __all__ = [
     "FFT64_SHARE",
     "PASS_DEPTHS",
     "convolve",
-    "fft_bound",
     "fft_error",
+    "fft_error_of_norms",
     "kappa",
     "passes",
 ]
@@ -122,10 +122,10 @@ def fft_error(a: FloatArray, b: FloatArray, n: int, u: float) -> float:
     """
     a1, b1 = float(np.sum(a)), float(np.sum(b))
     a2, b2 = float(np.sqrt(np.dot(a, a))), float(np.sqrt(np.dot(b, b)))
-    return fft_bound((a1, a2), (b1, b2), n, u)
+    return fft_error_of_norms((a1, a2), (b1, b2), n, u)
 
 
-def fft_bound(a: tuple[float, float], b: tuple[float, float], n: int, u: float) -> float:
+def fft_error_of_norms(a: tuple[float, float], b: tuple[float, float], n: int, u: float) -> float:
     """`fft_error` from the inputs' norms (||a||_1, ||a||_2) and (||b||_1, ||b||_2)."""
     (a1, a2), (b1, b2) = a, b
     k = kappa(n, u)

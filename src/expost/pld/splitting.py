@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from expost.pld.convolution import DIRECT_MAX, FFT64_SHARE, convolve, fft_bound
+from expost.pld.convolution import DIRECT_MAX, FFT64_SHARE, convolve, fft_error_of_norms
 
 __all__ = [
     "DIRECT_WORK",
@@ -232,7 +232,7 @@ def _fast_pieces(a: FloatArray, tolerance: float) -> Pieces:
             continue
         tail = (split.tail1, math.sqrt(split.tail2))
         twice = (2.0 * total - split.tail1, math.sqrt(max(0.0, 4.0 * total2 - 3.0 * split.tail2)))
-        if fft_bound(tail, twice, n, _U) <= tolerance:
+        if fft_error_of_norms(tail, twice, n, _U) <= tolerance:
             return _cut_at(a, split.lo, split.hi)
     return [(a, 0)]
 
